@@ -1,0 +1,93 @@
+# cmake/KfuseDeps.cmake — finds kfuse's dependencies and defines interface
+# targets for them:
+#   kfuse_zip         libzip + minizip (entry offsets for mapping weights)
+#   kfuse_cjson       cJSON
+#   kfuse_mlir_capi   the MLIR C API (archives + libMLIR/libLLVM, or, with
+#                     KFUSE_PORTABLE, every static MLIR/LLVM archive)
+# and kfuse_finish_executable(t), which sets rpaths or static link flags.
+# Dependencies come from Debian packages (scripts/deps.sh installs them).
+
+find_package(PkgConfig REQUIRED)
+
+set(KFUSE_LLVM_ROOT "/usr/lib/llvm-22" CACHE PATH "LLVM/MLIR 22 installation")
+list(APPEND CMAKE_PREFIX_PATH ${KFUSE_LLVM_ROOT})
+
+pkg_check_modules(LIBZIP IMPORTED_TARGET libzip>=1.7)
+pkg_check_modules(MINIZIP IMPORTED_TARGET minizip)
+find_package(cJSON 1.7 CONFIG QUIET)
+if(NOT LIBZIP_FOUND OR NOT MINIZIP_FOUND OR NOT cJSON_FOUND)
+  message(FATAL_ERROR "kfuse: libzip, minizip or cJSON is missing. "
+    "Run scripts/deps.sh (Debian: libzip-dev libminizip-dev libcjson-dev).")
+endif()
+
+add_library(kfuse_zip INTERFACE)
+add_library(kfuse_cjson INTERFACE)
+if(KFUSE_PORTABLE)
+  # The GPU machines lack these libraries: link the static archives.
+  find_library(KFUSE_LIBZIP_A NAMES libzip.a REQUIRED)
+  find_library(KFUSE_MINIZIP_A NAMES libminizip.a)
+  find_library(KFUSE_CJSON_A NAMES libcjson.a REQUIRED)
+  find_library(KFUSE_Z_A NAMES libz.a REQUIRED)
+  find_library(KFUSE_BZ2_A NAMES libbz2.a)
+  find_library(KFUSE_LZMA_A NAMES liblzma.a)
+  find_library(KFUSE_ZSTD_A NAMES libzstd.a)
+  find_library(KFUSE_GNUTLS_NETTLE_A NAMES libnettle.a)
+  target_include_directories(kfuse_zip INTERFACE ${LIBZIP_INCLUDE_DIRS})
+  set(_zip_libs ${KFUSE_LIBZIP_A})
+  if(KFUSE_MINIZIP_A)
+    list(APPEND _zip_libs ${KFUSE_MINIZIP_A})
+  else()
+    message(FATAL_ERROR "kfuse: libminizip.a not found for the portable build")
+  endif()
+  foreach(l KFUSE_BZ2_A KFUSE_LZMA_A KFUSE_ZSTD_A KFUSE_GNUTLS_NETTLE_A)
+    if(${l})
+      list(APPEND _zip_libs ${${l}})
+    endif()
+  endforeach()
+  list(APPEND _zip_libs ${KFUSE_Z_A})
+  target_link_libraries(kfuse_zip INTERFACE ${_zip_libs})
+  target_include_directories(kfuse_cjson INTERFACE /usr/include)
+  target_link_libraries(kfuse_cjson INTERFACE ${KFUSE_CJSON_A})
+else()
+  target_link_libraries(kfuse_zip INTERFACE PkgConfig::LIBZIP PkgConfig::MINIZIP)
+  # minizip's include dir holds its own zip.h, which would shadow libzip's:
+  # sources include <minizip/unzip.h> instead, so drop its cflags.
+  set_target_properties(PkgConfig::MINIZIP PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "")
+  target_link_libraries(kfuse_cjson INTERFACE cjson)
+endif()
+
+find_package(MLIR 22.1 CONFIG QUIET)
+if(NOT MLIR_FOUND)
+  message(FATAL_ERROR "kfuse: MLIR 22.1 not found under ${KFUSE_LLVM_ROOT}. "
+    "Run scripts/deps.sh (Debian: llvm-22-dev libmlir-22-dev mlir-22-tools).")
+endif()
+
+add_library(kfuse_mlir_capi INTERFACE)
+target_include_directories(kfuse_mlir_capi SYSTEM INTERFACE ${MLIR_INCLUDE_DIRS} ${LLVM_INCLUDE_DIRS})
+set(_capi)
+foreach(c IR RegisterEverything Transforms Func)
+  list(APPEND _capi ${LLVM_LIBRARY_DIR}/libMLIRCAPI${c}.a)
+endforeach()
+if(KFUSE_PORTABLE)
+  # Every static MLIR and LLVM archive in one group; the linker keeps only
+  # the objects that are used (docs/ARCHITECTURE.md, "Portable build").
+  file(GLOB _mlir_a ${LLVM_LIBRARY_DIR}/libMLIR*.a)
+  list(FILTER _mlir_a EXCLUDE REGEX "libMLIRCAPI|Main\\.a$|libMLIR\\.a$")
+  file(GLOB _llvm_a ${LLVM_LIBRARY_DIR}/libLLVM*.a)
+  list(FILTER _llvm_a EXCLUDE REGEX "libLLVM\\.a$")
+  find_library(KFUSE_ZSTD_STATIC NAMES libzstd.a)
+  target_link_libraries(kfuse_mlir_capi INTERFACE
+    -Wl,--start-group ${_capi} ${_mlir_a} ${_llvm_a} -Wl,--end-group
+    ${KFUSE_ZSTD_STATIC} ${KFUSE_Z_A} rt dl m pthread)
+else()
+  target_link_libraries(kfuse_mlir_capi INTERFACE ${_capi} MLIR LLVM)
+endif()
+
+function(kfuse_finish_executable t)
+  if(KFUSE_PORTABLE)
+    target_link_options(${t} PRIVATE -static-libstdc++ -static-libgcc -Wl,--gc-sections)
+  else()
+    set_target_properties(${t} PROPERTIES BUILD_RPATH ${LLVM_LIBRARY_DIR}
+                                          INSTALL_RPATH ${LLVM_LIBRARY_DIR})
+  endif()
+endfunction()

@@ -1,0 +1,1 @@
+/* frontend/pt2_graph.c — placeholder; being written. */

@@ -1,0 +1,1 @@
+/* frontend/torch_mlir.c — placeholder; being written. */

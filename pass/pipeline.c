@@ -1,0 +1,66 @@
+/* pass/pipeline.c — the pass registry and pipeline runner.
+ *
+ * The default pipeline is the one readable list below; `kfuse opt -p`
+ * takes any comma-separated sequence of the registered names. */
+#include <string.h>
+
+#include "kfuse/ir.h"
+#include "pass_int.h"
+
+static const kf_pass_info passes[] = {
+    {"dce", "remove ops whose results never reach an output", kf_pass_dce},
+    {"simplify", "remove identity views, casts and copies", kf_pass_simplify},
+};
+
+static const char *default_pipeline = "simplify,dce";
+
+const kf_pass_info *kf_pass_list(int *n) {
+  *n = (int)(sizeof passes / sizeof passes[0]);
+  return passes;
+}
+
+const kf_pass_info *kf_pass_find(const char *name) {
+  for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++)
+    if (strcmp(passes[i].name, name) == 0) return &passes[i];
+  return NULL;
+}
+
+const char *kf_pass_default_pipeline(void) { return default_pipeline; }
+
+static kf_status run_one(kf_graph *g, const char *name, size_t n,
+                         bool verify_each, kf_diag *diag) {
+  char buf[64];
+  if (n == 0) return KF_OK;
+  if (n >= sizeof buf) {
+    kf_diag_error(diag, "unknown pass '%.*s'", (int)n, name);
+    return KF_ERR_ARG;
+  }
+  memcpy(buf, name, n);
+  buf[n] = 0;
+  if (strcmp(buf, "default") == 0)
+    return kf_pass_run_pipeline(g, default_pipeline, verify_each, diag);
+  const kf_pass_info *p = kf_pass_find(buf);
+  if (!p) {
+    kf_diag_error(diag, "unknown pass '%s' (kfuse opt --list-passes lists them)", buf);
+    return KF_ERR_ARG;
+  }
+  kf_status st = p->run(g, diag);
+  if (st != KF_OK) return st;
+  if (verify_each && (st = kf_graph_verify(g, diag)) != KF_OK)
+    kf_diag_error(diag, "the IR is invalid after pass '%s'", buf);
+  return st;
+}
+
+kf_status kf_pass_run_pipeline(kf_graph *g, const char *pipeline,
+                               bool verify_each, kf_diag *diag) {
+  const char *p = pipeline;
+  while (*p) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    kf_status st = run_one(g, p, n, verify_each, diag);
+    if (st != KF_OK) return st;
+    p += n;
+    if (*p == ',') p++;
+  }
+  return KF_OK;
+}

@@ -1,0 +1,384 @@
+/* tools/kfuse.c — the kfuse command-line tool.
+ *
+ *   kfuse info MODEL            partition-ready IR and what the model needs
+ *   kfuse opt FILE [-p P]       IR in, named passes, IR out (kfuse-opt style)
+ *   kfuse run MODEL --io F      run the CPU reference on recorded inputs and
+ *                               compare with the recorded outputs
+ *   kfuse ops                   supported ops (kf IR and ATen overloads)
+ *
+ * MODEL is a .pt2 archive or MLIR text (kfuse IR or torch dialect). Errors
+ * go to stderr as "kfuse: error: <what and where>"; the exit status is 0 on
+ * success, 1 on any failure, 2 on bad usage. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kfuse/frontend.h"
+#include "kfuse/interp.h"
+#include "kfuse/ir.h"
+
+#define KFUSE_VERSION "0.1.0"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: kfuse <command> [options]\n"
+          "\n"
+          "commands:\n"
+          "  info MODEL [-p PIPELINE] [--no-ir]\n"
+          "        load MODEL (.pt2 or MLIR text), run the default pipeline and print\n"
+          "        the partition-ready IR and a summary: ops, weights, memory\n"
+          "  opt FILE [-p PIPELINE] [-o OUT] [--no-verify] [--list-passes]\n"
+          "        print FILE's IR after the passes in PIPELINE (comma-separated;\n"
+          "        default: none); '-' reads standard input\n"
+          "  run MODEL --io FILE.kfio [--atol A] [--rtol R] [-p PIPELINE]\n"
+          "        run the CPU reference interpreter (fp64) on the inputs recorded\n"
+          "        in FILE.kfio and compare with the outputs recorded there\n"
+          "  ops [--aten]\n"
+          "        list the IR's ops, or the supported ATen overloads\n"
+          "  version\n");
+}
+
+static char *read_all(const char *path, size_t *n, kf_diag *diag) {
+  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+  if (!f) {
+    kf_diag_error(diag, "%s: cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap + 1);
+  while (buf) {
+    size_t k = fread(buf + len, 1, cap - len, f);
+    len += k;
+    if (len < cap) break;
+    cap *= 2;
+    char *nb = realloc(buf, cap + 1);
+    if (!nb) {
+      free(buf);
+      buf = NULL;
+    } else {
+      buf = nb;
+    }
+  }
+  bool err = ferror(f);
+  if (f != stdin) fclose(f);
+  if (!buf || err) {
+    kf_diag_error(diag, "%s: read failed", path);
+    free(buf);
+    return NULL;
+  }
+  buf[len] = 0;
+  *n = len;
+  return buf;
+}
+
+static kf_status load(const char *path, kf_graph **g, kf_diag *diag) {
+  if (strcmp(path, "-") == 0) {
+    size_t n;
+    char *text = read_all(path, &n, diag);
+    if (!text) return KF_ERR_IO;
+    kf_status st = kf_mlir_parse(text, n, "<stdin>", g, diag);
+    free(text);
+    return st;
+  }
+  kf_load_options o;
+  kf_load_options_init(&o);
+  return kf_model_load(path, &o, g, diag);
+}
+
+/* ---- info ---------------------------------------------------------------- */
+
+static int64_t value_bytes(const kf_value *v) {
+  return v->type.kind == KF_TYPE_TENSOR
+             ? kf_type_numel(&v->type) * (int64_t)kf_dtype_size(v->type.dtype)
+             : 0;
+}
+
+static bool is_view(const kf_op *op) {
+  const kf_op_info *info = kf_op_info_get(op->code);
+  return info->kind == KF_KIND_VIEW || op->code == KF_OP_SPLIT ||
+         op->code == KF_OP_PARAM || op->code == KF_OP_SCALAR;
+}
+
+static void human(int64_t b, char *buf, size_t n) {
+  const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)b;
+  int i = 0;
+  while (v >= 1024 && i < 4) {
+    v /= 1024;
+    i++;
+  }
+  if (i == 0)
+    snprintf(buf, n, "%lld B", (long long)b);
+  else
+    snprintf(buf, n, "%.2f %s", v, u[i]);
+}
+
+/* Naive memory estimate: every non-view result is materialised, freed after
+ * its last use (graph outputs live to the end). Later, the memory planner
+ * replaces this with the real arena plan. */
+static void memory_estimate(const kf_graph *g, int64_t *total, int64_t *peak) {
+  int nops = kf_graph_count_ops(g);
+  size_t nv = g->next_value_id ? g->next_value_id : 1;
+  int *last = malloc(sizeof(int) * nv);
+  KF_ASSERT(last != NULL);
+  for (size_t i = 0; i < nv; i++) last[i] = -1;
+  int idx = 0;
+  for (const kf_op *op = g->first; op; op = op->next, idx++)
+    for (int i = 0; i < op->n_operands; i++)
+      if (op->operands[i]) last[op->operands[i]->id] = idx;
+  for (int i = 0; i < g->n_outputs; i++) last[g->outputs[i]->id] = nops;
+  /* a view keeps its base alive: propagate last use to the base chain */
+  for (const kf_op *op = g->last; op; op = op->prev)
+    if (is_view(op) && op->n_operands && op->operands[0])
+      for (int r = 0; r < op->n_results; r++)
+        if (last[op->results[r]->id] > last[op->operands[0]->id])
+          last[op->operands[0]->id] = last[op->results[r]->id];
+  int64_t live = 0, pk = 0, tot = 0;
+  int64_t *free_at = calloc((size_t)nops + 2, sizeof(int64_t));
+  KF_ASSERT(free_at != NULL);
+  idx = 0;
+  for (const kf_op *op = g->first; op; op = op->next, idx++) {
+    if (!is_view(op))
+      for (int r = 0; r < op->n_results; r++) {
+        int64_t b = value_bytes(op->results[r]);
+        int l = last[op->results[r]->id];
+        if (l < 0) continue; /* unused result: not counted */
+        live += b;
+        tot += b;
+        free_at[l] += b;
+      }
+    if (live > pk) pk = live;
+    live -= free_at[idx];
+  }
+  free(free_at);
+  free(last);
+  *total = tot;
+  *peak = pk;
+}
+
+static int cmd_info(int argc, char **argv, kf_diag *diag) {
+  const char *path = NULL, *pipeline = kf_pass_default_pipeline();
+  bool print_ir = true;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "-p") == 0 && i + 1 < argc)
+      pipeline = argv[++i];
+    else if (strcmp(argv[i], "--no-ir") == 0)
+      print_ir = false;
+    else if (argv[i][0] == '-' && argv[i][1])
+      return usage(stderr), 2;
+    else if (!path)
+      path = argv[i];
+    else
+      return usage(stderr), 2;
+  }
+  if (!path) return usage(stderr), 2;
+  kf_graph *g = NULL;
+  kf_status st = load(path, &g, diag);
+  if (st == KF_OK) st = kf_graph_verify(g, diag);
+  int ops_before = st == KF_OK ? kf_graph_count_ops(g) : 0;
+  if (st == KF_OK) st = kf_pass_run_pipeline(g, pipeline, true, diag);
+  if (st != KF_OK) {
+    kf_graph_destroy(g);
+    return 1;
+  }
+  if (print_ir && kf_graph_print(g, kf_write_file, stdout) != KF_OK) {
+    kf_diag_error(diag, "writing to standard output failed");
+    kf_graph_destroy(g);
+    return 1;
+  }
+  char b1[64], b2[64];
+  printf("\n// model '%s' from %s\n", g->name, g->origin ? g->origin : path);
+  printf("// inputs:\n");
+  for (int i = 0; i < g->n_inputs; i++) {
+    kf_type_str(&g->inputs[i]->type, b1, sizeof b1);
+    printf("//   %-24s %s\n", g->input_names[i], b1);
+  }
+  printf("// outputs:\n");
+  for (int i = 0; i < g->n_outputs; i++) {
+    kf_type_str(&g->outputs[i]->type, b1, sizeof b1);
+    printf("//   #%-23d %s\n", i, b1);
+  }
+  int count[KF_OP_COUNT] = {0};
+  for (const kf_op *op = g->first; op; op = op->next) count[op->code]++;
+  printf("// ops: %d after pipeline '%s' (%d before)\n", kf_graph_count_ops(g),
+         pipeline, ops_before);
+  for (int c = 0; c < KF_OP_COUNT; c++)
+    if (count[c] && c != KF_OP_PARAM) printf("//   %-20s %d\n", kf_opcode_name(c), count[c]);
+  int64_t wbytes = 0;
+  int nw_used = 0;
+  for (int i = 0; i < g->n_weights; i++) wbytes += g->weights[i].storage_bytes;
+  nw_used = count[KF_OP_PARAM];
+  human(wbytes, b1, sizeof b1);
+  printf("// weights: %d tensors, %s stored (%d referenced after the pipeline)\n",
+         g->n_weights, b1, nw_used);
+  int64_t total, peak;
+  memory_estimate(g, &total, &peak);
+  human(total, b1, sizeof b1);
+  human(peak, b2, sizeof b2);
+  printf("// activations: %s materialised in all, %s peak live (naive plan, no reuse across ops)\n",
+         b1, b2);
+  kf_graph_destroy(g);
+  return 0;
+}
+
+/* ---- opt ----------------------------------------------------------------- */
+
+static int cmd_opt(int argc, char **argv, kf_diag *diag) {
+  const char *path = NULL, *pipeline = "", *outp = NULL;
+  bool verify = true;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "-p") == 0 && i + 1 < argc) {
+      pipeline = argv[++i];
+    } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
+      outp = argv[++i];
+    } else if (strcmp(argv[i], "--no-verify") == 0) {
+      verify = false;
+    } else if (strcmp(argv[i], "--list-passes") == 0) {
+      int n;
+      const kf_pass_info *p = kf_pass_list(&n);
+      for (int k = 0; k < n; k++) printf("%-12s %s\n", p[k].name, p[k].summary);
+      printf("%-12s %s\n", "default", kf_pass_default_pipeline());
+      return 0;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return usage(stderr), 2;
+    } else if (!path) {
+      path = argv[i];
+    } else {
+      return usage(stderr), 2;
+    }
+  }
+  if (!path) return usage(stderr), 2;
+  kf_graph *g = NULL;
+  kf_status st = load(path, &g, diag);
+  if (st == KF_OK && verify) st = kf_graph_verify(g, diag);
+  if (st == KF_OK) st = kf_pass_run_pipeline(g, pipeline, verify, diag);
+  if (st == KF_OK) {
+    FILE *f = outp ? fopen(outp, "w") : stdout;
+    if (!f) {
+      kf_diag_error(diag, "%s: cannot open for writing: %s", outp, strerror(errno));
+      st = KF_ERR_IO;
+    } else {
+      st = kf_graph_print(g, kf_write_file, f);
+      if (f != stdout && fclose(f) != 0) st = KF_ERR_IO;
+      if (st != KF_OK) kf_diag_error(diag, "%s: write failed", outp ? outp : "<stdout>");
+    }
+  }
+  kf_graph_destroy(g);
+  return st == KF_OK ? 0 : 1;
+}
+
+/* ---- run ----------------------------------------------------------------- */
+
+static int cmd_run(int argc, char **argv, kf_diag *diag) {
+  const char *path = NULL, *io = NULL, *pipeline = "";
+  double atol = -1, rtol = -1;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--io") == 0 && i + 1 < argc)
+      io = argv[++i];
+    else if (strcmp(argv[i], "--atol") == 0 && i + 1 < argc)
+      atol = strtod(argv[++i], NULL);
+    else if (strcmp(argv[i], "--rtol") == 0 && i + 1 < argc)
+      rtol = strtod(argv[++i], NULL);
+    else if (strcmp(argv[i], "-p") == 0 && i + 1 < argc)
+      pipeline = argv[++i];
+    else if (argv[i][0] == '-' && argv[i][1])
+      return usage(stderr), 2;
+    else if (!path)
+      path = argv[i];
+    else
+      return usage(stderr), 2;
+  }
+  if (!path || !io) return usage(stderr), 2;
+  kf_graph *g = NULL;
+  kf_io_file f;
+  memset(&f, 0, sizeof f);
+  kf_tensor *outs = NULL, *ins = NULL;
+  int rc = 1;
+  kf_status st = load(path, &g, diag);
+  if (st == KF_OK) st = kf_graph_verify(g, diag);
+  if (st == KF_OK) st = kf_pass_run_pipeline(g, pipeline, true, diag);
+  if (st == KF_OK) st = kf_io_read(io, &f, diag);
+  if (st != KF_OK) goto done;
+  if (f.n_inputs != g->n_inputs || f.n_outputs != g->n_outputs) {
+    kf_diag_error(diag, "%s: has %d inputs and %d outputs, the model %d and %d", io,
+                  f.n_inputs, f.n_outputs, g->n_inputs, g->n_outputs);
+    goto done;
+  }
+  ins = calloc((size_t)f.n_inputs + 1, sizeof *ins);
+  outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
+  if (!ins || !outs) goto done;
+  for (int i = 0; i < f.n_inputs; i++) ins[i] = f.inputs[i].t;
+  if (kf_interp_run(g, ins, f.n_inputs, outs, NULL, diag) != KF_OK) goto done;
+  if (atol < 0) atol = f.atol;
+  if (rtol < 0) rtol = f.rtol;
+  rc = 0;
+  for (int i = 0; i < g->n_outputs; i++) {
+    char what[256];
+    snprintf(what, sizeof what, "%s: output %d (%s)", path, i, f.outputs[i].name);
+    if (kf_tensor_compare(&outs[i], &f.outputs[i].t, atol, rtol, what, diag) != KF_OK)
+      rc = 1;
+  }
+  if (rc == 0)
+    printf("%s: %d outputs match the recorded PyTorch outputs (atol %g, rtol %g)\n",
+           path, g->n_outputs, atol, rtol);
+done:
+  if (outs)
+    for (int i = 0; i < g->n_outputs; i++) kf_tensor_fini(&outs[i]);
+  free(outs);
+  free(ins);
+  kf_io_fini(&f);
+  kf_graph_destroy(g);
+  return rc;
+}
+
+/* ---- ops ----------------------------------------------------------------- */
+
+static void print_aten(void *user, const char *schema, const char *lowering) {
+  (void)user;
+  printf("%-90s -> %s\n", schema, lowering);
+}
+
+static int cmd_ops(int argc, char **argv) {
+  if (argc == 1 && strcmp(argv[0], "--aten") == 0) {
+    kf_aten_list(print_aten, NULL);
+    return 0;
+  }
+  if (argc) return usage(stderr), 2;
+  for (int c = 0; c < KF_OP_COUNT; c++) {
+    const kf_op_info *info = kf_op_info_get(c);
+    printf("kf.%-18s (", info->name);
+    for (int i = 0; i < info->n_operand_slots; i++)
+      printf("%s%s%s%s", i ? ", " : "", info->operands[i].name,
+             info->operands[i].optional ? "?" : "", info->operands[i].variadic ? "..." : "");
+    printf(")");
+    for (int i = 0; i < info->n_attrs; i++)
+      printf("%s%s:%c%s", i ? " " : " {", info->attrs[i].name, (char)info->attrs[i].kind,
+             info->attrs[i].optional ? "?" : "");
+    printf("%s\n", info->n_attrs ? "}" : "");
+  }
+  printf("\n`kfuse ops --aten` lists the ATen overloads the frontends accept.\n");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  kf_diag diag;
+  kf_diag_init(&diag, NULL, NULL);
+  if (argc < 2) return usage(stderr), 2;
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "info") == 0) return cmd_info(argc - 2, argv + 2, &diag);
+  if (strcmp(cmd, "opt") == 0) return cmd_opt(argc - 2, argv + 2, &diag);
+  if (strcmp(cmd, "run") == 0) return cmd_run(argc - 2, argv + 2, &diag);
+  if (strcmp(cmd, "ops") == 0) return cmd_ops(argc - 2, argv + 2);
+  if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+    printf("kfuse %s\n", KFUSE_VERSION);
+    return 0;
+  }
+  if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  fprintf(stderr, "kfuse: error: unknown command '%s'\n", cmd);
+  usage(stderr);
+  return 2;
+}
