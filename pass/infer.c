@@ -26,8 +26,9 @@ static void fail(const kf_op *op, kf_diag *diag, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  kf_diag_error(diag, "node '%s' (kf.%s): %s", op->name,
-                kf_opcode_name(op->code), msg);
+  const char *file = op->graph && op->graph->origin ? op->graph->origin : NULL;
+  kf_diag_error(diag, "%s%snode '%s' (kf.%s): %s", file ? file : "", file ? ": " : "",
+                op->name, kf_opcode_name(op->code), msg);
 }
 
 static const kf_type *opt(const kf_op *op, int i) {

@@ -149,7 +149,7 @@ void kf_type_str(const kf_type *t, char *buf, size_t n) {
       kf_strbuf_printf(&b, "%lldx", (long long)t->shape[i]);
     kf_strbuf_printf(&b, "%s", kf_dtype_name(t->dtype));
     if (!kf_type_is_contiguous(t)) {
-      kf_strbuf_printf(&b, ", strided<[");
+      kf_strbuf_printf(&b, ", #kf.strided<[");
       for (int i = 0; i < t->rank; i++)
         kf_strbuf_printf(&b, "%s%lld", i ? ", " : "", (long long)t->strides[i]);
       kf_strbuf_printf(&b, "]");

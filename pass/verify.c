@@ -71,9 +71,12 @@ kf_status kf_graph_verify(const kf_graph *g, kf_diag *diag) {
   name_set names = {0};
   KF_ASSERT(defined != NULL);
 
-#define ERR(...)                                                              \
+  /* every message starts with the file the graph came from, when known */
+  const char *file = g->origin ? g->origin : "";
+  const char *sep = g->origin ? ": " : "";
+#define ERR(fmt, ...)                                                         \
   do {                                                                        \
-    kf_diag_error(diag, __VA_ARGS__);                                         \
+    kf_diag_error(diag, "%s%s" fmt, file, sep, __VA_ARGS__);                  \
     errors++;                                                                 \
   } while (0)
 
