@@ -22,39 +22,13 @@ endif()
 
 add_library(kfuse_zip INTERFACE)
 add_library(kfuse_cjson INTERFACE)
-if(KFUSE_PORTABLE)
-  # The GPU machines lack these libraries: link the static archives.
-  find_library(KFUSE_LIBZIP_A NAMES libzip.a REQUIRED)
-  find_library(KFUSE_MINIZIP_A NAMES libminizip.a)
-  find_library(KFUSE_CJSON_A NAMES libcjson.a REQUIRED)
-  find_library(KFUSE_Z_A NAMES libz.a REQUIRED)
-  find_library(KFUSE_BZ2_A NAMES libbz2.a)
-  find_library(KFUSE_LZMA_A NAMES liblzma.a)
-  find_library(KFUSE_ZSTD_A NAMES libzstd.a)
-  find_library(KFUSE_GNUTLS_NETTLE_A NAMES libnettle.a)
-  target_include_directories(kfuse_zip INTERFACE ${LIBZIP_INCLUDE_DIRS})
-  set(_zip_libs ${KFUSE_LIBZIP_A})
-  if(KFUSE_MINIZIP_A)
-    list(APPEND _zip_libs ${KFUSE_MINIZIP_A})
-  else()
-    message(FATAL_ERROR "kfuse: libminizip.a not found for the portable build")
-  endif()
-  foreach(l KFUSE_BZ2_A KFUSE_LZMA_A KFUSE_ZSTD_A KFUSE_GNUTLS_NETTLE_A)
-    if(${l})
-      list(APPEND _zip_libs ${${l}})
-    endif()
-  endforeach()
-  list(APPEND _zip_libs ${KFUSE_Z_A})
-  target_link_libraries(kfuse_zip INTERFACE ${_zip_libs})
-  target_include_directories(kfuse_cjson INTERFACE /usr/include)
-  target_link_libraries(kfuse_cjson INTERFACE ${KFUSE_CJSON_A})
-else()
-  target_link_libraries(kfuse_zip INTERFACE PkgConfig::LIBZIP PkgConfig::MINIZIP)
-  # minizip's include dir holds its own zip.h, which would shadow libzip's:
-  # sources include <minizip/unzip.h> instead, so drop its cflags.
-  set_target_properties(PkgConfig::MINIZIP PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "")
-  target_link_libraries(kfuse_cjson INTERFACE cjson)
-endif()
+# Debian ships no static libzip or cJSON: the portable build carries their
+# shared libraries beside the binary (scripts/portable.sh, rpath $ORIGIN/lib).
+target_link_libraries(kfuse_zip INTERFACE PkgConfig::LIBZIP PkgConfig::MINIZIP)
+# minizip's include dir holds its own zip.h, which would shadow libzip's:
+# sources include <minizip/unzip.h> instead, so drop its cflags.
+set_target_properties(PkgConfig::MINIZIP PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "")
+target_link_libraries(kfuse_cjson INTERFACE cjson)
 
 find_package(MLIR 22.1 CONFIG QUIET)
 if(NOT MLIR_FOUND)
@@ -78,7 +52,7 @@ if(KFUSE_PORTABLE)
   find_library(KFUSE_ZSTD_STATIC NAMES libzstd.a)
   target_link_libraries(kfuse_mlir_capi INTERFACE
     -Wl,--start-group ${_capi} ${_mlir_a} ${_llvm_a} -Wl,--end-group
-    ${KFUSE_ZSTD_STATIC} ${KFUSE_Z_A} rt dl m pthread)
+    ${KFUSE_ZSTD_STATIC} z rt dl m pthread)
 else()
   target_link_libraries(kfuse_mlir_capi INTERFACE ${_capi} MLIR LLVM)
 endif()
@@ -86,8 +60,19 @@ endif()
 function(kfuse_finish_executable t)
   if(KFUSE_PORTABLE)
     target_link_options(${t} PRIVATE -static-libstdc++ -static-libgcc -Wl,--gc-sections)
+    set_target_properties(${t} PROPERTIES BUILD_RPATH "\$ORIGIN/lib" INSTALL_RPATH "\$ORIGIN/lib")
   else()
     set_target_properties(${t} PROPERTIES BUILD_RPATH ${LLVM_LIBRARY_DIR}
                                           INSTALL_RPATH ${LLVM_LIBRARY_DIR})
   endif()
 endfunction()
+
+# The CUDA 13 toolkit (NVRTC, cuBLASLt, headers). kfuse never links the
+# driver: it loads libcuda.so.1 at run time, so it builds and runs
+# compile-only on machines without a GPU.
+find_package(CUDAToolkit 13 QUIET)
+if(NOT CUDAToolkit_FOUND)
+  message(FATAL_ERROR "kfuse: the CUDA 13 toolkit was not found (looked for nvcc "
+    "on PATH and in /usr/local/cuda). Install it or pass -DCUDAToolkit_ROOT=<dir>.")
+endif()
+message(STATUS "kfuse: CUDA ${CUDAToolkit_VERSION} at ${CUDAToolkit_BIN_DIR}")
