@@ -797,7 +797,9 @@ static kf_status infer_pool(const kf_op *op, kf_type *res, kf_diag *diag) {
     int sp = x->rank - 2;
     /* the trailing `sp` dims are pooled; unbatched inputs keep one less
      * leading dim, which the rank check above already admits */
-    kf_type_init_tensor(&res[0], x->dtype, x->rank, t->shape);
+    int64_t want[KF_MAX_RANK]; /* t is res[0], which init clears */
+    memcpy(want, t->shape, sizeof want);
+    kf_type_init_tensor(&res[0], x->dtype, x->rank, want);
     for (int i = 0; i < x->rank - sp; i++)
       if (res[0].shape[i] != x->shape[i]) FAIL("leading dims must be kept");
     for (int i = x->rank - sp; i < x->rank; i++)

@@ -1,0 +1,412 @@
+/* interp/nn.c — matrix products, convolution, pooling and attention in the
+ * CPU reference interpreter.
+ *
+ * Written as the textbook loops over output elements, with PyTorch's
+ * conventions where they are not obvious: max-pool indices are flat within
+ * each (spatial) plane, padded positions never win a max, avg-pool windows
+ * are clipped the way ATen's CPU kernels clip them, and causal attention
+ * keeps the top-left aligned lower triangle. Products whose multiply-add
+ * count exceeds KI_MAX_MACS are refused so that CI cannot hang. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp_int.h"
+
+/* ---- mm, bmm, addmm ---------------------------------------------------------- */
+
+static kf_status run_matmul(ki_ctx *c) {
+  const kf_op *op = c->op;
+  int base = op->code == KF_OP_ADDMM ? 1 : 0;
+  const ki_val *a = ki_arg(c, base), *b = ki_arg(c, base + 1);
+  ki_val *r = ki_res(c, 0);
+  int64_t B = op->code == KF_OP_BMM ? a->shape[0] : 1;
+  int64_t M = a->shape[a->rank - 2], K = a->shape[a->rank - 1], N = b->shape[b->rank - 1];
+  kf_status st = ki_check_macs(c, (double)B * M * N * K);
+  if (st) return st;
+  double alpha = 1, beta = 0;
+  const ki_val *bias = NULL;
+  int64_t bst[2] = {0, 0};
+  if (op->code == KF_OP_ADDMM) {
+    alpha = kf_number_as_double(kf_op_get_number(op, "alpha"));
+    beta = kf_number_as_double(kf_op_get_number(op, "beta"));
+    bias = ki_arg(c, 0);
+    ki_bcast_strides(bias->rank, bias->shape, 2, bst);
+  }
+  for (int64_t bb = 0; bb < B; bb++) {
+    const double *A = a->d + bb * M * K, *Bm = b->d + bb * K * N;
+    double *R = r->d + bb * M * N;
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        double s = 0;
+        for (int64_t k = 0; k < K; k++) s += A[i * K + k] * Bm[k * N + j];
+        if (bias) {
+          /* beta == 0 ignores the bias entirely (NaNs included), as ATen does */
+          s *= alpha;
+          if (beta != 0) s += beta * bias->d[i * bst[0] + j * bst[1]];
+        }
+        R[i * N + j] = s;
+      }
+  }
+  return KF_OK;
+}
+
+/* ---- convolution ---------------------------------------------------------------- */
+
+static kf_status run_conv(ki_ctx *c) {
+  const kf_op *op = c->op;
+  const ki_val *x = ki_arg(c, 0), *w = ki_arg(c, 1), *bias = ki_arg(c, 2);
+  ki_val *r = ki_res(c, 0);
+  int n;
+  const int64_t *st_ = kf_op_get_ints(op, "stride", &n);
+  const int64_t *pd_ = kf_op_get_ints(op, "padding", &n);
+  const int64_t *dl_ = kf_op_get_ints(op, "dilation", &n);
+  bool tr = kf_op_get_bool(op, "transposed");
+  int64_t G = kf_op_get_int(op, "groups");
+  int sp = x->rank - 2;
+  /* Pad everything to three spatial dims of size 1. */
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
+  int64_t s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
+  for (int i = 0; i < sp; i++) {
+    int j = 3 - sp + i;
+    in[j] = x->shape[2 + i];
+    out[j] = r->shape[2 + i];
+    k[j] = w->shape[2 + i];
+    s[j] = st_[i];
+    p[j] = pd_[i];
+    d[j] = dl_[i];
+  }
+  int64_t N = x->shape[0], Cin = x->shape[1], Cout = r->shape[1];
+  int64_t cin_g = Cin / G, cout_g = Cout / G, ksz = k[0] * k[1] * k[2];
+  int64_t isz = in[0] * in[1] * in[2], osz = out[0] * out[1] * out[2];
+  double macs = tr ? (double)N * Cin * isz * cout_g * ksz : (double)N * Cout * osz * cin_g * ksz;
+  kf_status st = ki_check_macs(c, macs);
+  if (st) return st;
+  for (int64_t e = 0; e < r->n; e++) r->d[e] = bias ? bias->d[(e / osz) % Cout] : 0.0;
+  for (int64_t b = 0; b < N; b++)
+    for (int64_t g = 0; g < G; g++) {
+      if (!tr) {
+        /* out[b, oc, o] += x[b, ic, o * s - p + kk * d] * w[oc, ic - g*cin_g, kk] */
+        for (int64_t oc = g * cout_g; oc < (g + 1) * cout_g; oc++)
+          for (int64_t o0 = 0; o0 < out[0]; o0++)
+            for (int64_t o1 = 0; o1 < out[1]; o1++)
+              for (int64_t o2 = 0; o2 < out[2]; o2++) {
+                double acc = 0;
+                for (int64_t ic = 0; ic < cin_g; ic++)
+                  for (int64_t k0 = 0; k0 < k[0]; k0++) {
+                    int64_t i0 = o0 * s[0] - p[0] + k0 * d[0];
+                    if (i0 < 0 || i0 >= in[0]) continue;
+                    for (int64_t k1 = 0; k1 < k[1]; k1++) {
+                      int64_t i1 = o1 * s[1] - p[1] + k1 * d[1];
+                      if (i1 < 0 || i1 >= in[1]) continue;
+                      for (int64_t k2 = 0; k2 < k[2]; k2++) {
+                        int64_t i2 = o2 * s[2] - p[2] + k2 * d[2];
+                        if (i2 < 0 || i2 >= in[2]) continue;
+                        double xv = x->d[((b * Cin + g * cin_g + ic) * in[0] + i0) * in[1] * in[2] +
+                                         i1 * in[2] + i2];
+                        double wv = w->d[((oc * cin_g + ic) * k[0] + k0) * k[1] * k[2] +
+                                         k1 * k[2] + k2];
+                        acc += xv * wv;
+                      }
+                    }
+                  }
+                r->d[((b * Cout + oc) * out[0] + o0) * out[1] * out[2] + o1 * out[2] + o2] += acc;
+              }
+      } else {
+        /* transposed: x[b, ic, i] scatters into out[b, g*cout_g + oc,
+         * i * s - p + kk * d] with weight w[ic, oc, kk] */
+        for (int64_t ic = g * cin_g; ic < (g + 1) * cin_g; ic++)
+          for (int64_t i0 = 0; i0 < in[0]; i0++)
+            for (int64_t i1 = 0; i1 < in[1]; i1++)
+              for (int64_t i2 = 0; i2 < in[2]; i2++) {
+                double xv = x->d[((b * Cin + ic) * in[0] + i0) * in[1] * in[2] + i1 * in[2] + i2];
+                for (int64_t oc = 0; oc < cout_g; oc++)
+                  for (int64_t k0 = 0; k0 < k[0]; k0++) {
+                    int64_t o0 = i0 * s[0] - p[0] + k0 * d[0];
+                    if (o0 < 0 || o0 >= out[0]) continue;
+                    for (int64_t k1 = 0; k1 < k[1]; k1++) {
+                      int64_t o1 = i1 * s[1] - p[1] + k1 * d[1];
+                      if (o1 < 0 || o1 >= out[1]) continue;
+                      for (int64_t k2 = 0; k2 < k[2]; k2++) {
+                        int64_t o2 = i2 * s[2] - p[2] + k2 * d[2];
+                        if (o2 < 0 || o2 >= out[2]) continue;
+                        double wv = w->d[((ic * cout_g + oc) * k[0] + k0) * k[1] * k[2] +
+                                         k1 * k[2] + k2];
+                        r->d[((b * Cout + g * cout_g + oc) * out[0] + o0) * out[1] * out[2] +
+                             o1 * out[2] + o2] += xv * wv;
+                      }
+                    }
+                  }
+              }
+      }
+    }
+  return KF_OK;
+}
+
+/* ---- pooling ------------------------------------------------------------------------ */
+
+/* Pooling sees the input as planes of nk spatial dims; every leading dim
+ * (batch, channels, or only channels for unbatched input) indexes planes. */
+typedef struct pool_geom {
+  int nk;
+  int64_t planes;
+  int64_t in[3], out[3], in_sz, out_sz;
+  int64_t k[3], s[3], p[3], d[3];
+} pool_geom;
+
+static void pool_geom_init(ki_ctx *c, const ki_val *x, const ki_val *r, pool_geom *g) {
+  int n;
+  const int64_t *k = kf_op_get_ints(c->op, "kernel", &n);
+  const int64_t *s = kf_op_get_ints(c->op, "stride", &n);
+  const int64_t *p = kf_op_get_ints(c->op, "padding", &n);
+  const int64_t *d = NULL;
+  if (c->op->code == KF_OP_MAX_POOL) d = kf_op_get_ints(c->op, "dilation", &n);
+  memset(g, 0, sizeof *g);
+  g->nk = n;
+  g->planes = 1;
+  for (int i = 0; i < x->rank - n; i++) g->planes *= x->shape[i];
+  g->in_sz = g->out_sz = 1;
+  for (int i = 0; i < 3; i++) {
+    g->in[i] = g->out[i] = g->k[i] = g->s[i] = g->d[i] = 1;
+    g->p[i] = 0;
+  }
+  for (int i = 0; i < n; i++) {
+    int j = 3 - n + i;
+    g->in[j] = x->shape[x->rank - n + i];
+    g->out[j] = r->shape[r->rank - n + i];
+    g->k[j] = k[i];
+    g->s[j] = s[i];
+    g->p[j] = p[i];
+    g->d[j] = d ? d[i] : 1;
+  }
+  for (int i = 0; i < 3; i++) {
+    g->in_sz *= g->in[i];
+    g->out_sz *= g->out[i];
+  }
+}
+
+static kf_status check_pool_cost(ki_ctx *c, const ki_val *r, const pool_geom *g) {
+  return ki_check_macs(c, (double)r->n * (double)(g->k[0] * g->k[1] * g->k[2]));
+}
+
+static kf_status run_max_pool(ki_ctx *c) {
+  const ki_val *x = ki_arg(c, 0);
+  ki_val *r = ki_res(c, 0), *ri = ki_res(c, 1);
+  pool_geom g;
+  pool_geom_init(c, x, r, &g);
+  kf_status st = check_pool_cost(c, r, &g);
+  if (st) return st;
+  int64_t o = 0;
+  for (int64_t pl = 0; pl < g.planes; pl++) {
+    const double *xp = x->d + pl * g.in_sz;
+    for (int64_t o0 = 0; o0 < g.out[0]; o0++)
+      for (int64_t o1 = 0; o1 < g.out[1]; o1++)
+        for (int64_t o2 = 0; o2 < g.out[2]; o2++, o++) {
+          int64_t o_[3] = {o0, o1, o2}, lo[3], hi[3];
+          for (int i = 0; i < 3; i++) {
+            /* window positions start + t*d inside [0, in): padding is -inf */
+            int64_t start = o_[i] * g.s[i] - g.p[i];
+            lo[i] = start;
+            while (lo[i] < 0) lo[i] += g.d[i];
+            hi[i] = start + (g.k[i] - 1) * g.d[i] + 1;
+            if (hi[i] > g.in[i]) hi[i] = g.in[i];
+          }
+          /* ATen starts from the first in-bounds position with -inf, and a
+           * NaN replaces the maximum whenever it is seen. */
+          double best = -INFINITY;
+          int64_t besti = (lo[0] * g.in[1] + lo[1]) * g.in[2] + lo[2];
+          for (int64_t i0 = lo[0]; i0 < hi[0]; i0 += g.d[0])
+            for (int64_t i1 = lo[1]; i1 < hi[1]; i1 += g.d[1])
+              for (int64_t i2 = lo[2]; i2 < hi[2]; i2 += g.d[2]) {
+                int64_t idx = (i0 * g.in[1] + i1) * g.in[2] + i2;
+                double v = xp[idx];
+                if (v > best || isnan(v)) {
+                  best = v;
+                  besti = idx;
+                }
+              }
+          r->d[o] = best;
+          ri->d[o] = (double)besti;
+        }
+  }
+  return KF_OK;
+}
+
+static kf_status run_avg_pool(ki_ctx *c) {
+  const ki_val *x = ki_arg(c, 0);
+  ki_val *r = ki_res(c, 0);
+  bool cip = kf_op_get_bool(c->op, "count_include_pad");
+  bool has_div = kf_op_has_attr(c->op, "divisor");
+  int64_t divisor = has_div ? kf_op_get_int(c->op, "divisor") : 0;
+  if (has_div && divisor == 0) return ki_fail(c, KF_ERR_INVALID, "divisor must be non-zero");
+  pool_geom g;
+  pool_geom_init(c, x, r, &g);
+  kf_status st = check_pool_cost(c, r, &g);
+  if (st) return st;
+  int64_t o = 0;
+  for (int64_t pl = 0; pl < g.planes; pl++) {
+    const double *xp = x->d + pl * g.in_sz;
+    for (int64_t o0 = 0; o0 < g.out[0]; o0++)
+      for (int64_t o1 = 0; o1 < g.out[1]; o1++)
+        for (int64_t o2 = 0; o2 < g.out[2]; o2++, o++) {
+          int64_t o_[3] = {o0, o1, o2}, lo[3], hi[3];
+          int64_t pool_size = 1, count = 1;
+          bool empty = false;
+          for (int i = 0; i < 3; i++) {
+            /* the window, clipped to the padded input, counts padding;
+             * clipped again to the input, it holds the summed elements */
+            lo[i] = o_[i] * g.s[i] - g.p[i];
+            hi[i] = lo[i] + g.k[i];
+            if (hi[i] > g.in[i] + g.p[i]) hi[i] = g.in[i] + g.p[i];
+            pool_size *= hi[i] - lo[i];
+            if (lo[i] < 0) lo[i] = 0;
+            if (hi[i] > g.in[i]) hi[i] = g.in[i];
+            if (lo[i] >= hi[i]) empty = true;
+            count *= hi[i] - lo[i];
+          }
+          if (empty) {
+            r->d[o] = 0;
+            continue;
+          }
+          double sum = 0;
+          for (int64_t i0 = lo[0]; i0 < hi[0]; i0++)
+            for (int64_t i1 = lo[1]; i1 < hi[1]; i1++)
+              for (int64_t i2 = lo[2]; i2 < hi[2]; i2++)
+                sum += xp[(i0 * g.in[1] + i1) * g.in[2] + i2];
+          int64_t div = has_div ? divisor : cip ? pool_size : count;
+          r->d[o] = sum / (double)div;
+        }
+  }
+  return KF_OK;
+}
+
+/* Every dim is pooled adaptively: a dim whose size is kept gets windows
+ * [i, i+1), so leading (batch, channel) dims come out unchanged. */
+static kf_status run_adaptive_avg_pool(ki_ctx *c) {
+  const ki_val *x = ki_arg(c, 0);
+  ki_val *r = ki_res(c, 0);
+  int rank = x->rank;
+  int64_t cs[KF_MAX_RANK], idx[KF_MAX_RANK] = {0};
+  ki_strides(rank, x->shape, cs);
+  /* each window spans at most in/out + 2 positions per dim */
+  double cost = (double)r->n;
+  for (int k = 0; k < rank; k++)
+    if (r->shape[k]) cost *= (double)(x->shape[k] / r->shape[k] + 2);
+  kf_status st = ki_check_macs(c, cost);
+  if (st) return st;
+  for (int64_t e = 0; e < r->n; e++) {
+    int64_t lo[KF_MAX_RANK], len[KF_MAX_RANK], cnt = 1;
+    for (int k = 0; k < rank; k++) {
+      int64_t in = x->shape[k], out = r->shape[k];
+      lo[k] = idx[k] * in / out;
+      int64_t hi = ((idx[k] + 1) * in + out - 1) / out;
+      len[k] = hi - lo[k];
+      cnt *= len[k];
+    }
+    double sum = 0;
+    int64_t w[KF_MAX_RANK] = {0};
+    for (int64_t t = 0; t < cnt; t++) {
+      int64_t off = 0;
+      for (int k = 0; k < rank; k++) off += (lo[k] + w[k]) * cs[k];
+      sum += x->d[off];
+      ki_next(rank, len, w);
+    }
+    r->d[e] = sum / (double)cnt;
+    ki_next(rank, r->shape, idx);
+  }
+  return KF_OK;
+}
+
+/* ---- scaled dot-product attention ------------------------------------------------------ */
+
+static kf_status run_sdpa(ki_ctx *c) {
+  const kf_op *op = c->op;
+  const ki_val *q = ki_arg(c, 0), *k = ki_arg(c, 1), *v = ki_arg(c, 2), *m = ki_arg(c, 3);
+  const kf_type *mt = ki_arg_type(c, 3);
+  ki_val *r = ki_res(c, 0);
+  int R = q->rank;
+  int64_t L = q->shape[R - 2], E = q->shape[R - 1], S = k->shape[R - 2], Ev = v->shape[R - 1];
+  bool causal = kf_op_get_bool(op, "is_causal");
+  bool gqa = kf_op_get_bool(op, "enable_gqa");
+  double scale = kf_op_has_attr(op, "scale") ? kf_op_get_float(op, "scale") : 1.0 / sqrt((double)E);
+  int64_t batches = 1;
+  for (int i = 0; i < R - 2; i++) batches *= r->shape[i];
+  kf_status st = ki_check_macs(c, (double)batches * L * S * (double)(E + Ev));
+  if (st) return st;
+  /* strides of the batch dims of q, k, v and the mask within the result's
+   * batch shape: broadcasting (size 1) gets stride 0; with gqa the head dim
+   * of k and v maps query head h to key head h / (Hq / Hk). */
+  int64_t qs[KF_MAX_RANK], ks[KF_MAX_RANK], vs[KF_MAX_RANK], ms[KF_MAX_RANK] = {0};
+  ki_strides(R, q->shape, qs);
+  ki_strides(R, k->shape, ks);
+  ki_strides(R, v->shape, vs);
+  if (m) ki_bcast_strides(m->rank, m->shape, R, ms);
+  int64_t rshape[KF_MAX_RANK], bidx[KF_MAX_RANK] = {0};
+  memcpy(rshape, r->shape, sizeof rshape);
+  double *row = NULL;
+  if ((st = ki_alloc(c, S, &row))) return st;
+  for (int64_t bt = 0; bt < batches; bt++) {
+    int64_t qo = 0, ko = 0, vo = 0, mo = 0;
+    for (int i = 0; i < R - 2; i++) {
+      int64_t bi = bidx[i];
+      qo += (q->shape[i] == 1 ? 0 : bi) * qs[i];
+      int64_t kb = bi;
+      if (gqa && i == R - 3) kb = bi / (q->shape[i] / k->shape[i]);
+      else if (k->shape[i] == 1) kb = 0;
+      ko += kb * ks[i];
+      vo += kb * vs[i];
+      mo += bi * ms[i];
+    }
+    ki_next(R - 2, rshape, bidx);
+    for (int64_t i = 0; i < L; i++) {
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < S; j++) {
+        double s = 0;
+        for (int64_t e = 0; e < E; e++)
+          s += q->d[qo + i * qs[R - 2] + e] * k->d[ko + j * ks[R - 2] + e];
+        s *= scale;
+        if (causal && j > i) s = -INFINITY;
+        if (m) {
+          double mv = m->d[mo + i * ms[R - 2] + j * ms[R - 1]];
+          if (mt->dtype == KF_DTYPE_BOOL)
+            s = mv != 0 ? s : -INFINITY;
+          else
+            s += mv;
+        }
+        row[j] = s;
+        if (s > mx || isnan(s)) mx = s;
+      }
+      if (mx == -INFINITY) {
+        /* every key masked out: ATen's safe softmax gives zeros, not NaN */
+        for (int64_t e = 0; e < Ev; e++) r->d[(bt * L + i) * Ev + e] = 0.0;
+        continue;
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < S; j++) {
+        row[j] = exp(row[j] - mx);
+        sum += row[j];
+      }
+      for (int64_t e = 0; e < Ev; e++) {
+        double acc = 0;
+        for (int64_t j = 0; j < S; j++) acc += row[j] * v->d[vo + j * vs[R - 2] + e];
+        r->d[(bt * L + i) * Ev + e] = acc / sum;
+      }
+    }
+  }
+  free(row);
+  return KF_OK;
+}
+
+kf_status ki_run_nn(ki_ctx *c) {
+  switch (c->op->code) {
+  case KF_OP_MM: case KF_OP_BMM: case KF_OP_ADDMM: return run_matmul(c);
+  case KF_OP_CONV: return run_conv(c);
+  case KF_OP_MAX_POOL: return run_max_pool(c);
+  case KF_OP_AVG_POOL: return run_avg_pool(c);
+  case KF_OP_ADAPTIVE_AVG_POOL: return run_adaptive_avg_pool(c);
+  case KF_OP_SDPA: return run_sdpa(c);
+  default: break;
+  }
+  return ki_fail(c, KF_ERR_INTERNAL, "not a matmul, conv, pool or attention op");
+}
