@@ -71,6 +71,11 @@ typedef struct kf_aten_call {
 kf_status kf_aten_lower(kf_graph *g, const kf_aten_call *call, kf_value **outs,
                         kf_diag *diag);
 
+/* True when target names an in-place overload (relu_, add_.Tensor): it is
+ * lowered through its functional form and outs[0] is the new value of the
+ * mutated argument (self), which the caller must rebind. */
+bool kf_aten_is_inplace(const char *target);
+
 /* Convert an export ScalarType number (torch/_export/serde/schema.py) or a
  * c10 one; KF_DTYPE_INVALID when unknown or unsupported. */
 kf_dtype kf_dtype_from_export(int64_t v);

@@ -1,0 +1,868 @@
+#!/usr/bin/env python3
+"""scripts/make_fixtures.py — records kfuse's golden test data from real PyTorch.
+
+For every small model below it writes, into tests/fixtures/:
+  <name>.default.pt2   torch.export.export(model, args), saved as is (the
+                       default "training" IR: aten.linear, aten.conv2d, ...)
+  <name>.core.pt2      the same program after the core ATen decompositions,
+                       with scaled_dot_product_attention kept whole
+  <name>.kfio          the random inputs and PyTorch's eager fp32 outputs, with
+                       the tolerance the CPU interpreter must meet
+                       (format: see frontend/kfio.c and docs/FORMATS.md)
+plus tests/fixtures/MANIFEST.md (generated: the aten targets in each file) and
+the bundled example examples/resnet_block.pt2.
+
+Run it with PyTorch 2.11 (CPU is enough):  python3 scripts/make_fixtures.py
+Options: --only NAME[,NAME...]  --out DIR  --no-example
+
+Everything is deterministic: each model is built and fed under a seed derived
+from its name, in float32, in eval mode, under torch.no_grad().
+
+Tolerances. kfuse's interpreter computes in float64 from the recorded fp32
+inputs and weights, and is compared with PyTorch's fp32 eager outputs. So the
+script checks each stated tolerance right here: it runs the model once more in
+float64 (model.double() on the same inputs, widened exactly) and fails if the
+fp32 outputs are not within a quarter of the tolerance of that fp64 reference.
+A tolerance is loosened only where that check needs it, with the reason
+written next to the model.
+"""
+import argparse
+import inspect
+import json
+import os
+import struct
+import sys
+import zipfile
+import zlib
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils import _pytree as pytree
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+KFIO_MAGIC = b"KFIO0001"
+KFIO_ALIGN = 64
+DTYPE_NAMES = {
+    torch.float32: "f32", torch.float64: "f64", torch.float16: "f16",
+    torch.bfloat16: "bf16", torch.int64: "i64", torch.int32: "i32",
+    torch.int16: "i16", torch.int8: "i8", torch.uint8: "ui8", torch.bool: "i1",
+}
+
+# default tolerance: fp32 eager vs the fp64 reference
+ATOL = 1e-5
+RTOL = 1e-5
+
+# ---------------------------------------------------------------------------
+# input helpers (all draw from the global generator, seeded per model)
+
+
+def uni(shape, lo, hi):
+    return torch.rand(shape) * (hi - lo) + lo
+
+
+def nonzero(shape, lo, hi, minabs=0.1):
+    """Uniform in [lo, hi] with |x| >= minabs (no zeros, no near-zero divisors)."""
+    x = uni(shape, lo, hi)
+    small = x.abs() < minabs
+    return torch.where(small, torch.where(x < 0, x - minabs, x + minabs), x)
+
+
+def grid(shape, lo, hi, step=0.5):
+    """Values on a coarse grid, so that comparisons see exact ties."""
+    n = int(round((hi - lo) / step)) + 1
+    return torch.randint(0, n, shape).float() * step + lo
+
+
+def randn(*shape, scale=1.0):
+    return torch.randn(*shape) * scale
+
+
+def randomize_norms(model):
+    """Give batch-norm layers non-trivial statistics and affine parameters
+    (the defaults 0/1 would make their arithmetic invisible)."""
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            if m.running_mean is not None:
+                m.running_mean.copy_(torch.randn_like(m.running_mean) * 0.2)
+                m.running_var.copy_(torch.rand_like(m.running_var) * 1.5 + 0.5)
+            if m.affine:
+                m.weight.data.copy_(torch.rand_like(m.weight) + 0.5)
+                m.bias.data.copy_(torch.randn_like(m.bias) * 0.2)
+        elif isinstance(m, (nn.LayerNorm, nn.GroupNorm)) and m.weight is not None:
+            m.weight.data.copy_(torch.rand_like(m.weight) + 0.5)
+            m.bias.data.copy_(torch.randn_like(m.bias) * 0.2)
+    return model
+
+
+# ---------------------------------------------------------------------------
+# architecture blocks
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 32)
+        self.drop = nn.Dropout(0.1)
+        self.fc3 = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = F.relu(self.fc1(x))
+        x = self.drop(F.gelu(self.fc2(x)))
+        return F.log_softmax(self.fc3(x), dim=-1)
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                      nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        idn = x if self.down is None else self.down(x)
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(y + idn)
+
+
+class ResNetBlock(nn.Module):
+    """Stem, one identity basic block, one downsampling block, head."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, 1, 1, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(3, 2, 1)
+        self.block1 = BasicBlock(8, 8, 1)
+        self.block2 = BasicBlock(8, 16, 2)
+        self.avg = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.bn(self.stem(x))))
+        x = self.block2(self.block1(x))
+        return self.fc(torch.flatten(self.avg(x), 1))
+
+
+class VGGBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.pool = nn.MaxPool2d(2, 2, ceil_mode=True)  # odd input: ceil matters
+
+    def forward(self, x):
+        return self.pool(F.relu(self.c2(F.relu(self.c1(x)))))
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV2 block (expand, depthwise, project, residual) + hardswish."""
+
+    def __init__(self, c=8, t=3):
+        super().__init__()
+        h = c * t
+        self.expand = nn.Sequential(nn.Conv2d(c, h, 1, bias=False), nn.BatchNorm2d(h), nn.ReLU6())
+        self.dw = nn.Sequential(nn.Conv2d(h, h, 3, 1, 1, groups=h, bias=False),
+                                nn.BatchNorm2d(h), nn.ReLU6())
+        self.project = nn.Sequential(nn.Conv2d(h, c, 1, bias=False), nn.BatchNorm2d(c))
+        self.act = nn.Hardswish()
+
+    def forward(self, x):
+        return self.act(x + self.project(self.dw(self.expand(x))))
+
+
+class MBConv(nn.Module):
+    """EfficientNet MBConv: expand, depthwise stride 2, squeeze-excite, project."""
+
+    def __init__(self, cin=8, cout=12, t=4, se=4):
+        super().__init__()
+        h = cin * t
+        self.expand = nn.Sequential(nn.Conv2d(cin, h, 1, bias=False), nn.BatchNorm2d(h), nn.SiLU())
+        self.dw = nn.Sequential(nn.Conv2d(h, h, 3, 2, 1, groups=h, bias=False),
+                                nn.BatchNorm2d(h), nn.SiLU())
+        self.se_reduce = nn.Conv2d(h, se, 1)
+        self.se_expand = nn.Conv2d(se, h, 1)
+        self.project = nn.Sequential(nn.Conv2d(h, cout, 1, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = self.dw(self.expand(x))
+        s = F.adaptive_avg_pool2d(y, 1)
+        s = torch.sigmoid(self.se_expand(F.silu(self.se_reduce(s))))
+        return self.project(y * s)
+
+
+class DenseLayer(nn.Module):
+    """DenseNet layer (bottleneck, concat) followed by a transition."""
+
+    def __init__(self, c=8, growth=4):
+        super().__init__()
+        self.bn1 = nn.BatchNorm2d(c)
+        self.conv1 = nn.Conv2d(c, 4 * growth, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(4 * growth)
+        self.conv2 = nn.Conv2d(4 * growth, growth, 3, padding=1, bias=False)
+        self.tbn = nn.BatchNorm2d(c + growth)
+        self.tconv = nn.Conv2d(c + growth, 6, 1, bias=False)
+
+    def forward(self, x):
+        y = self.conv1(F.relu(self.bn1(x)))
+        y = self.conv2(F.relu(self.bn2(y)))
+        y = torch.cat([x, y], 1)
+        return F.avg_pool2d(self.tconv(F.relu(self.tbn(y))), 2, 2)
+
+
+class Attention(nn.Module):
+    def __init__(self, d, heads, causal=False):
+        super().__init__()
+        self.heads, self.causal = heads, causal
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        qkv = self.qkv(x).reshape(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+        return self.proj(y.transpose(1, 2).reshape(b, t, d))
+
+
+class ViTBlock(nn.Module):
+    def __init__(self, d=32, heads=4, patch=4, img=16):
+        super().__init__()
+        n = (img // patch) ** 2
+        self.embed = nn.Conv2d(3, d, patch, patch)
+        self.cls = nn.Parameter(torch.randn(1, 1, d) * 0.5)
+        self.pos = nn.Parameter(torch.randn(1, n + 1, d) * 0.5)
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = Attention(d, heads)
+        self.ln2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, d))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, img):
+        x = self.embed(img).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], 1) + self.pos
+        x = x + self.attn(self.ln1(x))
+        x = x + self.mlp(self.ln2(x))
+        return self.head(self.ln(x)[:, 0])
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, vocab=64, d=32, heads=4, ctx=16):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(ctx, d)
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = Attention(d, heads, causal=True)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.out = nn.Linear(4 * d, d)
+        self.lnf = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.wte.weight  # tied: one storage, two names
+
+    def forward(self, idx):
+        pos = torch.arange(idx.shape[1])
+        x = self.wte(idx) + self.wpe(pos)
+        x = x + self.attn(self.ln1(x))
+        x = x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+        return self.head(self.lnf(x))
+
+
+class RNNs(nn.Module):
+    """nn.LSTM and nn.GRU (single layer, batch_first) and a hand-written
+    Elman cell unrolled over time."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(6, 8, batch_first=True)
+        self.gru = nn.GRU(8, 7, batch_first=True)
+        self.wx = nn.Linear(7, 5)
+        self.wh = nn.Linear(5, 5, bias=False)
+
+    def forward(self, x):
+        y, (h, c) = self.lstm(x)
+        z, hg = self.gru(y)
+        s = torch.zeros(x.shape[0], 5, dtype=x.dtype)
+        outs = []
+        for t in range(z.shape[1]):
+            s = torch.tanh(self.wx(z[:, t]) + self.wh(s))
+            outs.append(s)
+        return torch.stack(outs, 1), h, c, hg
+
+
+# ---------------------------------------------------------------------------
+# op-coverage models
+
+
+class UnaryMath(nn.Module):
+    def forward(self, x, pos, unit, ge1, small):
+        return (torch.abs(x), torch.neg(x), torch.exp(x), torch.exp2(x), torch.expm1(small),
+                torch.log(pos), torch.log2(pos), torch.log10(pos), torch.log1p(pos),
+                torch.sqrt(pos), torch.rsqrt(pos), torch.sin(x), torch.cos(x), torch.tan(small),
+                torch.asin(unit), torch.acos(unit), torch.atan(x), torch.sinh(x), torch.cosh(x),
+                torch.tanh(x), torch.asinh(x), torch.acosh(ge1), torch.atanh(unit), torch.erf(x),
+                torch.sigmoid(x), torch.floor(x), torch.ceil(x), torch.round(x), torch.trunc(x),
+                torch.frac(x), torch.sign(x), torch.reciprocal(x))
+
+
+class SpecialValues(nn.Module):
+    """isnan / isinf / nan propagation on inputs holding nan and +-inf."""
+
+    def forward(self, x):
+        return torch.isnan(x), torch.isinf(x), torch.relu(x), x.abs(), x * 0.0, torch.clamp(x, -1.0, 1.0)
+
+
+class Activations(nn.Module):
+    def forward(self, x):
+        return (F.relu(x), F.gelu(x), F.gelu(x, approximate="tanh"), F.silu(x), F.mish(x),
+                F.hardsigmoid(x), F.hardswish(x), F.hardtanh(x, -0.5, 0.75), F.relu6(x),
+                F.leaky_relu(x, 0.02), F.elu(x, 1.3), F.selu(x), F.celu(x, 0.8),
+                F.softplus(x, beta=2.0, threshold=5.0), torch.clamp(x, -1.5, 2.0),
+                torch.clamp(x, min=-0.25), torch.clamp(x, max=0.5))
+
+
+class BinaryFloat(nn.Module):
+    def forward(self, a, b, c, pos, row, col):
+        return (torch.add(a, b, alpha=2.0), a + 3.5, torch.sub(a, b, alpha=0.5), 2.0 - a,
+                torch.rsub(a, b, alpha=1.5), a * b, a * 1.5, a / b,
+                torch.div(a, c, rounding_mode="trunc"), torch.div(a, c, rounding_mode="floor"),
+                a / 4.0, torch.remainder(a, c), torch.remainder(a, 1.5), torch.fmod(a, c),
+                torch.fmod(a, -1.5), torch.pow(pos, b), pos ** 2.5, a ** 2, 2.0 ** a,
+                torch.atan2(a, b), torch.maximum(row, col), torch.minimum(row, col),
+                row + col, row * col - a[:1, :1])
+
+
+class BinaryInt(nn.Module):
+    def forward(self, i, j, k, a):
+        return (torch.bitwise_and(i, j), torch.bitwise_or(i, j), torch.bitwise_xor(i, j),
+                torch.bitwise_not(i), i & 6, k | 3, k ^ (k + 7), ~k,
+                i + j, i - 2 * j, i * 3, i // j, i % j, torch.fmod(i, j),
+                torch.div(i, j, rounding_mode="trunc"), i / j,
+                i + a, i * 0.5, torch.maximum(i, j), torch.pow(j.abs(), 2), k + i)
+
+
+class Logical(nn.Module):
+    def forward(self, a, b, m):
+        return (torch.logical_and(a, b), torch.logical_or(a, m), torch.logical_xor(a, b),
+                torch.logical_not(a), torch.logical_not(m), m & (a > 0), m | (b < 0),
+                torch.logical_and(m, a > 0.5))
+
+
+class CompareWhere(nn.Module):
+    def forward(self, a, b, x):
+        return (a == b, a != b, a < b, a <= b, a > b, a >= b,
+                a == 0.5, a != 1.0, a < 0.0, a <= -0.5, a > 1.0, a >= 0.5,
+                torch.where(a > b, a, b), torch.where(a < 0, x, 0.0), torch.where(b > 0, 1.0, x),
+                x.masked_fill(a > b, -2.5), torch.eq(a.long(), b.long()))
+
+
+class Casts(nn.Module):
+    def forward(self, x, i):
+        h = x.half()
+        bf = x.to(torch.bfloat16)
+        return (x.to(torch.int64), x.to(torch.float64), h, x.to(torch.bool), bf,
+                h.float() * 3.0, bf.float() + 1.0, x.to(torch.int64).float(),
+                i.float() / 3.0, i.to(torch.bool), i.to(torch.int32), (x > 0).to(torch.float32),
+                x.to(torch.float64) * i, i.to(torch.uint8).long(), i.to(torch.int8) * 2)
+
+
+class Factories(nn.Module):
+    def forward(self, x):
+        n = x.shape[1]
+        return (x + torch.arange(n), x * torch.full((3, n), 2.5), x + torch.zeros(3, n),
+                x - torch.ones(n), torch.full_like(x, -1.25) + x, torch.zeros_like(x) + 1,
+                torch.ones_like(x, dtype=torch.int64) * 3, torch.scalar_tensor(2.0) * x,
+                torch.arange(2, 2 + 3 * n, 3, dtype=torch.float32) * x,
+                torch.arange(n, dtype=torch.int64) + torch.arange(0.5, n, 1.0).long(),
+                torch.full((2, 2), 7, dtype=torch.int64), torch.ones(3, dtype=torch.bool) & (x[:, 0] > 0))
+
+
+class Views(nn.Module):
+    def forward(self, x, m):
+        y = x * 2.0
+        return (y.view(6, 20), y.reshape(2, -1), y.permute(3, 1, 0, 2), y.transpose(1, 2) + 1,
+                y[:, :1].expand(2, 3, 4, 5) * x, y.unsqueeze(1), y[:, 1:2].squeeze(1),
+                y[:, :, 1:4:2], y[:, ::2, ::3], y.select(2, 1), y[..., -1], y[:, -2:, 1:-1],
+                torch.as_strided(x, (3, 4), (5, 2), 1), x.unfold(3, 2, 1),
+                y.flatten(1, 2), y.flatten(), m.t() - 1, m.t().contiguous(), y.narrow(3, 1, 3),
+                y.transpose(0, 3).reshape(5, 24), m.clone(),
+                m.unsqueeze(0).expand(4, 3, 7).reshape(12, 7), x.squeeze())
+
+
+class ShapeOps(nn.Module):
+    def forward(self, x, y, z):
+        s0, s1 = torch.split(x, 2, dim=1)
+        c0, c1, c2 = torch.chunk(x, 3, dim=-1)
+        w0, w1, w2 = torch.split(z, [1, 2, 3], dim=2)
+        return (torch.cat([x, y], 1), torch.cat([x, x * 2, y.narrow(1, 0, 1)], -2),
+                torch.cat([z, z], -1), torch.stack([x, x + 1], 1), torch.stack([c0, c1], -1),
+                s0 * 2, s1, c0, c1, c2, w0, w1, w2 - 1,
+                F.pad(x, (1, 2)), F.pad(x, (1, -1, 2, 0), value=0.5), F.pad(z, (0, 0, -1, 1, 2, 2), value=-3.0),
+                F.pad(x, (-2, -1)))
+
+
+class Indexing(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(9, 4)
+
+    def forward(self, x, i0, i1, i2, i2d, g, tok):
+        return (x[i0], x[i0, i1], x[i0, :, i2], x[:, i1], x[:, i1, i2], x[i2d], x[:, i2d],
+                torch.index_select(x, 1, i1.abs()), torch.index_select(x, 2, i2),
+                torch.gather(x, 2, g), torch.gather(x, 0, g[:2, :, :1] % 5),
+                F.embedding(tok, self.emb.weight), self.emb(tok.t()), x[1, i1], x[i0, 2:4])
+
+
+class Reductions(nn.Module):
+    def forward(self, x, m):
+        mx, imx = torch.max(x, 1)
+        mn, imn = torch.min(x, -1, keepdim=True)
+        return (x.sum(), x.sum(1), x.sum((0, 2), keepdim=True), x.mean(-1), x.mean((1, 2), keepdim=True),
+                x.amax(1), x.amax((0, 2), keepdim=True), x.amin(-1), x.amin((0, 1)),
+                mx, imx, mn, imn, x.max(), x.min(), x.argmax(), x.argmax(2), x.argmin(1, keepdim=True),
+                x.argmin(), x.var(1), x.var((0, 2), correction=0, keepdim=True), x.std(-1),
+                x.std(unbiased=False), torch.linalg.vector_norm(x, 2, dim=-1),
+                torch.linalg.vector_norm(x, 1, dim=(0, 1)), torch.linalg.vector_norm(x, float("inf"), dim=1, keepdim=True),
+                torch.linalg.vector_norm(x, float("-inf")), torch.linalg.vector_norm(x),
+                x.cumsum(1), x.cumsum(-1), (x * 0.5).prod(2), x.prod(), m.any(), m.any(1), m.all(-1, keepdim=True),
+                m.all(), x.sum(dtype=torch.float64), m.sum(1), m.long().cumsum(0))
+
+
+class Norms(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm([4, 5])
+        self.ln_plain = nn.LayerNorm(5, elementwise_affine=False)
+        self.gn = nn.GroupNorm(3, 6)
+        self.bn = nn.BatchNorm2d(6)
+        self.bn_nostats = nn.BatchNorm2d(6, track_running_stats=False)
+        self.bn1 = nn.BatchNorm1d(6)
+
+    def forward(self, x, s):
+        return (F.softmax(x, 1), F.softmax(x, -1), F.log_softmax(x, 2), F.log_softmax(s, 0),
+                self.ln(x), self.ln_plain(x), self.gn(x), self.bn(x), self.bn_nostats(x),
+                self.bn1(x[:, :, 0]), F.layer_norm(x, (5,), eps=1e-3))
+
+
+class MatMuls(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 6)
+        self.lin_nobias = nn.Linear(4, 3, bias=False)
+
+    def forward(self, a, b, ba, bb, bias, v, x4):
+        return (torch.mm(a, b), torch.bmm(ba, bb), torch.addmm(bias, a, b, beta=0.5, alpha=2.0),
+                torch.addmm(bias, a, b), torch.matmul(v, b), torch.matmul(a, v), torch.matmul(v, v),
+                torch.matmul(x4, b), torch.matmul(ba.unsqueeze(0).expand(2, 2, 3, 4), bb),
+                self.lin(x4), self.lin_nobias(ba), a @ a.t(), F.linear(a, b.t()[:3], bias[:3]))
+
+
+class Convs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2)
+        self.c2 = nn.Conv2d(3, 4, (3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2))
+        self.c2same = nn.Conv2d(3, 3, 3, padding="same", groups=3, bias=False)
+        self.c3 = nn.Conv3d(2, 4, 3, stride=(1, 2, 2), padding=1)
+        self.t1 = nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.t2 = nn.ConvTranspose2d(3, 6, 3, stride=2, padding=1, output_padding=1, groups=3, dilation=2)
+        self.t2b = nn.ConvTranspose2d(3, 2, (2, 3), stride=(1, 2), bias=False)
+        self.t3 = nn.ConvTranspose3d(2, 3, (2, 3, 3), stride=2, padding=(0, 1, 1), output_padding=(1, 0, 1))
+
+    def forward(self, x1, x2, x3):
+        return (self.c1(x1), self.c2(x2), self.c2same(x2), self.c3(x3), self.t1(x1),
+                self.t2(x2), self.t2b(x2), self.t3(x3))
+
+
+class Pools(nn.Module):
+    def forward(self, x1, x2, x3):
+        mp2, idx2 = F.max_pool2d(x2, 3, 2, 1, ceil_mode=True, return_indices=True)
+        return (F.max_pool1d(x1, 3, 2, 1, dilation=2, ceil_mode=True), mp2, idx2,
+                F.max_pool2d(x2, (2, 3), (1, 2), (1, 0), dilation=(2, 1)),
+                F.max_pool3d(x3, 2, 2, 1), F.max_pool3d(x3, (3, 2, 2), 1, 0, ceil_mode=True),
+                F.avg_pool1d(x1, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+                F.avg_pool1d(x1, 4, 3),
+                F.avg_pool2d(x2, 3, 2, 1, count_include_pad=False),
+                F.avg_pool2d(x2, 3, 2, 1, ceil_mode=True, divisor_override=5),
+                F.avg_pool2d(x2, (2, 4), (2, 3), (1, 2)),
+                F.avg_pool3d(x3, 2, 1, 1), F.avg_pool3d(x3, 3, 2, 1, count_include_pad=False, ceil_mode=True),
+                F.adaptive_avg_pool1d(x1, 5), F.adaptive_avg_pool2d(x2, (3, 5)),
+                F.adaptive_avg_pool2d(x2, 1), F.adaptive_avg_pool3d(x3, (2, 3, 2)))
+
+
+class Attn(nn.Module):
+    def forward(self, q, k, v, kv2, vv2, bmask, fmask, qs):
+        return (F.scaled_dot_product_attention(q, k, v),
+                F.scaled_dot_product_attention(q, k, v, attn_mask=bmask),
+                F.scaled_dot_product_attention(q, k, v, attn_mask=fmask),
+                F.scaled_dot_product_attention(q, k, v, scale=0.3),
+                F.scaled_dot_product_attention(qs, qs * 0.5, qs + 1.0, is_causal=True),
+                F.scaled_dot_product_attention(q, kv2, vv2, enable_gqa=True),
+                F.scaled_dot_product_attention(q, kv2, vv2, attn_mask=bmask, scale=0.5, enable_gqa=True))
+
+
+# ---------------------------------------------------------------------------
+# the fixture list: name -> (module factory, input factory, atol, rtol, note)
+
+
+def inputs_unary():
+    return dict(x=nonzero((4, 6), -3, 3), pos=uni((4, 6), 0.1, 5), unit=uni((4, 6), -0.95, 0.95),
+                ge1=uni((4, 6), 1.05, 4), small=nonzero((4, 6), -1.2, 1.2, 0.05))
+
+
+def inputs_special():
+    x = randn(3, 5)
+    x[0, 1] = float("nan")
+    x[1, 2] = float("inf")
+    x[2, 0] = float("-inf")
+    x[2, 4] = float("nan")
+    return dict(x=x)
+
+
+def inputs_binary_float():
+    return dict(a=nonzero((4, 8), -4, 4), b=nonzero((4, 8), -2, 2, 0.25), c=nonzero((4, 8), -3, 3, 0.5),
+                pos=uni((4, 8), 0.2, 3), row=randn(4, 1), col=randn(1, 8))
+
+
+def inputs_binary_int():
+    j = torch.randint(1, 8, (3, 5)) * (torch.randint(0, 2, (3, 5)) * 2 - 1)
+    return dict(i=torch.randint(-20, 21, (3, 5)), j=j,
+                k=torch.randint(-100, 100, (3, 5), dtype=torch.int32), a=randn(3, 5))
+
+
+def inputs_logical():
+    a = grid((3, 6), -1, 1)
+    b = grid((3, 6), -1, 1)
+    return dict(a=a, b=b, m=torch.rand(3, 6) > 0.5)
+
+
+def inputs_compare():
+    return dict(a=grid((4, 6), -1.5, 1.5), b=grid((4, 6), -1.5, 1.5), x=randn(4, 6))
+
+
+def inputs_casts():
+    # keep fractional parts away from integers so fp32 vs fp64 agree on truncation
+    return dict(x=nonzero((4, 6), -40, 40, 0.2), i=torch.randint(-50, 120, (4, 6)))
+
+
+def inputs_indexing():
+    return dict(x=randn(5, 6, 7), i0=torch.tensor([0, 4, -1, 2]), i1=torch.tensor([1, 5, 3, 0]),
+                i2=torch.tensor([6, 0, 2, 2]), i2d=torch.randint(0, 5, (2, 3)),
+                g=torch.randint(0, 7, (5, 6, 3)), tok=torch.randint(0, 9, (3, 4)))
+
+
+def inputs_reductions():
+    return dict(x=randn(3, 4, 5), m=torch.rand(3, 4) > 0.3)
+
+
+def inputs_norms():
+    return dict(x=randn(2, 6, 4, 5, scale=2.0) + 0.5, s=randn(5, 3))
+
+
+def inputs_matmuls():
+    return dict(a=randn(3, 4), b=randn(4, 5), ba=randn(2, 3, 4), bb=randn(2, 4, 5), bias=randn(5),
+                v=randn(4), x4=randn(2, 3, 4))
+
+
+def inputs_convs():
+    return dict(x1=randn(2, 4, 17), x2=randn(2, 3, 9, 10), x3=randn(1, 2, 5, 6, 7))
+
+
+def inputs_pools():
+    return dict(x1=randn(2, 3, 16), x2=randn(2, 3, 11, 12), x3=randn(1, 2, 5, 6, 7))
+
+
+def inputs_attn():
+    bmask = torch.rand(6, 7) > 0.4
+    bmask[:, 0] = True  # every query keeps at least one key
+    return dict(q=randn(2, 4, 6, 8), k=randn(2, 4, 7, 8), v=randn(2, 4, 7, 8),
+                kv2=randn(2, 2, 7, 8), vv2=randn(2, 2, 7, 8), bmask=bmask,
+                fmask=randn(2, 1, 6, 7), qs=randn(1, 2, 5, 8))
+
+
+FIXTURES = {
+    # architecture blocks
+    "mlp": (MLP, lambda: dict(x=randn(4, 16)), ATOL, RTOL, ""),
+    "resnet_block": (ResNetBlock, lambda: dict(x=randn(2, 3, 16, 16)), ATOL, RTOL, ""),
+    "vgg_block": (VGGBlock, lambda: dict(x=randn(2, 3, 15, 15)), ATOL, RTOL, ""),
+    "mobilenetv2_block": (InvertedResidual, lambda: dict(x=randn(2, 8, 12, 12)), ATOL, RTOL, ""),
+    "efficientnet_mbconv": (MBConv, lambda: dict(x=randn(2, 8, 12, 12)), ATOL, RTOL, ""),
+    "densenet_layer": (DenseLayer, lambda: dict(x=randn(2, 8, 8, 8)), ATOL, RTOL, ""),
+    "vit_block": (ViTBlock, lambda: dict(img=randn(2, 3, 16, 16)), ATOL, RTOL, ""),
+    "gpt_block": (GPTBlock, lambda: dict(idx=torch.randint(0, 64, (2, 8))), ATOL, RTOL, ""),
+    "rnn": (RNNs, lambda: dict(x=randn(2, 5, 6)), ATOL, RTOL, ""),
+    # op coverage
+    "unary_math": (UnaryMath, inputs_unary, ATOL, RTOL, ""),
+    "special_values": (SpecialValues, inputs_special, ATOL, RTOL, ""),
+    "activations": (Activations, lambda: dict(x=uni((4, 8), -6, 6)), ATOL, RTOL, ""),
+    "binary_float": (BinaryFloat, inputs_binary_float, ATOL, RTOL, ""),
+    "binary_int": (BinaryInt, inputs_binary_int, ATOL, RTOL, ""),
+    "logical": (Logical, inputs_logical, ATOL, RTOL, ""),
+    "compare_where": (CompareWhere, inputs_compare, ATOL, RTOL, ""),
+    "casts": (Casts, inputs_casts, ATOL, RTOL, ""),
+    "factories": (Factories, lambda: dict(x=randn(3, 5)), ATOL, RTOL, ""),
+    "views": (Views, lambda: dict(x=randn(2, 3, 4, 5), m=randn(3, 7)), ATOL, RTOL, ""),
+    "shape_ops": (ShapeOps, lambda: dict(x=randn(2, 4, 6), y=randn(2, 1, 6), z=randn(3, 2, 6, 2)),
+                  ATOL, RTOL, ""),
+    "indexing": (Indexing, inputs_indexing, ATOL, RTOL, ""),
+    "reductions": (Reductions, inputs_reductions, ATOL, RTOL, ""),
+    "norms": (Norms, inputs_norms, ATOL, RTOL, ""),
+    "matmuls": (MatMuls, inputs_matmuls, ATOL, RTOL, ""),
+    "convs": (Convs, inputs_convs, ATOL, RTOL, ""),
+    "pools": (Pools, inputs_pools, ATOL, RTOL, ""),
+    "attention": (Attn, inputs_attn, ATOL, RTOL, ""),
+}
+
+# ---------------------------------------------------------------------------
+# .kfio writer
+
+
+def tensor_bytes(t):
+    t = t.detach().contiguous().cpu()
+    if t.numel() == 0:
+        return b""
+    raw = t.reshape(-1).view(torch.uint8)
+    try:
+        return raw.numpy().tobytes()
+    except Exception:  # numpy missing: slower but equivalent
+        return bytes(raw.tolist())
+
+
+def write_kfio(path, model, atol, rtol, inputs, outputs):
+    """inputs/outputs: lists of (name, tensor)."""
+    entries = {"inputs": [], "outputs": []}
+    blobs = []
+    off = 0
+    for key, items in (("inputs", inputs), ("outputs", outputs)):
+        for name, t in items:
+            if t.dtype not in DTYPE_NAMES:
+                raise SystemExit(f"{path}: {key} {name}: dtype {t.dtype} has no .kfio name")
+            data = tensor_bytes(t)
+            entries[key].append({"name": name, "dtype": DTYPE_NAMES[t.dtype],
+                                 "shape": list(t.shape), "offset": off, "nbytes": len(data)})
+            blobs.append((off, data))
+            off += len(data)
+            off = (off + KFIO_ALIGN - 1) // KFIO_ALIGN * KFIO_ALIGN
+    header = {"format": "kfio", "version": 1, "model": model, "torch_version": torch.__version__,
+              "atol": atol, "rtol": rtol, "inputs": entries["inputs"], "outputs": entries["outputs"]}
+    hb = json.dumps(header, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    start = (16 + len(hb) + KFIO_ALIGN - 1) // KFIO_ALIGN * KFIO_ALIGN
+    with open(path, "wb") as f:
+        f.write(KFIO_MAGIC)
+        f.write(struct.pack("<Q", len(hb)))
+        f.write(hb)
+        f.write(b"\0" * (start - 16 - len(hb)))
+        pos = 0
+        for o, data in blobs:
+            f.write(b"\0" * (o - pos))
+            f.write(data)
+            pos = o + len(data)
+
+
+# ---------------------------------------------------------------------------
+# export, check, record
+
+
+def seed_for(name):
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+def flatten_outputs(out):
+    leaves, _ = pytree.tree_flatten_with_path(out)
+    res = []
+    for path, v in leaves:
+        if not isinstance(v, torch.Tensor):
+            raise SystemExit(f"output {pytree.keystr(path)} is not a tensor")
+        res.append(("out" + pytree.keystr(path) if path else "out", v))
+    return res
+
+
+def check_tolerance(name, got32, ref64, atol, rtol):
+    """Fail unless |fp32 - fp64| stays within a quarter of the stated bound."""
+    worst = 0.0
+    for (oname, a), (_, b) in zip(got32, ref64):
+        if a.dtype != b.dtype and not (a.is_floating_point() and b.is_floating_point()):
+            raise SystemExit(f"{name}: {oname}: dtype {a.dtype} in fp32 but {b.dtype} in fp64")
+        if a.shape != b.shape:
+            raise SystemExit(f"{name}: {oname}: shape differs between fp32 and fp64 runs")
+        if not a.is_floating_point():
+            if not torch.equal(a, b):
+                bad = (a != b).nonzero()[0].tolist()
+                raise SystemExit(f"{name}: {oname}: integer/bool result differs between fp32 and "
+                                 f"fp64 at {bad}: pick inputs away from the decision boundary")
+            continue
+        a64, b64 = a.double(), b.double()
+        nan_a, nan_b = a64.isnan(), b64.isnan()
+        if not torch.equal(nan_a, nan_b):
+            raise SystemExit(f"{name}: {oname}: NaN pattern differs between fp32 and fp64")
+        inf = b64.isinf()
+        if not torch.equal(a64[inf], b64[inf]):
+            raise SystemExit(f"{name}: {oname}: infinities differ between fp32 and fp64")
+        fin = ~(nan_b | inf)
+        if fin.any():
+            # float16/bfloat16 results carry their own rounding: compare at
+            # that precision (the interpreter rounds to the same format).
+            if a.dtype in (torch.float16, torch.bfloat16):
+                if not torch.equal(a.float()[fin], b.to(a.dtype).float()[fin]):
+                    raise SystemExit(f"{name}: {oname}: {a.dtype} result differs between runs")
+                continue
+            ratio = ((a64 - b64).abs() / (atol + rtol * b64.abs()))[fin].max().item()
+            worst = max(worst, ratio)
+            if ratio > 0.25:
+                raise SystemExit(f"{name}: {oname}: fp32 vs fp64 error is {ratio:.2f} of the "
+                                 f"tolerance (atol {atol}, rtol {rtol}); need <= 0.25")
+    return worst
+
+
+def targets_in(path):
+    with zipfile.ZipFile(path) as z:
+        rec = [n for n in z.namelist() if n.endswith("models/model.json")]
+        if not rec:
+            return []
+        j = json.loads(z.read(rec[0]))
+    return sorted({n["target"] for n in j["graph_module"]["graph"]["nodes"]})
+
+
+def make_one(name, spec, outdir):
+    factory, make_inputs, atol, rtol, note = spec
+    torch.manual_seed(seed_for(name))
+    model = factory()
+    with torch.no_grad():
+        randomize_norms(model)
+    model.eval()
+    kw = make_inputs()
+    params = list(inspect.signature(model.forward).parameters)
+    if sorted(params) != sorted(kw):
+        raise SystemExit(f"{name}: inputs {sorted(kw)} do not match forward{tuple(params)}")
+    args = tuple(kw[p] for p in params)
+    written = []
+    with torch.no_grad():
+        out32 = flatten_outputs(model(*args))
+        # the float64 reference: the same model and inputs, widened exactly
+        args64 = tuple(a.double() if a.is_floating_point() else a for a in args)
+        out64 = flatten_outputs(model.double()(*args64))
+        model.float()
+        worst = check_tolerance(name, out32, out64, atol, rtol)
+
+        ep = torch.export.export(model, args)
+        flavours = {}
+        try:
+            p = os.path.join(outdir, f"{name}.default.pt2")
+            torch.export.save(ep, p)
+            flavours["default"] = p
+        except Exception as e:  # noqa: BLE001 - reported, the other flavour still runs
+            print(f"  {name}: default IR could not be saved: {type(e).__name__}: {e}")
+        try:
+            table = torch.export.default_decompositions()
+            table.pop(torch.ops.aten.scaled_dot_product_attention.default, None)
+            core = ep.run_decompositions(table)
+            p = os.path.join(outdir, f"{name}.core.pt2")
+            torch.export.save(core, p)
+            flavours["core"] = p
+        except Exception as e:  # noqa: BLE001
+            core = None
+            print(f"  {name}: core IR export failed: {type(e).__name__}: {e}")
+        # the exported program must reproduce eager exactly
+        for flav, prog in (("default", ep), ("core", core)):
+            if prog is None:
+                continue
+            got = flatten_outputs(prog.module()(*args))
+            for (oname, a), (_, b) in zip(got, out32):
+                if not torch.allclose(a.double(), b.double(), atol=atol * 0.1, rtol=rtol * 0.1,
+                                      equal_nan=True):
+                    raise SystemExit(f"{name}.{flav}: exported program disagrees with eager on {oname}")
+    kfio = os.path.join(outdir, f"{name}.kfio")
+    write_kfio(kfio, name, atol, rtol, [(k, kw[k]) for k in params], out32)
+    for flav, p in flavours.items():
+        written.append((f"{name}.{flav}.pt2", os.path.getsize(p), targets_in(p)))
+    written.append((f"{name}.kfio", os.path.getsize(kfio), []))
+    info = dict(name=name, atol=atol, rtol=rtol, note=note, worst=worst,
+                inputs=[(k, DTYPE_NAMES[kw[k].dtype], list(kw[k].shape)) for k in params],
+                outputs=[(n, DTYPE_NAMES[t.dtype], list(t.shape)) for n, t in out32],
+                files=written, ep_core=core)
+    return info
+
+
+def write_manifest(outdir, infos):
+    lines = ["# tests/fixtures — manifest", "",
+             "Generated by `scripts/make_fixtures.py` with PyTorch " + torch.__version__ +
+             "; do not edit by hand.", "",
+             "Each model has `<name>.default.pt2` (torch.export default IR), `<name>.core.pt2`",
+             "(core ATen, SDPA kept whole) and `<name>.kfio` (inputs and eager fp32 outputs).",
+             "Tolerance: `|interp - eager| <= atol + rtol * |eager|`; the generator checked",
+             "that PyTorch's own float64 run is within a quarter of it (column *fp64 err*).", ""]
+    lines.append("| model | inputs | outputs | atol | rtol | fp64 err | why loosened |")
+    lines.append("|---|---|---|---|---|---|---|")
+    for i in infos:
+        ins = ", ".join(f"{n}: {d}{s}" for n, d, s in i["inputs"])
+        lines.append(f"| {i['name']} | {ins} | {len(i['outputs'])} | {i['atol']:g} | {i['rtol']:g} | "
+                     f"{i['worst']:.3f} | {i['note']} |")
+    lines.append("")
+    for flav in ("default", "core"):
+        union = sorted({t for i in infos for f, _, ts in i["files"] if f.endswith(f".{flav}.pt2")
+                        for t in ts})
+        lines.append(f"All targets in the {flav} files ({len(union)}): " +
+                     ", ".join(f"`{t.replace('torch.ops.aten.', 'aten.')}`" for t in union))
+        lines.append("")
+    for i in infos:
+        lines.append(f"## {i['name']}")
+        lines.append("")
+        for fname, size, targets in i["files"]:
+            if not fname.endswith(".pt2"):
+                continue
+            short = [t.replace("torch.ops.aten.", "aten.") for t in targets]
+            lines.append(f"- `{fname}` ({size // 1024} KiB): " + ", ".join(f"`{t}`" for t in short))
+        lines.append("")
+    with open(os.path.join(outdir, "MANIFEST.md"), "w") as f:
+        f.write("\n".join(lines))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.path.join(REPO, "tests", "fixtures"))
+    ap.add_argument("--only", default="")
+    ap.add_argument("--no-example", action="store_true")
+    a = ap.parse_args()
+    if sys.byteorder != "little":
+        raise SystemExit(".kfio and .pt2 data are little-endian; run this on a little-endian machine")
+    torch.set_num_threads(1)  # the same reduction order on every machine
+    os.makedirs(a.out, exist_ok=True)
+    names = [n for n in a.only.split(",") if n] or list(FIXTURES)
+    for n in names:
+        if n not in FIXTURES:
+            raise SystemExit(f"unknown fixture '{n}' (known: {', '.join(FIXTURES)})")
+    print(f"PyTorch {torch.__version__}; writing to {a.out}")
+    infos = []
+    for n in names:
+        infos.append(make_one(n, FIXTURES[n], a.out))
+    if not a.only:
+        write_manifest(a.out, infos)
+    if not a.no_example and "resnet_block" in names:
+        ex = os.path.join(REPO, "examples", "resnet_block.pt2")
+        os.makedirs(os.path.dirname(ex), exist_ok=True)
+        rb = [i for i in infos if i["name"] == "resnet_block"][0]
+        torch.export.save(rb["ep_core"], ex)
+        print(f"example: {os.path.relpath(ex, REPO)} ({os.path.getsize(ex)} bytes)")
+    total = 0
+    print(f"\n{'file':34} {'bytes':>8}  targets")
+    for i in infos:
+        for fname, size, targets in i["files"]:
+            total += size
+            short = " ".join(t.replace("torch.ops.aten.", "") for t in targets)
+            print(f"{fname:34} {size:8d}  {short}")
+            if size >= 1 << 20:
+                raise SystemExit(f"{fname} is {size} bytes: fixtures must stay well under 1 MB")
+    print(f"total {total} bytes in {sum(len(i['files']) for i in infos)} files")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+// The command line: op listings, pass listing, version, usage errors.
+//
+// RUN: %kfuse ops | FileCheck %s --check-prefix=OPS
+// RUN: %kfuse ops --aten | FileCheck %s --check-prefix=ATEN
+// RUN: %kfuse opt --list-passes | FileCheck %s --check-prefix=PASSES
+// RUN: %kfuse version | FileCheck %s --check-prefix=VERSION
+// RUN: not %kfuse 2>&1 | FileCheck %s --check-prefix=USAGE
+// RUN: not %kfuse frobnicate 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: not %kfuse run %s 2>&1 | FileCheck %s --check-prefix=USAGE
+// RUN: not %kfuse info %s extra.mlir 2>&1 | FileCheck %s --check-prefix=USAGE
+// RUN: not %kfuse run %s --io %t.missing.kfio 2>&1 | FileCheck %s --check-prefix=NOIO
+
+// OPS-DAG: kf.relu
+// OPS-DAG: kf.conv {{.*}}(x, weight, bias?) {stride:I padding:I dilation:I transposed:b output_padding:I groups:i}
+// OPS-DAG: kf.sdpa {{.*}}(q, k, v, mask?)
+// OPS-DAG: kf.cat {{.*}}(xs...)
+// ATEN: -> kf.
+// PASSES: dce
+// PASSES: simplify
+// PASSES: default {{.*}}
+// VERSION: kfuse {{[0-9]+\.[0-9]+\.[0-9]+}}
+// USAGE: usage: kfuse <command>
+// UNKNOWN: kfuse: error: unknown command 'frobnicate'
+// NOIO: kfuse: error: {{.*}}missing.kfio: cannot open
+
+"builtin.module"() ({
+  "func.func"() <{arg_attrs = [{kf.name = "x"}], function_type = (tensor<2xf32>) -> (tensor<2xf32>), sym_name = "cli"}> ({
+  ^bb0(%x: tensor<2xf32>):
+    %a = "kf.relu"(%x) : (tensor<2xf32>) -> tensor<2xf32> loc("a")
+    "func.return"(%a) : (tensor<2xf32>) -> ()
+  }) : () -> ()
+}) : () -> ()
