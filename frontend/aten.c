@@ -642,7 +642,8 @@ static kf_status match_args(at_ctx *c) {
         return at_err(c, KF_ERR_FORMAT, "unknown argument '%s'", in->name);
     } else {
       while (pos < s->n_args && given[pos]) pos++;
-      if (pos >= s->n_args || s->args[pos].kw_only)
+      /* torch-mlir passes keyword-only arguments positionally too */
+      if (pos >= s->n_args || (s->args[pos].kw_only && !c->call->kwargs_positional))
         return at_err(c, KF_ERR_FORMAT, "too many positional arguments (%d)", j + 1);
       idx = pos++;
     }

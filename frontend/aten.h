@@ -62,6 +62,8 @@ typedef struct kf_aten_call {
                                via out_known; may be NULL when unknown */
   const bool *out_known; /* per result: is out_types[i] meaningful */
   kf_dtype_numbering dtype_numbering;
+  bool kwargs_positional; /* keyword-only parameters may be filled by
+                             position (torch-mlir's calling convention) */
 } kf_aten_call;
 
 /* Lower one call: appends ops to g and writes n_outs values to outs (a
