@@ -628,6 +628,32 @@ static kf_status convert_arg(at_ctx *c, const at_sarg *sa, const kf_aten_arg *in
                 type_name(sa->type), kind_name(in->kind));
 }
 
+/* Integer arguments are sizes, strides, paddings and the like: keep them
+ * far from int64 overflow. Slice bounds and a few others are clamped or
+ * range-checked by their lowering and may be anything (sys.maxsize). */
+#define AT_MAX_INT ((int64_t)1 << 50)
+
+static bool int_unbounded(const char *name) {
+  static const char *names[] = {"start",    "end",  "split_size", "chunks",    "diagonal",
+                                "index",    "dim",  "dim0",       "dim1",      "start_dim",
+                                "end_dim",  "dimension", "padding_idx", "min", "max", NULL};
+  for (int i = 0; names[i]; i++)
+    if (strcmp(names[i], name) == 0) return true;
+  return false;
+}
+
+static kf_status check_range(at_ctx *c, const at_sarg *sa, const kf_aten_arg *a) {
+  if (int_unbounded(sa->name)) return KF_OK;
+  if (a->kind == KF_ARG_INT && (a->i > AT_MAX_INT || a->i < -AT_MAX_INT))
+    return at_err(c, KF_ERR_LIMIT, "argument '%s' = %lld is out of range", sa->name, (long long)a->i);
+  if (a->kind == KF_ARG_INTS)
+    for (int i = 0; i < a->n; i++)
+      if (a->ints[i] > AT_MAX_INT || a->ints[i] < -AT_MAX_INT)
+        return at_err(c, KF_ERR_LIMIT, "argument '%s'[%d] = %lld is out of range", sa->name, i,
+                      (long long)a->ints[i]);
+  return KF_OK;
+}
+
 static kf_status match_args(at_ctx *c) {
   const at_schema *s = c->s;
   bool given[AT_MAX_ARGS] = {0};
@@ -651,6 +677,7 @@ static kf_status match_args(at_ctx *c) {
       return at_err(c, KF_ERR_FORMAT, "argument '%s' given twice", s->args[idx].name);
     given[idx] = true;
     kf_status st = convert_arg(c, &s->args[idx], in, &c->a[idx]);
+    if (st == KF_OK) st = check_range(c, &s->args[idx], &c->a[idx]);
     if (st) return st;
   }
   for (int i = 0; i < s->n_args; i++) {
@@ -805,6 +832,12 @@ kf_value *at_fin(at_ctx *c, kf_op *op) {
     if (!c->st) c->st = st;
     return NULL;
   }
+  for (int i = 0; i < op->n_results; i++)
+    if (res[i].kind == KF_TYPE_TENSOR && kf_type_numel(&res[i]) > AT_MAX_INT) {
+      at_err(c, KF_ERR_LIMIT, "kf.%s would make a result of more than 2^50 elements",
+             kf_opcode_name(op->code));
+      return NULL;
+    }
   for (int i = 0; i < op->n_results; i++) op->results[i]->type = res[i];
   return op->n_results ? op->results[0] : NULL;
 }
@@ -839,12 +872,29 @@ static bool same_shape(const kf_type *t, int rank, const int64_t *shape) {
   return true;
 }
 
-kf_value *at_reshape(at_ctx *c, kf_value *x, int rank, const int64_t *shape) {
-  if (!x) return NULL;
+/* Ranks, sizes and element counts a declared result type may have. */
+static bool shape_ok(at_ctx *c, int rank, const int64_t *shape) {
   if (rank > KF_MAX_RANK) {
     at_err(c, KF_ERR_LIMIT, "rank %d exceeds kfuse's limit of %d", rank, KF_MAX_RANK);
-    return NULL;
+    return false;
   }
+  int64_t n = 1;
+  for (int i = 0; i < rank; i++) {
+    if (shape[i] < 0) {
+      at_err(c, KF_ERR_INVALID, "negative size %lld", (long long)shape[i]);
+      return false;
+    }
+    if (__builtin_mul_overflow(n, shape[i], &n) || n > AT_MAX_INT) {
+      at_err(c, KF_ERR_LIMIT, "a result of more than 2^50 elements");
+      return false;
+    }
+  }
+  return true;
+}
+
+kf_value *at_reshape(at_ctx *c, kf_value *x, int rank, const int64_t *shape) {
+  if (!x) return NULL;
+  if (!shape_ok(c, rank, shape)) return NULL;
   if (same_shape(&x->type, rank, shape)) return x;
   kf_type t;
   kf_type_init_tensor(&t, x->type.dtype, rank, shape);
@@ -864,10 +914,7 @@ kf_value *at_permute(at_ctx *c, kf_value *x, const int64_t *dims, int n) {
 kf_value *at_expand(at_ctx *c, kf_value *x, int rank, const int64_t *shape) {
   if (!x) return NULL;
   if (same_shape(&x->type, rank, shape)) return x;
-  if (rank > KF_MAX_RANK) {
-    at_err(c, KF_ERR_LIMIT, "rank %d exceeds kfuse's limit of %d", rank, KF_MAX_RANK);
-    return NULL;
-  }
+  if (!shape_ok(c, rank, shape)) return NULL;
   kf_type t;
   kf_type_init_tensor(&t, x->type.dtype, rank, shape);
   return at_fin(c, at_op(c, KF_OP_EXPAND, &x, 1, 1, &t));
@@ -883,15 +930,7 @@ kf_value *at_cast(at_ctx *c, kf_value *x, kf_dtype dt) {
 
 kf_value *at_full(at_ctx *c, kf_dtype dt, int rank, const int64_t *shape,
                   kf_number v) {
-  if (rank > KF_MAX_RANK) {
-    at_err(c, KF_ERR_LIMIT, "rank %d exceeds kfuse's limit of %d", rank, KF_MAX_RANK);
-    return NULL;
-  }
-  for (int i = 0; i < rank; i++)
-    if (shape[i] < 0) {
-      at_err(c, KF_ERR_INVALID, "negative size %lld", (long long)shape[i]);
-      return NULL;
-    }
+  if (!shape_ok(c, rank, shape)) return NULL;
   kf_type t;
   kf_type_init_tensor(&t, dt, rank, shape);
   kf_op *op = at_op(c, KF_OP_FULL, NULL, 0, 1, &t);
@@ -908,7 +947,7 @@ kf_value *at_arange(at_ctx *c, kf_number start, kf_number end, kf_number step,
     return NULL;
   }
   double n = ceil((b - a) / s);
-  if ((b - a) / s > 9e15) {
+  if ((b - a) / s > (double)AT_MAX_INT) {
     at_err(c, KF_ERR_LIMIT, "arange is too long");
     return NULL;
   }

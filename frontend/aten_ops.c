@@ -17,6 +17,9 @@
 
 /* ---- small helpers ------------------------------------------------------- */
 
+/* Bound for sizes computed here from arguments (see AT_MAX_INT in aten.c). */
+#define AT_LIMIT ((int64_t)1 << 50)
+
 static bool has_arg(at_ctx *c, const char *name) {
   for (int i = 0; i < c->s->n_args; i++)
     if (strcmp(c->s->args[i].name, name) == 0) return true;
@@ -331,6 +334,27 @@ static kf_status L_isfinite(at_ctx *c) {
   AT_CHECK(c, x);
   kf_value *bad = at_binary(c, KF_OP_LOGICAL_OR, at_unary(c, KF_OP_ISNAN, x), at_unary(c, KF_OP_ISINF, x));
   return done(c, at_unary(c, KF_OP_LOGICAL_NOT, bad));
+}
+
+/* log_sigmoid(x) = -softplus(-x); softplus' threshold keeps large |x| exact
+ * to within exp(-20) relative. */
+static kf_status L_log_sigmoid(at_ctx *c) {
+  kf_value *x = need_tensor(c, "self");
+  AT_CHECK(c, x);
+  kf_value *n = at_unary(c, KF_OP_NEG, x);
+  AT_CHECK(c, n);
+  kf_op *op = at_op(c, KF_OP_SOFTPLUS, &n, 1, 1, NULL);
+  kf_op_set_number(op, "beta", kf_number_int(1));
+  kf_op_set_number(op, "threshold", kf_number_int(20));
+  return done(c, at_unary(c, KF_OP_NEG, at_fin(c, op)));
+}
+
+/* hardshrink(x, l) = |x| > l ? x : 0 */
+static kf_status L_hardshrink(at_ctx *c) {
+  kf_value *x = need_tensor(c, "self");
+  AT_CHECK(c, x);
+  kf_value *keep = at_binary(c, KF_OP_GT, at_unary(c, KF_OP_ABS, x), at_scalar(c, at_num(c, "lambd")));
+  return done(c, at_where(c, keep, x, at_scalar(c, at_number_of_kind(x->type.dtype, 0))));
 }
 
 /* ---- identities, copies, casts ------------------------------------------- */
@@ -942,7 +966,8 @@ static kf_status L_repeat(at_ctx *c) {
     a[2 * i + 1] = s[i];
     e[2 * i] = r[i];
     e[2 * i + 1] = s[i];
-    out[i] = r[i] * s[i];
+    if (__builtin_mul_overflow(r[i], s[i], &out[i]) || out[i] > AT_LIMIT)
+      return at_err(c, KF_ERR_LIMIT, "repeat makes a dim of more than 2^50 elements");
   }
   kf_value *v = at_reshape(c, x, 2 * n, a);
   v = at_expand(c, v, 2 * n, e);
@@ -1186,6 +1211,17 @@ static kf_status L_softmax(at_ctx *c) {
   return done(c, at_fin(c, op));
 }
 
+/* The statistics results of native_layer_norm/native_group_norm: PyTorch's
+ * CPU kernels keep them in the input's dtype for f16/bf16 inputs, CUDA's in
+ * f32; the archive says which, so follow it with a cast. */
+static kf_value *stats_dtype(at_ctx *c, int i, kf_value *v) {
+  const kf_aten_call *call = c->call;
+  if (!v || i >= call->n_outs || !call->out_types || (call->out_known && !call->out_known[i])) return v;
+  kf_dtype want = call->out_types[i].dtype;
+  if (!kf_dtype_is_float(want) || want == v->type.dtype) return v;
+  return at_cast(c, v, want);
+}
+
 static kf_status L_layer_norm(at_ctx *c) {
   kf_value *x = need_tensor(c, "input");
   AT_CHECK(c, x);
@@ -1207,7 +1243,12 @@ static kf_status L_layer_norm(at_ctx *c) {
   kf_op_set_int(op, "normalized_ndim", n);
   kf_op_set_float(op, "eps", at_float(c, "eps"));
   AT_CHECK(c, at_fin(c, op));
-  for (int i = 0; i < 3; i++) at_out(c, i, op->results[i]);
+  at_out(c, 0, op->results[0]);
+  for (int i = 1; i < 3 && i < c->n_outs; i++) {
+    kf_value *v = stats_dtype(c, i, op->results[i]);
+    AT_CHECK(c, v);
+    at_out(c, i, v);
+  }
   return KF_OK;
 }
 
@@ -1228,7 +1269,12 @@ static kf_status L_group_norm(at_ctx *c) {
   kf_op_set_int(op, "groups", groups);
   kf_op_set_float(op, "eps", at_float(c, "eps"));
   AT_CHECK(c, at_fin(c, op));
-  for (int i = 0; i < 3; i++) at_out(c, i, op->results[i]);
+  at_out(c, 0, op->results[0]);
+  for (int i = 1; i < 3 && i < c->n_outs; i++) {
+    kf_value *v = stats_dtype(c, i, op->results[i]);
+    AT_CHECK(c, v);
+    at_out(c, i, v);
+  }
   return KF_OK;
 }
 
@@ -1247,6 +1293,114 @@ static kf_status L_batch_norm(at_ctx *c) {
   kf_op *op = at_op(c, KF_OP_BATCH_NORM, ops, 5, 1, NULL);
   kf_op_set_float(op, "eps", at_float(c, "eps"));
   return done(c, at_fin(c, op));
+}
+
+/* instance_norm: group_norm with one group per channel, or batch_norm over
+ * the running statistics when use_input_stats is false. */
+static kf_status L_instance_norm(at_ctx *c) {
+  kf_value *x = need_tensor(c, "input");
+  AT_CHECK(c, x);
+  if (x->type.rank < 3) return at_err(c, KF_ERR_INVALID, "input must be [N, C, spatial...], has rank %d", x->type.rank);
+  kf_value *w = at_tensor(c, "weight"), *b = at_tensor(c, "bias");
+  if (c->st) return c->st;
+  if (!at_bool(c, "use_input_stats")) {
+    kf_value *mean = at_tensor(c, "running_mean"), *var = at_tensor(c, "running_var");
+    if (c->st) return c->st;
+    if (!mean || !var) return at_err(c, KF_ERR_INVALID, "use_input_stats=False needs running statistics");
+    kf_value *ops[5] = {x, w, b, mean, var};
+    kf_op *op = at_op(c, KF_OP_BATCH_NORM, ops, 5, 1, NULL);
+    kf_op_set_float(op, "eps", at_float(c, "eps"));
+    return done(c, at_fin(c, op));
+  }
+  kf_value *ops[3] = {x, w, b};
+  kf_op *op = at_op(c, KF_OP_GROUP_NORM, ops, 3, 3, NULL);
+  kf_op_set_int(op, "groups", x->type.shape[1]);
+  kf_op_set_float(op, "eps", at_float(c, "eps"));
+  return done(c, at_fin(c, op));
+}
+
+/* glu(x, dim) = a * sigmoid(b), a and b the halves of x along dim. */
+static kf_status L_glu(at_ctx *c) {
+  kf_value *x = need_tensor(c, "self");
+  AT_CHECK(c, x);
+  int64_t d;
+  if (!at_wrap_dim(c, at_int(c, "dim"), x->type.rank, "dim", &d)) return c->st;
+  if (x->type.rank == 0 || x->type.shape[d] % 2)
+    return at_err(c, KF_ERR_INVALID, "glu needs an even size along dim %lld", (long long)d);
+  int64_t half = x->type.shape[d] / 2, sizes[2] = {half, half};
+  kf_op *op = at_op(c, KF_OP_SPLIT, &x, 1, 2, NULL);
+  kf_op_set_int(op, "dim", d);
+  kf_op_set_ints(op, "sizes", sizes, 2);
+  AT_CHECK(c, at_fin(c, op));
+  return done(c, at_binary(c, KF_OP_MUL, op->results[0], at_unary(c, KF_OP_SIGMOID, op->results[1])));
+}
+
+/* upsample_nearest{1,2,3}d: one index_select per spatial dim. The source
+ * index is floor(o * in / out), or floor(o / s) for a given scale s (exact
+ * in integers for integral scales; PyTorch computes it in f32, which can
+ * differ from this at exact boundaries for non-integral scales). */
+static kf_status L_upsample_nearest(at_ctx *c) {
+  int sp = c->row->k;
+  kf_value *x = need_tensor(c, has_arg(c, "input") ? "input" : "self");
+  AT_CHECK(c, x);
+  const kf_type *t = &x->type;
+  if (t->rank != sp + 2) return at_err(c, KF_ERR_INVALID, "input must have rank %d, has %d", sp + 2, t->rank);
+  int64_t out[3];
+  double scale[3] = {0, 0, 0};
+  int n;
+  const int64_t *os = at_ints(c, "output_size", &n);
+  if (has_arg(c, "scale_factors")) { /* .vec */
+    int nf;
+    const double *sf = at_floats(c, "scale_factors", &nf);
+    if ((os != NULL) == (sf != NULL))
+      return at_err(c, KF_ERR_INVALID, "exactly one of output_size and scale_factors must be given");
+    if (sf && nf != sp) return at_err(c, KF_ERR_INVALID, "scale_factors has %d entries, expected %d", nf, sp);
+    for (int i = 0; i < sp; i++) {
+      if (sf) {
+        if (!(sf[i] > 0) || (double)t->shape[2 + i] * sf[i] > (double)AT_LIMIT)
+          return at_err(c, KF_ERR_INVALID, "scale factor %g is out of range", sf[i]);
+        scale[i] = sf[i];
+        out[i] = (int64_t)((double)t->shape[2 + i] * sf[i]);
+      }
+    }
+  } else {
+    static const char *names[3][3] = {{"scales"}, {"scales_h", "scales_w"}, {"scales_d", "scales_h", "scales_w"}};
+    for (int i = 0; i < sp; i++)
+      if (!at_none(c, names[sp - 1][i])) scale[i] = at_float(c, names[sp - 1][i]);
+  }
+  if (os) {
+    if (n != sp) return at_err(c, KF_ERR_INVALID, "output_size has %d entries, expected %d", n, sp);
+    memcpy(out, os, sizeof(int64_t) * (size_t)sp);
+  }
+  kf_value *v = x;
+  for (int i = 0; i < sp; i++) {
+    int64_t in = t->shape[2 + i], o = out[i];
+    if (o < 1 || in < 1) return at_err(c, KF_ERR_INVALID, "sizes must be positive");
+    if (o == in && (scale[i] == 0 || scale[i] == 1)) continue;
+    if (!(scale[i] >= 0 && scale[i] < (double)AT_LIMIT))
+      return at_err(c, KF_ERR_INVALID, "scale %g is out of range", scale[i]);
+    kf_value *idx = at_arange(c, kf_number_int(0), kf_number_int(o), kf_number_int(1), KF_DTYPE_I64);
+    if (scale[i] > 0 && scale[i] != (double)(int64_t)scale[i]) {
+      idx = at_binary(c, KF_OP_MUL, at_cast(c, idx, KF_DTYPE_F64), at_scalar(c, kf_number_float(1.0 / scale[i])));
+      idx = at_cast(c, at_unary(c, KF_OP_FLOOR, idx), KF_DTYPE_I64);
+    } else if (scale[i] > 0) {
+      kf_value *ops[2] = {idx, at_scalar(c, kf_number_int((int64_t)scale[i]))};
+      kf_op *op = at_op(c, KF_OP_DIV, ops, 2, 1, NULL);
+      kf_op_set_str(op, "rounding_mode", "floor");
+      idx = at_fin(c, op);
+    } else {
+      idx = at_binary(c, KF_OP_MUL, idx, at_scalar(c, kf_number_int(in)));
+      kf_value *ops[2] = {idx, at_scalar(c, kf_number_int(o))};
+      kf_op *op = at_op(c, KF_OP_DIV, ops, 2, 1, NULL);
+      kf_op_set_str(op, "rounding_mode", "floor");
+      idx = at_fin(c, op);
+    }
+    idx = at_binary(c, KF_OP_MINIMUM, idx, at_scalar(c, kf_number_int(in - 1)));
+    v = at_index_select(c, v, 2 + i, idx);
+    AT_CHECK(c, v);
+  }
+  if (v == x) v = at_unary(c, KF_OP_COPY, x);
+  return done(c, v);
 }
 
 /* ---- matrix products ------------------------------------------------------------ */
@@ -1514,6 +1668,12 @@ static kf_status L_conv(at_ctx *c) {
       return at_err(c, KF_ERR_INVALID, "padding must be 'valid' or 'same', not '%s'", mode ? mode : "None");
     }
   }
+  for (int i = 0; i < sp; i++) { /* keep the output-size formula in range */
+    int64_t a, e;
+    if (__builtin_mul_overflow(dil[i], w->type.shape[2 + i], &a) ||
+        __builtin_mul_overflow(stride[i], x->type.shape[2 + i], &e) || a > AT_LIMIT || e > AT_LIMIT)
+      return at_err(c, KF_ERR_LIMIT, "convolution parameters out of range at spatial dim %d", i);
+  }
   kf_value *ops[3] = {x, w, b};
   kf_op *op = at_op(c, KF_OP_CONV, ops, 3, 1, NULL);
   kf_op_set_ints(op, "stride", stride, sp);
@@ -1540,6 +1700,11 @@ static kf_status L_max_pool(at_ctx *c) {
     memcpy(s, k, sizeof s);
   else if (!spatial(c, "stride", sp, s))
     return c->st;
+  for (int i = 0; i < sp; i++) {
+    int64_t a;
+    if (__builtin_mul_overflow(d[i], k[i], &a) || a > AT_LIMIT)
+      return at_err(c, KF_ERR_LIMIT, "pooling parameters out of range at spatial dim %d", i);
+  }
   kf_op *op = at_op(c, KF_OP_MAX_POOL, &x, 1, 2, NULL);
   kf_op_set_ints(op, "kernel", k, sp);
   kf_op_set_ints(op, "stride", s, sp);
@@ -1686,6 +1851,8 @@ const at_row kf_aten_rows[] = {
     {"clamp_max.Tensor(Tensor self, Tensor max) -> Tensor", L_clamp_tensor, 0, "kf.minimum"},
     {"threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor", L_threshold, 0,
      "kf.where(kf.le(x, threshold), value, x)"},
+    {"log_sigmoid(Tensor self) -> Tensor", L_log_sigmoid, 0, "kf.neg(kf.softplus(kf.neg(x)))"},
+    {"hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor", L_hardshrink, 0, "kf.where(|x| > lambd, x, 0)"},
     {"prelu(Tensor self, Tensor weight) -> Tensor", L_prelu, 0, "kf.where(kf.gt(x, 0), x, kf.mul(w, x))"},
 
     /* element-wise binary */
@@ -1951,6 +2118,11 @@ const at_row kf_aten_rows[] = {
      "bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor", L_batch_norm, KF_OP_BATCH_NORM,
      NULL},
 
+    {"instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, "
+     "bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor", L_instance_norm, 0,
+     "kf.group_norm (groups = C), or kf.batch_norm without use_input_stats"},
+    {"glu(Tensor self, int dim=-1) -> Tensor", L_glu, 0, "kf.split + kf.sigmoid + kf.mul"},
+
     /* matrix products */
     {"mm(Tensor self, Tensor mat2) -> Tensor", L_mm, KF_OP_MM, NULL},
     {"bmm(Tensor self, Tensor mat2) -> Tensor", L_mm, KF_OP_BMM, NULL},
@@ -2022,6 +2194,19 @@ const at_row kf_aten_rows[] = {
      "kf.adaptive_avg_pool"},
     {"_adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor", L_adaptive_avg_pool, 3,
      "kf.adaptive_avg_pool"},
+
+    {"upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor",
+     L_upsample_nearest, 1, "kf.index_select per spatial dim"},
+    {"upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
+     L_upsample_nearest, 1, "kf.index_select per spatial dim"},
+    {"upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) "
+     "-> Tensor", L_upsample_nearest, 2, "kf.index_select per spatial dim"},
+    {"upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
+     L_upsample_nearest, 2, "kf.index_select per spatial dim"},
+    {"upsample_nearest3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, "
+     "float? scales_w=None) -> Tensor", L_upsample_nearest, 3, "kf.index_select per spatial dim"},
+    {"upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
+     L_upsample_nearest, 3, "kf.index_select per spatial dim"},
 
     /* attention */
     {"scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "

@@ -1,5 +1,6 @@
-/* frontend/load.c — kf_model_load: picks the reader by content (a zip
- * archive is a .pt2, anything else MLIR text) and the load options. */
+/* frontend/load.c — kf_model_load: picks the reader by content and name (a
+ * zip archive or a *.pt2 file is read as .pt2, anything else as MLIR text)
+ * and the load options. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,11 @@ kf_status kf_model_load(const char *path, const kf_load_options *opts,
   }
   unsigned char magic[4] = {0};
   size_t got = fread(magic, 1, 4, f);
-  if (got == 4 && memcmp(magic, "PK\003\004", 4) == 0) {
+  size_t len = strlen(path);
+  bool pt2_name = len >= 4 && strcmp(path + len - 4, ".pt2") == 0;
+  /* zip archives, and anything named .pt2 (so that a broken archive gets
+   * the archive reader's message, not MLIR's) */
+  if ((got == 4 && memcmp(magic, "PK\003\004", 4) == 0) || pt2_name) {
     fclose(f);
     return kf_pt2_load(path, opts, out, diag);
   }

@@ -9,7 +9,10 @@
  * which kfuse does not read. The root prefix is the directory of the
  * archive's first entry. Weights are never copied into the graph: the store
  * maps STORED records in place (mmap, data offset from minizip) or reads
- * them on first use (libzip) and keeps them until the graph is destroyed. */
+ * them on first use (libzip) and keeps them until the graph is destroyed.
+ * Every record's CRC is checked on first use (libzip does it for what it
+ * reads; mapped records are summed here), so a corrupt archive is an error,
+ * not silently wrong weights. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -507,7 +510,7 @@ static bool find_layout_prefix(archive *ar, const char *cand) {
   return false;
 }
 
-static kf_status load_archive(loader *L, const char *path, kf_diag *diag) {
+static kf_status load_archive(loader *L, kf_diag *diag) {
   archive *ar = &L->ar;
   zip_int64_t n = zip_get_num_entries(ar->za, 0);
   if (n <= 0) {
@@ -610,7 +613,6 @@ static kf_status load_archive(loader *L, const char *path, kf_diag *diag) {
     L->p.legacy_pickle = locate(ar, "serialized_state_dict.pt") >= 0 ||
                          locate(ar, "serialized_constants.pt") >= 0;
   }
-  (void)path;
   L->p.file = ar->file;
   L->p.json_name = L->json_rel;
   L->p.root = L->program;
@@ -619,7 +621,7 @@ static kf_status load_archive(loader *L, const char *path, kf_diag *diag) {
 
 static kf_status finish_load(loader *L, const char *path, kf_graph **out, kf_diag *diag) {
   kf_graph *g = NULL;
-  kf_status st = load_archive(L, path, diag);
+  kf_status st = load_archive(L, diag);
   if (st == KF_OK) st = kf_pt2_build_graph(&L->p, L->model_name, &g, diag);
   if (st == KF_OK) {
     kf_weight_store ws;

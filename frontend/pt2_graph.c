@@ -232,11 +232,16 @@ kf_status kf_pt2_tensor_meta(const pt2_program *p, const cJSON *meta, const char
   int i = 0;
   const cJSON *it;
   kf_status st;
+  int64_t numel = 1;
   cJSON_ArrayForEach(it, sizes) {
     if ((st = sym_int(p, it, what, "size", &shape[i], diag))) return st;
     if (shape[i] < 0) {
       kf_diag_error(diag, "%s: %s: %s: negative size %lld", p->file, p->json_name, what, (long long)shape[i]);
       return KF_ERR_FORMAT;
+    }
+    if (__builtin_mul_overflow(numel, shape[i], &numel) || numel > KF_PT2_MAX_ELEMS) {
+      kf_diag_error(diag, "%s: %s: %s: more than 2^50 elements", p->file, p->json_name, what);
+      return KF_ERR_LIMIT;
     }
     i++;
   }
@@ -251,8 +256,8 @@ kf_status kf_pt2_tensor_meta(const pt2_program *p, const cJSON *meta, const char
     i = 0;
     cJSON_ArrayForEach(it, strides) {
       if ((st = sym_int(p, it, what, "stride", &out->strides[i], diag))) return st;
-      if (out->strides[i] < 0) {
-        kf_diag_error(diag, "%s: %s: %s: negative stride", p->file, p->json_name, what);
+      if (out->strides[i] < 0 || out->strides[i] > KF_PT2_MAX_ELEMS) {
+        kf_diag_error(diag, "%s: %s: %s: stride out of range", p->file, p->json_name, what);
         return KF_ERR_FORMAT;
       }
       i++;
@@ -261,8 +266,8 @@ kf_status kf_pt2_tensor_meta(const pt2_program *p, const cJSON *meta, const char
   const cJSON *off = get(meta, "storage_offset");
   if (off && !cJSON_IsNull(off)) {
     if ((st = sym_int(p, off, what, "storage_offset", &out->offset, diag))) return st;
-    if (out->offset < 0) {
-      kf_diag_error(diag, "%s: %s: %s: negative storage offset", p->file, p->json_name, what);
+    if (out->offset < 0 || out->offset > KF_PT2_MAX_ELEMS) {
+      kf_diag_error(diag, "%s: %s: %s: storage offset out of range", p->file, p->json_name, what);
       return KF_ERR_FORMAT;
     }
   }
@@ -279,13 +284,17 @@ static pt2_weight *find_weight(ctx *c, const char *fqn) {
   return NULL;
 }
 
-/* Bytes an as_strided view reaches into its storage. */
+/* Bytes an as_strided view reaches into its storage; -1 on overflow. */
 static int64_t bytes_needed(const kf_type *t) {
   int64_t n = kf_type_numel(t);
   if (n == 0) return 0;
-  int64_t hi = t->offset;
-  for (int i = 0; i < t->rank; i++) hi += (t->shape[i] - 1) * t->strides[i];
-  return (hi + 1) * (int64_t)kf_dtype_size(t->dtype);
+  int64_t hi = t->offset, term;
+  for (int i = 0; i < t->rank; i++)
+    if (__builtin_mul_overflow(t->shape[i] - 1, t->strides[i], &term) || __builtin_add_overflow(hi, term, &hi))
+      return -1;
+  if (__builtin_add_overflow(hi, 1, &hi) || __builtin_mul_overflow(hi, (int64_t)kf_dtype_size(t->dtype), &hi))
+    return -1;
+  return hi;
 }
 
 static kf_status add_param(ctx *c, const char *ph, const char *fqn, const char *kind) {
@@ -325,6 +334,7 @@ static kf_status add_param(ctx *c, const char *ph, const char *fqn, const char *
     return err(c, KF_ERR_FORMAT, "%s has no tensor metadata", what);
   }
   int64_t need = bytes_needed(&t);
+  if (need < 0) return err(c, KF_ERR_LIMIT, "%s: its strides reach beyond 2^63 bytes", what);
   if (w->size == 0 && need > 0) {
     kf_diag_warn(c->diag, "%s: %s (%s) has an empty record (exported from a fake tensor): it reads as zeros",
                  c->p->file, what, w->short_rec);
@@ -336,7 +346,8 @@ static kf_status add_param(ctx *c, const char *ph, const char *fqn, const char *
   if (!w->used) {
     w->used = true;
     w->needed = need;
-    kf_graph_add_weight(c->g, fqn, &t, w->size);
+    int wi = kf_graph_add_weight(c->g, fqn, &t, w->size);
+    c->g->weights[wi].storage = kf_graph_strdup(c->g, w->short_rec);
   } else if (!kf_type_equal(&kf_graph_find_weight(c->g, fqn)->type, &t)) {
     return err(c, KF_ERR_FORMAT, "%s is used with two different types", what);
   }

@@ -14,6 +14,10 @@
 
 #include "kfuse/ir.h"
 
+/* Largest element count, stride or offset a tensor may have: keeps every
+ * size computation far from int64 overflow. */
+#define KF_PT2_MAX_ELEMS ((int64_t)1 << 50)
+
 /* One entry of the weights or constants config: a named tensor and the
  * record that holds its storage. */
 typedef struct pt2_weight {

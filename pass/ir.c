@@ -78,7 +78,8 @@ void kf_type_set_contiguous(kf_type *t) {
   int64_t s = 1;
   for (int i = t->rank - 1; i >= 0; i--) {
     t->strides[i] = s;
-    s *= t->shape[i] > 1 ? t->shape[i] : 1;
+    /* saturate: absurd shapes from bad input must not overflow (UB) */
+    if (__builtin_mul_overflow(s, t->shape[i] > 1 ? t->shape[i] : 1, &s)) s = INT64_MAX;
   }
   t->offset = 0;
 }
@@ -107,7 +108,7 @@ bool kf_type_is_contiguous(const kf_type *t) {
   int64_t s = 1;
   for (int i = t->rank - 1; i >= 0; i--) {
     if (t->shape[i] != 1 && t->strides[i] != s) return false;
-    s *= t->shape[i];
+    if (__builtin_mul_overflow(s, t->shape[i], &s)) s = INT64_MAX;
   }
   return true;
 }
@@ -115,7 +116,8 @@ bool kf_type_is_contiguous(const kf_type *t) {
 int64_t kf_type_numel(const kf_type *t) {
   int64_t n = 1;
   if (t->kind != KF_TYPE_TENSOR) return 1;
-  for (int i = 0; i < t->rank; i++) n *= t->shape[i];
+  for (int i = 0; i < t->rank; i++)
+    if (__builtin_mul_overflow(n, t->shape[i], &n)) return INT64_MAX; /* saturate, as above */
   return n;
 }
 

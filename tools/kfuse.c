@@ -207,7 +207,13 @@ static int cmd_info(int argc, char **argv, kf_diag *diag) {
     if (count[c] && c != KF_OP_PARAM) printf("//   %-20s %d\n", kf_opcode_name(c), count[c]);
   int64_t wbytes = 0;
   int nw_used = 0;
-  for (int i = 0; i < g->n_weights; i++) wbytes += g->weights[i].storage_bytes;
+  for (int i = 0; i < g->n_weights; i++) {
+    /* tied weights share one storage record: count it once */
+    bool seen = false;
+    for (int j = 0; j < i && g->weights[i].storage; j++)
+      seen |= g->weights[j].storage && strcmp(g->weights[j].storage, g->weights[i].storage) == 0;
+    if (!seen) wbytes += g->weights[i].storage_bytes;
+  }
   nw_used = count[KF_OP_PARAM];
   human(wbytes, b1, sizeof b1);
   printf("// weights: %d tensors, %s stored (%d referenced after the pipeline)\n",

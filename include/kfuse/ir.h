@@ -209,6 +209,8 @@ typedef struct kf_weight {
   const char *fqn;
   kf_type type;     /* dtype, shape, strides and storage offset */
   int64_t storage_bytes; /* bytes of the underlying storage record */
+  const char *storage;   /* name of that record; weights sharing one (tied
+                            weights) have the same name; NULL: own storage */
 } kf_weight;
 
 /* Supplies weight bytes on demand. get returns a pointer to the storage
