@@ -213,6 +213,7 @@ static kf_status store_read(store *s, store_entry *e, kf_diag *diag) {
     e->data = e->owned;
     return KF_OK;
   }
+  /* e->size was checked against the compressed size at load time */
   void *buf = malloc((size_t)e->size);
   if (!buf) {
     kf_diag_error(diag, "%s: weight '%s' (%s): out of memory for %lld bytes", s->file, e->fqn, e->record,
@@ -471,6 +472,13 @@ static kf_status add_config(archive *ar, const cJSON *cfg, const char *rel, cons
         return KF_ERR_FORMAT;
       }
       w->size = (int64_t)zs.size;
+      /* Deflate expands at most ~1032:1 and a stored record not at all: a
+       * larger claimed size is a corrupt or hostile directory entry. */
+      if (!(zs.valid & ZIP_STAT_COMP_SIZE) || zs.size > zs.comp_size * 1100u + 4096u) {
+        kf_diag_error(diag, "%s: %s: record claims %llu bytes from %llu compressed bytes", ar->file,
+                      w->short_rec, (unsigned long long)zs.size, (unsigned long long)zs.comp_size);
+        return KF_ERR_FORMAT;
+      }
     }
   }
   return KF_OK;

@@ -441,7 +441,7 @@ def check(kfuse, fixtures, out, c):
     path = generate(fixtures, out, [c])[c]
     kind, expect = CASES[c][1], CASES[c][2]
     if kind == "kfio":
-        model = os.path.join(out, "relu_model.mlir")
+        model = os.path.join(out, c + ".model.mlir")  # per case: tests run in parallel
         with open(model, "w") as f:
             f.write(TEXT_MODEL)
         cmd = [kfuse, "run", model, "--io", path]
@@ -490,7 +490,7 @@ def main():
     ap.add_argument("--fixtures", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                        "..", "fixtures"))
     ap.add_argument("--out", default="bad-out")
-    a = ap.parse_args()
+    a = ap.parse_intermixed_args()
     names = a.cases or list(CASES)
     for c in names:
         if c not in CASES:
