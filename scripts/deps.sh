@@ -55,7 +55,7 @@ fi
 echo "deps.sh: installing ${missing[*]}"
 "${SUDO[@]}" apt-get update
 if ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y --no-install-recommends "${missing[@]}"; then
+    apt-get install -y "${missing[@]}"; then
   echo "deps.sh: error: apt-get install failed. LLVM/MLIR 22 come from bookworm-security:" >&2
   echo "deps.sh: check that 'deb http://deb.debian.org/debian-security bookworm-security main'" >&2
   echo "deps.sh: (or the deb822 equivalent) is among the apt sources." >&2
