@@ -201,8 +201,8 @@ static int cmd_info(int argc, char **argv, kf_diag *diag) {
   }
   int count[KF_OP_COUNT] = {0};
   for (const kf_op *op = g->first; op; op = op->next) count[op->code]++;
-  printf("// ops: %d after pipeline '%s' (%d before)\n", kf_graph_count_ops(g),
-         pipeline, ops_before);
+  printf("// ops: %d after pipeline '%s' (%d before), %d of them weight references\n",
+         kf_graph_count_ops(g), pipeline, ops_before, count[KF_OP_PARAM]);
   for (int c = 0; c < KF_OP_COUNT; c++)
     if (count[c] && c != KF_OP_PARAM) printf("//   %-20s %d\n", kf_opcode_name(c), count[c]);
   int64_t wbytes = 0;
