@@ -57,6 +57,14 @@ else()
   target_link_libraries(kfuse_mlir_capi INTERFACE ${_capi} MLIR LLVM)
 endif()
 
+# The LLVM C API (object emission, BLAKE3): libLLVM.so, or in the portable
+# build the static archives already linked through kfuse_mlir_capi.
+add_library(kfuse_llvm INTERFACE)
+target_include_directories(kfuse_llvm SYSTEM INTERFACE ${LLVM_INCLUDE_DIRS})
+if(NOT KFUSE_PORTABLE)
+  target_link_libraries(kfuse_llvm INTERFACE LLVM)
+endif()
+
 function(kfuse_finish_executable t)
   if(KFUSE_PORTABLE)
     target_link_options(${t} PRIVATE -static-libstdc++ -static-libgcc -Wl,--gc-sections)

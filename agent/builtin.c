@@ -1,0 +1,1 @@
+/* agent/builtin.c — being written (issue 3). */

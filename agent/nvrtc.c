@@ -1,0 +1,1 @@
+/* agent/nvrtc.c — being written (issue 3). */

@@ -1,0 +1,1 @@
+/* agent/unit.c — being written (issue 3). */

@@ -1,0 +1,124 @@
+/* kfuse/agent.h — kernel units and the policies that produce them.
+ *
+ * A kernel unit is what any policy produces for one group and what the cache
+ * stores: CUDA C++ device code (extern "C" __global__ kernels, compiled by
+ * NVRTC) plus a declarative launch plan — launches with grid, block, dynamic
+ * shared memory and arguments drawn from the group's inputs, outputs,
+ * scratch buffers and immediates — and optional library steps (cuBLASLt
+ * GEMM). No policy ships host code: the runtime owns every host-side action.
+ *
+ * Pointers passed for a group input or output point at the value's first
+ * element (its storage base plus its storage offset); the kernel knows the
+ * value's shape and strides from the group, which are part of the group's
+ * canonical form, so a unit is only reused for identical layouts. */
+#ifndef KFUSE_AGENT_H
+#define KFUSE_AGENT_H
+
+#include <stdint.h>
+
+#include "kfuse/ir.h"
+#include "kfuse/partition.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kf_unit_arg_kind {
+  KF_UARG_INPUT = 1,   /* index: group input; pointer to its first element */
+  KF_UARG_OUTPUT = 2,  /* index: group output */
+  KF_UARG_SCRATCH = 3, /* index: unit scratch buffer */
+  KF_UARG_I64 = 4,
+  KF_UARG_I32 = 5,
+  KF_UARG_F32 = 6,
+  KF_UARG_F64 = 7,
+  KF_UARG_NONE = 8,    /* absent optional library operand */
+} kf_unit_arg_kind;
+
+typedef struct kf_unit_arg {
+  kf_unit_arg_kind kind;
+  int index;
+  int64_t i;
+  double f;
+} kf_unit_arg;
+
+typedef enum kf_unit_step_kind {
+  KF_USTEP_LAUNCH = 1,
+  KF_USTEP_GEMM = 2,
+  KF_USTEP_MEMSET = 3, /* args: [0] buffer, [1] I64 byte count; zero fill */
+} kf_unit_step_kind;
+
+/* Row-major batched GEMM as the runtime runs it (runtime/kfr_plan.h,
+ * kfr_gemm); args: [0] A, [1] B, [2] C or NONE, [3] D, [4] bias or NONE,
+ * [5] workspace (SCRATCH) or NONE. */
+typedef struct kf_unit_gemm {
+  int64_t m, n, k, batch;
+  int64_t lda, ldb, ldc, ldd;
+  int64_t stride_a, stride_b, stride_c, stride_d;
+  bool trans_a, trans_b, has_c;
+  kf_dtype dtype;
+  int compute;  /* kfr_compute */
+  int epilogue; /* kfr_epilogue */
+  double alpha, beta;
+  int64_t workspace_bytes;
+} kf_unit_gemm;
+
+typedef struct kf_unit_step {
+  kf_unit_step_kind kind;
+  char *kernel;          /* LAUNCH: entry name in the unit's source */
+  uint32_t grid[3], block[3];
+  uint32_t smem;
+  int n_args;
+  kf_unit_arg *args;
+  kf_unit_gemm gemm;
+} kf_unit_step;
+
+typedef struct kf_unit {
+  char *name;            /* readable, e.g. "g12_elementwise" */
+  char *policy;          /* who produced it: "builtin:elementwise/v4", "llm:<model>" */
+  char *source;          /* CUDA C++ for NVRTC (NULL when only library steps) */
+  int n_steps;
+  kf_unit_step *steps;
+  int n_scratch;
+  int64_t *scratch_bytes;
+  /* filled by kf_unit_compile */
+  void *cubin;
+  size_t cubin_bytes;
+  char *compile_log;
+} kf_unit;
+
+/* Free everything the unit owns. Accepts NULL. */
+KF_API void kf_unit_destroy(kf_unit *u);
+
+typedef struct kf_target {
+  int sm;               /* 90 */
+  bool arch_specific;   /* sm_90a */
+} kf_target;
+
+/* Compile u->source with NVRTC for the target (-arch=sm_XX, -std=c++17,
+ * include paths of the embedded template headers); stores the cubin and the
+ * log. A compile error returns KF_ERR_INVALID with the log verbatim in the
+ * diagnostic. Units without source succeed trivially. */
+KF_API kf_status kf_unit_compile(kf_unit *u, const kf_target *t, kf_diag *diag);
+
+/* ---- the built-in policy -------------------------------------------------- */
+
+typedef struct kf_builtin_options {
+  kf_target target;
+  kf_precision precision;
+  /* template choices: 0 = pick by rule (no GPU to time candidates) */
+  int block_size;
+  int vector_width;
+} kf_builtin_options;
+
+KF_API void kf_builtin_options_init(kf_builtin_options *o);
+
+/* The built-in template policy: a kernel unit for group g of p. Fails with
+ * KF_ERR_UNSUPPORTED naming the op when no template covers it. */
+KF_API kf_status kf_builtin_unit(const kf_partition *p, const kf_group *g,
+                                 const kf_builtin_options *o, kf_unit **out,
+                                 kf_diag *diag);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

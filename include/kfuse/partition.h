@@ -1,0 +1,136 @@
+/* kfuse/partition.h — cutting a graph into fusable groups, and the memory
+ * plan.
+ *
+ * Every op of the graph belongs to exactly one group. A group is what one
+ * kernel unit implements: its inputs are values defined outside it (graph
+ * inputs, weights, other groups' outputs), its outputs the values used
+ * outside it or returned by the graph. Groups are listed in an order in
+ * which each group's inputs are produced before it runs.
+ *
+ * Each group has a canonical form: its ops renumbered locally with their
+ * attributes, the types (dtype, shape, strides) of its inputs and outputs,
+ * and the precision policy — text that is identical for two groups exactly
+ * when one kernel unit serves both. Its BLAKE3 hash is the cache key.
+ * (docs/ARCHITECTURE.md, "Partitioning".) */
+#ifndef KFUSE_PARTITION_H
+#define KFUSE_PARTITION_H
+
+#include <stdint.h>
+
+#include "kfuse/ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kf_precision {
+  KF_PRECISION_DEFAULT = 0, /* PyTorch eager defaults: fp32 matmul in full
+                               precision, TF32 allowed in convolutions */
+  KF_PRECISION_TF32 = 1,    /* TF32 in matmul and convolution */
+  KF_PRECISION_BF16 = 2,    /* compute matmul/conv in bf16, fp32 accumulate */
+  KF_PRECISION_FP16 = 3,
+} kf_precision;
+
+KF_API const char *kf_precision_name(kf_precision p);
+/* "default", "tf32", "bf16", "fp16"; returns false when unknown. */
+KF_API bool kf_precision_parse(const char *s, kf_precision *out);
+
+typedef enum kf_group_kind {
+  KF_GROUP_VIEW = 0,        /* only views of other values: no kernel, the
+                               outputs alias their operands' storage */
+  KF_GROUP_ELEMENTWISE = 1, /* element-wise ops over one iteration shape,
+                               operands broadcast and read through strides */
+  KF_GROUP_REDUCE = 2,      /* a reduction or normalisation (sum, mean,
+                               amax, var, softmax, log_softmax, layer_norm,
+                               ...) with element-wise prologue/epilogue */
+  KF_GROUP_GEMM = 3,        /* mm / bmm / addmm with an element-wise epilogue */
+  KF_GROUP_CONV = 4,        /* convolution with an element-wise epilogue */
+  KF_GROUP_ATTENTION = 5,   /* sdpa */
+  KF_GROUP_OPAQUE = 6,      /* one op with a dedicated kernel (pooling,
+                               gather, index, cat, pad, cumsum, copies, ...) */
+} kf_group_kind;
+
+KF_API const char *kf_group_kind_name(kf_group_kind k);
+
+typedef struct kf_group {
+  int id;
+  kf_group_kind kind;
+  int n_ops;
+  kf_op **ops;          /* program order */
+  kf_op *anchor;        /* the reduction/gemm/conv/attention op, or NULL */
+  int n_inputs;
+  kf_value **inputs;    /* defined outside the group, in first-use order */
+  int n_outputs;
+  kf_value **outputs;   /* used outside the group or graph outputs */
+  char *canonical;      /* canonical text form (NUL-terminated) */
+  uint8_t key[32];      /* BLAKE3 of canonical */
+  char key_hex[65];
+} kf_group;
+
+typedef struct kf_partition {
+  const kf_graph *graph;
+  kf_precision precision;
+  int n_groups;
+  kf_group *groups;     /* in a valid execution order */
+  int *group_of_op;     /* indexed by op position in the graph (program order) */
+} kf_partition;
+
+typedef struct kf_partition_options {
+  kf_precision precision;
+  bool fuse;            /* false: one group per op (the unfused per-op
+                           lowering, PyTorch eager's analogue) */
+} kf_partition_options;
+
+KF_API void kf_partition_options_init(kf_partition_options *o);
+
+/* Partition a verified graph. The graph must outlive the partition. */
+KF_API kf_status kf_partition_graph(const kf_graph *g,
+                                    const kf_partition_options *opts,
+                                    kf_partition **out, kf_diag *diag);
+KF_API void kf_partition_destroy(kf_partition *p);
+
+/* Print groups (kind, ops, inputs, outputs, key) as comment lines. */
+KF_API kf_status kf_partition_print(const kf_partition *p, kf_write_fn write,
+                                    void *user);
+
+/* ---- memory plan ---------------------------------------------------------- */
+
+typedef enum kf_storage_kind {
+  KF_STORAGE_NONE = 0,   /* scalars: no storage */
+  KF_STORAGE_INPUT = 1,  /* a graph input (caller's pointer) */
+  KF_STORAGE_OUTPUT = 2, /* written straight into a graph output */
+  KF_STORAGE_WEIGHT = 3, /* a model weight */
+  KF_STORAGE_ARENA = 4,  /* an intermediate in the arena */
+} kf_storage_kind;
+
+/* Where a value lives: a base region plus the value's own element offset
+ * and strides (its kf_type). Views share their base's storage. */
+typedef struct kf_storage {
+  kf_storage_kind kind;
+  int index;            /* input/output number, weight index */
+  int64_t offset;       /* ARENA: byte offset of the region in the arena */
+  int64_t nbytes;       /* bytes of the region (ARENA/OUTPUT) */
+  const kf_value *base; /* the value that owns the region */
+} kf_storage;
+
+typedef struct kf_memplan {
+  int64_t arena_bytes;     /* with liveness-based reuse */
+  int64_t naive_bytes;     /* every intermediate in its own region */
+  int64_t scratch_offset;  /* start of the per-step scratch area */
+  int64_t scratch_bytes;
+  kf_storage *storage;     /* indexed by value id */
+} kf_memplan;
+
+/* Assign storage to every value of a partitioned graph: group outputs that
+ * are graph outputs are written in place; views alias; other group outputs
+ * get arena regions (256-byte aligned) reused once their last reader ran;
+ * scratch_bytes of per-group scratch (GEMM workspaces) is reserved after
+ * them. */
+KF_API kf_status kf_memplan_build(const kf_partition *p, int64_t scratch_bytes,
+                                  kf_memplan **out, kf_diag *diag);
+KF_API void kf_memplan_destroy(kf_memplan *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1 @@
+/* pass/compile.c — being written (issue 3). */

@@ -1,0 +1,1 @@
+/* pass/emit.c — being written (issue 3). */

@@ -1,0 +1,1 @@
+/* pass/fold_bn.c — being written (issue 3). */

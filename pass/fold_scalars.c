@@ -1,0 +1,1 @@
+/* pass/fold_scalars.c — being written (issue 3). */

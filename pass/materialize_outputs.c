@@ -1,0 +1,1 @@
+/* pass/materialize_outputs.c — being written (issue 3). */

@@ -1,0 +1,1 @@
+/* pass/memplan.c — being written (issue 3). */

@@ -1,0 +1,1 @@
+/* pass/partition.c — being written (issue 3). */

@@ -1,0 +1,1 @@
+/* pass/plan.c — being written (issue 3). */

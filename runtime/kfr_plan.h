@@ -1,0 +1,159 @@
+/* kfr_plan.h — the binary plan a kfuse module carries, shared by the
+ * compiler (which writes it) and the runtime (which validates and runs it).
+ *
+ * One contiguous little-endian blob, 8-byte aligned:
+ *
+ *   kfr_header
+ *   kfr_buffer[n_buffers]   device regions steps refer to
+ *   kfr_module[n_modules]   cubins (bytes in the blob section)
+ *   kfr_kernel[n_kernels]   (module, entry name)
+ *   kfr_step[n_steps]       what runs, in order
+ *   kfr_arg[n_args]         kernel arguments and library operands
+ *   strings                 NUL-terminated, referenced by offset
+ *   blobs                   cubins and embedded constants, 256-aligned
+ *
+ * Every offset is from the start of the blob and is range-checked by the
+ * runtime before use; every index is checked against its table. Version
+ * changes whenever any record changes. docs/FORMATS.md describes it. */
+#ifndef KFR_PLAN_H
+#define KFR_PLAN_H
+
+#include <stdint.h>
+
+#define KFR_PLAN_MAGIC "KFPLAN\r\n"
+#define KFR_PLAN_VERSION 1u
+#define KFR_MAX_RANK 8
+
+enum kfr_buffer_kind {
+  KFR_BUF_INPUT = 1,    /* index: model input number (pointer from the caller) */
+  KFR_BUF_OUTPUT = 2,   /* index: model output number (pointer from the caller) */
+  KFR_BUF_WEIGHT = 3,   /* offset/nbytes: bytes in the weights file (or in
+                           the blob section when the plan embeds weights) */
+  KFR_BUF_ARENA = 4,    /* offset: byte offset in the arena */
+  KFR_BUF_CONST = 5,    /* offset/nbytes: bytes in the blob section,
+                           uploaded once at create */
+};
+
+/* A tensor's layout, in elements; dtype numbered as KFUSE_DTYPE_*. */
+typedef struct kfr_tensor_desc {
+  uint32_t dtype;
+  uint32_t rank;
+  int64_t shape[KFR_MAX_RANK];
+  int64_t strides[KFR_MAX_RANK];
+} kfr_tensor_desc;
+
+typedef struct kfr_buffer {
+  uint32_t kind;
+  uint32_t index;
+  uint64_t offset;
+  uint64_t nbytes;
+  uint32_t name; /* string offset (value or weight name) */
+  uint32_t pad;
+  kfr_tensor_desc desc; /* inputs/outputs: checked and reported by the API */
+} kfr_buffer;
+
+typedef struct kfr_module {
+  uint64_t offset; /* cubin bytes */
+  uint64_t nbytes;
+} kfr_module;
+
+typedef struct kfr_kernel {
+  uint32_t module;
+  uint32_t name;        /* string offset: the extern "C" entry */
+  uint32_t max_dynamic_smem; /* raise the function's limit to this when > 48 KiB */
+  uint32_t pad;
+} kfr_kernel;
+
+enum kfr_step_kind {
+  KFR_STEP_LAUNCH = 1, /* cuLaunchKernel(kernel, grid, block, smem, args) */
+  KFR_STEP_GEMM = 2,   /* cuBLASLt matmul, parameters in gemm */
+  KFR_STEP_MEMSET = 3, /* args[0] = PTR, args[1] = I64 byte count, byte 0 */
+  KFR_STEP_COPY = 4,   /* args[0] = dst PTR, args[1] = src PTR, args[2] = I64 bytes */
+};
+
+enum kfr_epilogue {
+  KFR_EPI_NONE = 0,
+  KFR_EPI_BIAS = 1,      /* D = alpha*A@B + bias (bias per column of row-major D) */
+  KFR_EPI_RELU_BIAS = 2,
+  KFR_EPI_GELU_BIAS = 3, /* tanh approximation, as cuBLASLt computes it */
+  KFR_EPI_RELU = 4,
+  KFR_EPI_GELU = 5,
+};
+
+enum kfr_compute {
+  KFR_COMPUTE_32F = 1,      /* full fp32 (PyTorch's default for matmul) */
+  KFR_COMPUTE_32F_TF32 = 2, /* TF32 tensor cores */
+  KFR_COMPUTE_32F_BF16 = 3,
+  KFR_COMPUTE_32F_F16 = 4,
+};
+
+/* Row-major batched GEMM: D[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b]
+ * (+ epilogue). Operands are args (PTR kind) at first_arg + {0: A, 1: B,
+ * 2: C or unused, 3: D, 4: bias or unused}. Leading dimensions and batch
+ * strides in elements; a batch stride of 0 broadcasts. The runtime maps it
+ * onto cuBLASLt's column-major convention. */
+typedef struct kfr_gemm {
+  int64_t m, n, k, batch;
+  int64_t lda, ldb, ldc, ldd;
+  int64_t stride_a, stride_b, stride_c, stride_d;
+  uint32_t trans_a, trans_b; /* 1: the operand is stored transposed */
+  uint32_t dtype;            /* KFUSE_DTYPE_* of A, B, C, D */
+  uint32_t compute;          /* kfr_compute */
+  uint32_t epilogue;         /* kfr_epilogue */
+  uint32_t has_c;
+  double alpha, beta;
+  uint64_t workspace_bytes;  /* from the arena: args[first_arg + 5] */
+} kfr_gemm;
+
+typedef struct kfr_step {
+  uint32_t kind;
+  uint32_t kernel;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t smem;
+  uint32_t first_arg;
+  uint32_t n_args;
+  uint32_t name; /* string offset: the group or op this step comes from */
+  kfr_gemm gemm; /* KFR_STEP_GEMM only */
+} kfr_step;
+
+enum kfr_arg_kind {
+  KFR_ARG_PTR = 1, /* device pointer: buffer base + offset bytes */
+  KFR_ARG_I64 = 2,
+  KFR_ARG_I32 = 3,
+  KFR_ARG_F32 = 4,
+  KFR_ARG_F64 = 5,
+  KFR_ARG_NONE = 6, /* an absent optional operand (library steps) */
+};
+
+typedef struct kfr_arg {
+  uint32_t kind;
+  uint32_t buffer; /* PTR */
+  int64_t offset;  /* PTR: bytes; I64/I32: the value */
+  double f;        /* F32/F64 */
+} kfr_arg;
+
+typedef struct kfr_header {
+  char magic[8];
+  uint32_t version;
+  uint32_t header_bytes; /* sizeof(kfr_header) */
+  uint64_t total_bytes;
+  uint32_t sm_arch;      /* e.g. 90: the cubins' target */
+  uint32_t flags;        /* KFR_FLAG_* */
+  uint64_t arena_bytes;
+  uint64_t weights_bytes; /* size the weights file must have at least */
+  uint32_t n_inputs, n_outputs;
+  uint32_t n_buffers, n_modules, n_kernels, n_steps, n_args;
+  uint32_t model_name;    /* string offset */
+  uint32_t weights_path;  /* string offset: file recorded at compile time */
+  uint32_t pad;
+  uint64_t off_buffers, off_modules, off_kernels, off_steps, off_args;
+  uint64_t off_strings, strings_bytes;
+  uint64_t off_blobs, blobs_bytes;
+} kfr_header;
+
+enum {
+  KFR_FLAG_WEIGHTS_EMBEDDED = 1, /* WEIGHT offsets are in the blob section */
+};
+
+#endif

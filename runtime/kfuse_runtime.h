@@ -1,0 +1,117 @@
+/* kfuse_runtime.h — the C API of a module kfuse emits (model.so / model.o).
+ *
+ * A module holds a plan (buffers, kernel launches, library steps), the
+ * kernels as cubins, and model metadata; the runtime (runtime/, linked into
+ * every module, depending on nothing else in kfuse) loads the CUDA driver
+ * with dlopen, loads the cubins, allocates one arena by the memory plan,
+ * uploads the weights and runs the plan on the caller's stream.
+ *
+ * Every function returns 0 on success or a KFUSE_E* code; the message of
+ * the last failure of a model (or of a failed create) is available from
+ * kfuse_model_error / kfuse_last_error. A model instance is thread-safe:
+ * concurrent runs on one instance are serialised (they share the arena);
+ * use one instance per concurrent stream for parallelism.
+ *
+ * In a shared module (model.so) the entry points are named kfuse_model_*;
+ * in an object module (model.o, static linking) they are named after the
+ * prefix given at compile time (<prefix>_create, ...), declared in the
+ * header kfuse writes next to it. */
+#ifndef KFUSE_RUNTIME_H
+#define KFUSE_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+  KFUSE_OK = 0,
+  KFUSE_ENOMEM = 1,     /* host or device allocation failed */
+  KFUSE_ENODRIVER = 2,  /* libcuda.so.1 missing or no GPU */
+  KFUSE_EARCH = 3,      /* the GPU cannot run the module's cubins */
+  KFUSE_EPLAN = 4,      /* the embedded plan is corrupt or of another version */
+  KFUSE_EWEIGHTS = 5,   /* weights file missing, unreadable or of the wrong size */
+  KFUSE_EARG = 6,       /* bad argument: count, shape, dtype, NULL pointer */
+  KFUSE_ECUDA = 7,      /* a CUDA driver call failed */
+  KFUSE_ELIBRARY = 8,   /* cuBLASLt/cuDNN missing or failed */
+};
+
+typedef struct kfuse_model kfuse_model;
+
+typedef struct kfuse_options {
+  uint32_t struct_size;     /* sizeof(kfuse_options): lets the struct grow */
+  int device;               /* CUDA device ordinal (default 0) */
+  const char *weights_path; /* NULL: the path recorded at compile time,
+                               resolved relative to the module's directory
+                               when relative; ignored for embedded weights */
+  int cuda_graph;           /* 1: capture the plan once per stream and
+                               replay it (inputs/outputs are copied through
+                               fixed buffers); 0: launch every step */
+} kfuse_options;
+
+typedef struct kfuse_tensor_info {
+  const char *name;
+  int dtype; /* KFUSE_DTYPE_* */
+  int rank;
+  int64_t shape[8];
+} kfuse_tensor_info;
+
+/* <prefix>_create(const kfuse_options *opts, kfuse_model **out): opts may
+ * be NULL for defaults; see the generated header. */
+
+/* Element types, numbered like kfuse's kf_dtype. */
+enum {
+  KFUSE_DTYPE_F32 = 1,
+  KFUSE_DTYPE_F64 = 2,
+  KFUSE_DTYPE_F16 = 3,
+  KFUSE_DTYPE_BF16 = 4,
+  KFUSE_DTYPE_I64 = 5,
+  KFUSE_DTYPE_I32 = 6,
+  KFUSE_DTYPE_I16 = 7,
+  KFUSE_DTYPE_I8 = 8,
+  KFUSE_DTYPE_U8 = 9,
+  KFUSE_DTYPE_BOOL = 10,
+};
+
+#if defined(__GNUC__)
+#define KFUSE_EXPORT __attribute__((visibility("default")))
+#else
+#define KFUSE_EXPORT
+#endif
+
+/* ---- entry points of every module ----------------------------------------
+ * <prefix>_create is emitted per model (kfuse_model_create in a .so); the
+ * others are the runtime's and serve every model linked with it. */
+
+/* Run the model: inputs[i] / outputs[i] are device pointers to contiguous
+ * tensors of the shapes and dtypes the info functions report. stream is a
+ * CUstream (cudaStream_t); NULL means the legacy default stream. Returns
+ * when the work is queued, not when it is done. */
+KFUSE_EXPORT int kfuse_model_run(kfuse_model *m, void *stream,
+                                 const void *const *inputs,
+                                 void *const *outputs);
+/* Free the instance and its device memory. Accepts NULL. */
+KFUSE_EXPORT void kfuse_model_destroy(kfuse_model *m);
+KFUSE_EXPORT int kfuse_model_num_inputs(const kfuse_model *m);
+KFUSE_EXPORT int kfuse_model_num_outputs(const kfuse_model *m);
+KFUSE_EXPORT int kfuse_model_input_info(const kfuse_model *m, int i,
+                                        kfuse_tensor_info *out);
+KFUSE_EXPORT int kfuse_model_output_info(const kfuse_model *m, int i,
+                                         kfuse_tensor_info *out);
+/* Message of the instance's last failure ("" if none). */
+KFUSE_EXPORT const char *kfuse_model_error(const kfuse_model *m);
+/* Message of this thread's last failed create. */
+KFUSE_EXPORT const char *kfuse_last_error(void);
+/* Initialise options with their defaults. */
+KFUSE_EXPORT void kfuse_options_init(kfuse_options *o);
+
+/* What <prefix>_create calls: plan is the module's embedded plan blob. */
+int kfr_model_create(const void *plan, size_t plan_bytes,
+                     const kfuse_options *opts, kfuse_model **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
