@@ -1,1 +1,407 @@
-/* pass/compile.c — being written (issue 3). */
+/* pass/compile.c — the compile driver: graph in, module out.
+ *
+ *   compile passes (kf_compile_pipeline) -> partition -> one kernel unit per
+ *   unique group key (built-in policy) -> NVRTC -> memory plan -> weights
+ *   sidecar or embedded -> plan blob (pass/plan.c) -> object file
+ *   (pass/emit.c) -> shared module linked with libkfuse_runtime.a
+ *
+ * Nothing here needs a GPU. Units are shared between groups with the same
+ * canonical key, so repeated blocks compile once. The JSON report lists
+ * every group with its key, policy, kernel and timing of each phase, the
+ * arena next to the naive footprint, and whether kernels were verified
+ * (never, here: that is the environment's job on a GPU). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "emit_int.h"
+#include "kfuse/compile.h"
+#include "plan_int.h"
+
+void kf_compile_options_init(kf_compile_options *o) {
+  memset(o, 0, sizeof *o);
+  o->precision = KF_PRECISION_DEFAULT;
+  o->target.sm = 90;
+  o->emit = KF_EMIT_SO;
+  o->fuse = true;
+}
+
+const char *kf_compile_pipeline(void) {
+  return "materialize-outputs,fold-bn,fold-scalars,simplify,dce";
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static bool ends_with(const char *s, const char *suf) {
+  size_t a = strlen(s), b = strlen(suf);
+  return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+static const char *base_name(const char *p) {
+  const char *s = strrchr(p, '/');
+  return s ? s + 1 : p;
+}
+
+/* ---- weights ------------------------------------------------------------- */
+
+/* Lay out every weight a kf.param still references: one region per storage
+ * record (tied weights share it), 256-byte aligned. Writes the bytes to f
+ * (NULL: only compute offsets). */
+static kf_status layout_weights(const kf_graph *g, int64_t *offset, int64_t *total, FILE *f,
+                                const char *what, kf_diag *diag) {
+  int64_t pos = 0;
+  bool *used = calloc((size_t)g->n_weights + 1, sizeof *used);
+  if (!used) return KF_ERR_NOMEM;
+  for (const kf_op *op = g->first; op; op = op->next) {
+    if (op->code != KF_OP_PARAM) continue;
+    const kf_weight *w = kf_graph_find_weight(g, kf_op_get_str(op, "fqn"));
+    if (w) used[w - g->weights] = true;
+  }
+  kf_status st = KF_OK;
+  static const char zeros[256];
+  for (int i = 0; i < g->n_weights && !st; i++) {
+    offset[i] = -1;
+    if (!used[i]) continue;
+    const kf_weight *w = &g->weights[i];
+    int shared = -1;
+    for (int j = 0; j < i && w->storage; j++)
+      if (offset[j] >= 0 && g->weights[j].storage && strcmp(g->weights[j].storage, w->storage) == 0)
+        shared = j;
+    if (shared >= 0) {
+      offset[i] = offset[shared];
+      continue;
+    }
+    int64_t pad = (256 - pos % 256) % 256;
+    if (f && pad && fwrite(zeros, 1, (size_t)pad, f) != (size_t)pad) st = KF_ERR_IO;
+    pos += pad;
+    offset[i] = pos;
+    if (f && !st) {
+      const void *data = NULL;
+      int64_t n = 0;
+      if (!g->store.get) {
+        kf_diag_error(diag, "weight '%s' has no data (the model was read without weights)", w->fqn);
+        st = KF_ERR_ARG;
+        break;
+      }
+      st = g->store.get(g->store.impl, w->fqn, &data, &n, diag);
+      if (st) break;
+      if (n < w->storage_bytes) {
+        kf_diag_error(diag, "weight '%s': the store holds %lld bytes, the graph expects %lld", w->fqn,
+                      (long long)n, (long long)w->storage_bytes);
+        st = KF_ERR_FORMAT;
+        break;
+      }
+      if (w->storage_bytes && fwrite(data, 1, (size_t)w->storage_bytes, f) != (size_t)w->storage_bytes)
+        st = KF_ERR_IO;
+    }
+    pos += w->storage_bytes;
+  }
+  if (st == KF_ERR_IO) kf_diag_error(diag, "%s: write failed: %s", what, strerror(errno));
+  free(used);
+  *total = pos;
+  return st;
+}
+
+/* ---- units --------------------------------------------------------------- */
+
+typedef struct unit_slot {
+  const kf_group *first; /* the group whose key produced the unit */
+  kf_unit *unit;
+  double build_s, compile_s;
+} unit_slot;
+
+static kf_status build_units(const kf_partition *p, const kf_compile_options *o, kf_unit ***out_units,
+                             unit_slot **out_slots, int *n_slots, kf_diag *diag) {
+  kf_builtin_options bo;
+  kf_builtin_options_init(&bo);
+  bo.target = o->target;
+  bo.precision = o->precision;
+  kf_unit **units = calloc((size_t)p->n_groups + 1, sizeof *units);
+  unit_slot *slots = calloc((size_t)p->n_groups + 1, sizeof *slots);
+  if (!units || !slots) {
+    free(units);
+    free(slots);
+    return KF_ERR_NOMEM;
+  }
+  int ns = 0;
+  kf_status st = KF_OK;
+  for (int i = 0; i < p->n_groups && !st; i++) {
+    const kf_group *grp = &p->groups[i];
+    if (grp->kind == KF_GROUP_VIEW) continue;
+    int found = -1;
+    for (int s = 0; s < ns; s++)
+      if (memcmp(slots[s].first->key, grp->key, sizeof grp->key) == 0) found = s;
+    if (found < 0) {
+      double t0 = now_s();
+      st = kf_builtin_unit(p, grp, &bo, &slots[ns].unit, diag);
+      if (st) break;
+      double t1 = now_s();
+      st = kf_unit_compile(slots[ns].unit, &o->target, diag);
+      slots[ns].first = grp;
+      slots[ns].build_s = t1 - t0;
+      slots[ns].compile_s = now_s() - t1;
+      found = ns++;
+      if (o->progress)
+        fprintf(stderr, "kfuse: [%d/%d] group %d (%s, %d ops): %s, %.2f s\n", i + 1, p->n_groups,
+                grp->id, kf_group_kind_name(grp->kind), grp->n_ops,
+                slots[found].unit->name ? slots[found].unit->name : "?",
+                slots[found].build_s + slots[found].compile_s);
+    }
+    units[i] = slots[found].unit;
+  }
+  if (st) {
+    for (int s = 0; s < ns; s++) kf_unit_destroy(slots[s].unit);
+    for (int s = ns; s <= p->n_groups && slots[s].unit; s++) kf_unit_destroy(slots[s].unit);
+    free(units);
+    free(slots);
+    return st;
+  }
+  *out_units = units;
+  *out_slots = slots;
+  *n_slots = ns;
+  return KF_OK;
+}
+
+/* ---- report -------------------------------------------------------------- */
+
+static kf_status write_report(const char *path, const kf_graph *g, const kf_partition *p,
+                              const kf_memplan *mp, kf_unit **units, const unit_slot *slots, int ns,
+                              const kf_compile_options *o, const char *out_path, size_t blob_bytes,
+                              int64_t weights_bytes, const double *phase, kf_diag *diag) {
+  cJSON *r = cJSON_CreateObject();
+  if (!r) return KF_ERR_NOMEM;
+  cJSON_AddStringToObject(r, "model", g->name);
+  cJSON_AddStringToObject(r, "source", g->origin ? g->origin : "");
+  cJSON_AddStringToObject(r, "module", out_path);
+  cJSON_AddStringToObject(r, "emit", o->emit == KF_EMIT_SO ? "so" : "obj");
+  char tgt[32];
+  snprintf(tgt, sizeof tgt, "sm_%d%s", o->target.sm, o->target.arch_specific ? "a" : "");
+  cJSON_AddStringToObject(r, "target", tgt);
+  cJSON_AddStringToObject(r, "precision", kf_precision_name(o->precision));
+  cJSON_AddStringToObject(r, "policy", "builtin");
+  cJSON_AddBoolToObject(r, "verified", false);
+  cJSON_AddBoolToObject(r, "tuned", false);
+  cJSON_AddStringToObject(r, "note",
+                          "kernels were compiled with NVRTC but not verified or timed: compilation "
+                          "needs no GPU; choices were made by rule");
+  cJSON_AddNumberToObject(r, "groups", p->n_groups);
+  cJSON_AddNumberToObject(r, "unique_units", ns);
+  cJSON_AddNumberToObject(r, "arena_bytes", (double)mp->arena_bytes);
+  cJSON_AddNumberToObject(r, "naive_bytes", (double)mp->naive_bytes);
+  cJSON_AddNumberToObject(r, "scratch_bytes", (double)mp->scratch_bytes);
+  cJSON_AddNumberToObject(r, "weights_bytes", (double)weights_bytes);
+  cJSON_AddBoolToObject(r, "weights_embedded", o->embed_weights);
+  cJSON_AddNumberToObject(r, "plan_bytes", (double)blob_bytes);
+  cJSON *ph = cJSON_AddObjectToObject(r, "seconds");
+  const char *phases[] = {"passes", "partition", "units", "memplan", "plan", "emit", "link", "total"};
+  for (int i = 0; i < 8; i++) cJSON_AddNumberToObject(ph, phases[i], phase[i]);
+  cJSON *ga = cJSON_AddArrayToObject(r, "group_list");
+  for (int i = 0; i < p->n_groups; i++) {
+    const kf_group *grp = &p->groups[i];
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddNumberToObject(e, "id", grp->id);
+    cJSON_AddStringToObject(e, "kind", kf_group_kind_name(grp->kind));
+    cJSON_AddStringToObject(e, "key", grp->key_hex);
+    cJSON *ops = cJSON_AddArrayToObject(e, "ops");
+    for (int k = 0; k < grp->n_ops; k++) {
+      char buf[300];
+      snprintf(buf, sizeof buf, "%s (kf.%s)", grp->ops[k]->name, kf_opcode_name(grp->ops[k]->code));
+      cJSON_AddItemToArray(ops, cJSON_CreateString(buf));
+    }
+    if (units[i]) {
+      cJSON_AddStringToObject(e, "unit", units[i]->name ? units[i]->name : "");
+      cJSON_AddStringToObject(e, "policy", units[i]->policy ? units[i]->policy : "");
+      cJSON_AddNumberToObject(e, "cubin_bytes", (double)units[i]->cubin_bytes);
+      for (int s = 0; s < ns; s++)
+        if (slots[s].unit == units[i] && slots[s].first == grp) {
+          cJSON_AddNumberToObject(e, "build_seconds", slots[s].build_s);
+          cJSON_AddNumberToObject(e, "compile_seconds", slots[s].compile_s);
+        }
+    }
+    cJSON_AddItemToArray(ga, e);
+  }
+  char *text = cJSON_Print(r);
+  cJSON_Delete(r);
+  if (!text) return KF_ERR_NOMEM;
+  FILE *f = fopen(path, "w");
+  kf_status st = KF_OK;
+  if (!f || fputs(text, f) < 0 || fputc('\n', f) == EOF) st = KF_ERR_IO;
+  if (f && fclose(f) != 0) st = KF_ERR_IO;
+  if (st) kf_diag_error(diag, "%s: cannot write the report: %s", path, strerror(errno));
+  free(text);
+  return st;
+}
+
+/* ---- the driver ---------------------------------------------------------- */
+
+kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char *out_path,
+                           kf_diag *diag) {
+  double phase[8] = {0}, t0 = now_s(), t;
+  kf_partition *p = NULL;
+  kf_memplan *mp = NULL;
+  kf_unit **units = NULL;
+  unit_slot *slots = NULL;
+  int ns = 0;
+  void *blob = NULL;
+  size_t blob_bytes = 0;
+  int64_t *woff = NULL, wbytes = 0;
+  char *wpath = NULL, *objpath = NULL;
+  FILE *wf = NULL;
+  kf_status st;
+
+  if (o->emit == KF_EMIT_SO && !ends_with(out_path, ".so"))
+    kf_diag_warn(diag, "%s: a shared module usually ends in .so", out_path);
+  if (o->emit == KF_EMIT_OBJ && !ends_with(out_path, ".o")) {
+    kf_diag_error(diag, "%s: --emit obj writes an object file: name it *.o", out_path);
+    return KF_ERR_ARG;
+  }
+
+  t = now_s();
+  st = kf_pass_run_pipeline(g, kf_compile_pipeline(), true, diag);
+  phase[0] = now_s() - t;
+  if (st) goto done;
+
+  t = now_s();
+  kf_partition_options po;
+  kf_partition_options_init(&po);
+  po.precision = o->precision;
+  po.fuse = o->fuse;
+  st = kf_partition_graph(g, &po, &p, diag);
+  phase[1] = now_s() - t;
+  if (st) goto done;
+  if (o->progress)
+    fprintf(stderr, "kfuse: %s: %d ops in %d groups\n", g->name, kf_graph_count_ops(g), p->n_groups);
+
+  t = now_s();
+  st = build_units(p, o, &units, &slots, &ns, diag);
+  phase[2] = now_s() - t;
+  if (st) goto done;
+
+  t = now_s();
+  int64_t scratch = 0;
+  for (int s = 0; s < ns; s++) {
+    int64_t sum = 0;
+    for (int k = 0; k < slots[s].unit->n_scratch; k++)
+      sum += (slots[s].unit->scratch_bytes[k] + 255) / 256 * 256;
+    if (sum > scratch) scratch = sum;
+  }
+  st = kf_memplan_build(p, scratch, &mp, diag);
+  phase[3] = now_s() - t;
+  if (st) goto done;
+
+  t = now_s();
+  woff = calloc((size_t)g->n_weights + 1, sizeof *woff);
+  if (!woff) {
+    st = KF_ERR_NOMEM;
+    goto done;
+  }
+  const char *wrecord = NULL;
+  if (!o->embed_weights) {
+    size_t n = strlen(out_path) + 16;
+    wpath = malloc(n);
+    if (!wpath) {
+      st = KF_ERR_NOMEM;
+      goto done;
+    }
+    snprintf(wpath, n, "%s.weights", out_path);
+    wf = fopen(wpath, "wb");
+    if (!wf) {
+      kf_diag_error(diag, "%s: cannot open for writing: %s", wpath, strerror(errno));
+      st = KF_ERR_IO;
+      goto done;
+    }
+    st = layout_weights(g, woff, &wbytes, wf, wpath, diag);
+    if (fclose(wf) != 0 && !st) {
+      kf_diag_error(diag, "%s: write failed: %s", wpath, strerror(errno));
+      st = KF_ERR_IO;
+    }
+    wf = NULL;
+    if (st) goto done;
+    wrecord = base_name(wpath); /* resolved against the module's directory */
+  } else {
+    st = layout_weights(g, woff, &wbytes, NULL, "weights", diag);
+    if (st) goto done;
+  }
+  kf_plan_input pi = {
+      .graph = g,
+      .partition = p,
+      .memplan = mp,
+      .units = units,
+      .target = o->target,
+      .weight_offset = woff,
+      .weights_bytes = wbytes,
+      .weights_path = wrecord,
+      .embed_weights = o->embed_weights,
+  };
+  st = kf_plan_build(&pi, &blob, &blob_bytes, diag);
+  phase[4] = now_s() - t;
+  if (st) goto done;
+
+  t = now_s();
+  char prefix[256];
+  if (o->emit == KF_EMIT_SO) {
+    snprintf(prefix, sizeof prefix, "kfuse_model");
+  } else if (o->prefix) {
+    snprintf(prefix, sizeof prefix, "%s", o->prefix);
+  } else {
+    snprintf(prefix, sizeof prefix, "kfuse_%s", g->name);
+    for (char *c = prefix; *c; c++)
+      if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
+        *c = '_';
+  }
+  size_t n = strlen(out_path) + 16;
+  objpath = malloc(n);
+  if (!objpath) {
+    st = KF_ERR_NOMEM;
+    goto done;
+  }
+  if (o->emit == KF_EMIT_SO)
+    snprintf(objpath, n, "%s.o", out_path);
+  else
+    snprintf(objpath, n, "%s", out_path);
+  st = kf_emit_object(blob, blob_bytes, prefix, objpath, diag);
+  if (!st && o->emit == KF_EMIT_OBJ) st = kf_write_header(out_path, prefix, g, diag);
+  phase[5] = now_s() - t;
+  if (st) goto done;
+
+  if (o->emit == KF_EMIT_SO) {
+    t = now_s();
+    st = kf_link_shared(objpath, out_path, diag);
+    unlink(objpath);
+    phase[6] = now_s() - t;
+    if (st) goto done;
+  }
+  phase[7] = now_s() - t0;
+  if (o->report_path)
+    st = write_report(o->report_path, g, p, mp, units, slots, ns, o, out_path, blob_bytes, wbytes,
+                      phase, diag);
+  if (o->progress && !st)
+    fprintf(stderr,
+            "kfuse: wrote %s (%d groups, %d kernel units, arena %.1f KiB vs %.1f KiB naive, %.2f s; "
+            "kernels compiled, not verified: no GPU is used at compile time)\n",
+            out_path, p->n_groups, ns, (double)mp->arena_bytes / 1024, (double)mp->naive_bytes / 1024,
+            phase[7]);
+done:
+  if (wf) fclose(wf);
+  if (st && wpath) unlink(wpath);
+  free(wpath);
+  free(objpath);
+  free(blob);
+  free(woff);
+  if (slots)
+    for (int s = 0; s < ns; s++) kf_unit_destroy(slots[s].unit);
+  free(slots);
+  free(units);
+  kf_memplan_destroy(mp);
+  kf_partition_destroy(p);
+  return st;
+}

@@ -1,0 +1,19 @@
+/* pass/emit_int.h — private: object emission and linking (pass/emit.c),
+ * used by the compile driver (pass/compile.c). */
+#ifndef KFUSE_EMIT_INT_H
+#define KFUSE_EMIT_INT_H
+
+#include <stddef.h>
+
+#include "kfuse/status.h"
+
+/* Write an x86-64 ELF object holding blob and <prefix>_create. */
+kf_status kf_emit_object(const void *blob, size_t blob_bytes, const char *prefix,
+                         const char *path, kf_diag *diag);
+/* Locate libkfuse_runtime.a (KFUSE_RUNTIME_LIB, else beside the kfuse
+ * binary, lib/ or ../lib/). */
+kf_status kf_find_runtime_lib(char *buf, size_t n, kf_diag *diag);
+/* cc -shared object + the runtime -> out (KFUSE_CC overrides cc). */
+kf_status kf_link_shared(const char *object, const char *out, kf_diag *diag);
+
+#endif

@@ -1,0 +1,154 @@
+"""kfuse — load modules compiled by kfuse into PyTorch, and export models for it.
+
+    import kfuse
+    kfuse.export(model, (x,), "model.pt2")   # torch.export with the decompositions kfuse expects
+    # $ kfuse compile model.pt2 -o model.so
+    m = kfuse.load("model.so")
+    y = m(x)                                 # torch tensors in, torch tensors out
+
+Pure Python over ctypes: the module's C API is runtime/kfuse_runtime.h. The
+call runs on the current CUDA stream of the input's device and returns when
+the work is queued, like any PyTorch CUDA op.
+"""
+
+import ctypes
+import os
+
+__all__ = ["load", "export", "Module", "KfuseError"]
+
+_MAX_RANK = 8
+# KFUSE_DTYPE_* (runtime/kfuse_runtime.h) -> torch dtype name
+_DTYPES = {1: "float32", 2: "float64", 3: "float16", 4: "bfloat16", 5: "int64",
+           6: "int32", 7: "int16", 8: "int8", 9: "uint8", 10: "bool"}
+
+
+class KfuseError(RuntimeError):
+    """A failure reported by a kfuse module (create or run)."""
+
+
+class _Options(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("device", ctypes.c_int),
+                ("weights_path", ctypes.c_char_p), ("cuda_graph", ctypes.c_int)]
+
+
+class _Info(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int), ("rank", ctypes.c_int),
+                ("shape", ctypes.c_int64 * _MAX_RANK)]
+
+
+def _bind(lib):
+    P, I = ctypes.c_void_p, ctypes.c_int
+    lib.kfuse_model_create.argtypes = [ctypes.POINTER(_Options), ctypes.POINTER(P)]
+    lib.kfuse_model_create.restype = I
+    lib.kfuse_model_run.argtypes = [P, P, ctypes.POINTER(P), ctypes.POINTER(P)]
+    lib.kfuse_model_run.restype = I
+    lib.kfuse_model_destroy.argtypes = [P]
+    lib.kfuse_model_destroy.restype = None
+    for f in (lib.kfuse_model_num_inputs, lib.kfuse_model_num_outputs):
+        f.argtypes = [P]
+        f.restype = I
+    for f in (lib.kfuse_model_input_info, lib.kfuse_model_output_info):
+        f.argtypes = [P, I, ctypes.POINTER(_Info)]
+        f.restype = I
+    lib.kfuse_model_error.argtypes = [P]
+    lib.kfuse_model_error.restype = ctypes.c_char_p
+    lib.kfuse_last_error.argtypes = []
+    lib.kfuse_last_error.restype = ctypes.c_char_p
+
+
+class Module:
+    """A loaded kfuse module: call it with torch tensors."""
+
+    def __init__(self, path, device=None, weights=None, cuda_graph=False):
+        import torch
+        self._torch = torch
+        self.path = os.path.abspath(path)
+        try:
+            self._lib = ctypes.CDLL(self.path)
+        except OSError as e:
+            raise KfuseError(f"{path}: cannot load the module: {e}") from None
+        try:
+            _bind(self._lib)
+        except AttributeError as e:
+            raise KfuseError(f"{path}: not a kfuse module ({e})") from None
+        self.device = torch.device("cuda", torch.cuda.current_device() if device is None else device)
+        torch.cuda.init()  # the module shares PyTorch's primary context
+        opts = _Options(ctypes.sizeof(_Options), self.device.index,
+                        os.fsencode(weights) if weights else None, 1 if cuda_graph else 0)
+        h = ctypes.c_void_p()
+        with torch.cuda.device(self.device):
+            rc = self._lib.kfuse_model_create(ctypes.byref(opts), ctypes.byref(h))
+        if rc != 0:
+            msg = self._lib.kfuse_last_error() or b"unknown error"
+            raise KfuseError(f"{path}: {msg.decode(errors='replace')} (code {rc})")
+        self._h = h
+        self.inputs = [self._info(self._lib.kfuse_model_input_info, i)
+                       for i in range(self._lib.kfuse_model_num_inputs(h))]
+        self.outputs = [self._info(self._lib.kfuse_model_output_info, i)
+                        for i in range(self._lib.kfuse_model_num_outputs(h))]
+
+    def _info(self, fn, i):
+        info = _Info()
+        if fn(self._h, i, ctypes.byref(info)) != 0:
+            raise KfuseError(f"{self.path}: cannot query tensor {i}")
+        dtype = getattr(self._torch, _DTYPES.get(info.dtype, ""), None)
+        if dtype is None:
+            raise KfuseError(f"{self.path}: tensor {i} has unknown dtype code {info.dtype}")
+        return (info.name.decode() if info.name else f"t{i}", dtype,
+                tuple(info.shape[k] for k in range(info.rank)))
+
+    def __call__(self, *args):
+        torch = self._torch
+        if len(args) != len(self.inputs):
+            raise TypeError(f"{os.path.basename(self.path)} takes {len(self.inputs)} inputs, "
+                            f"got {len(args)}")
+        keep = []
+        for t, (name, dtype, shape) in zip(args, self.inputs):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"input '{name}' must be a torch.Tensor")
+            if t.dtype != dtype or tuple(t.shape) != shape:
+                raise ValueError(f"input '{name}': expected {dtype} {list(shape)}, "
+                                 f"got {t.dtype} {list(t.shape)}")
+            if t.device != self.device:
+                raise ValueError(f"input '{name}' is on {t.device}, the module on {self.device}")
+            keep.append(t.contiguous())
+        outs = [torch.empty(shape, dtype=dtype, device=self.device)
+                for _, dtype, shape in self.outputs]
+        ins = (ctypes.c_void_p * max(1, len(keep)))(*[t.data_ptr() for t in keep])
+        ous = (ctypes.c_void_p * max(1, len(outs)))(*[t.data_ptr() for t in outs])
+        stream = torch.cuda.current_stream(self.device).cuda_stream
+        rc = self._lib.kfuse_model_run(self._h, ctypes.c_void_p(stream), ins, ous)
+        if rc != 0:
+            msg = self._lib.kfuse_model_error(self._h) or b"unknown error"
+            raise KfuseError(f"{self.path}: {msg.decode(errors='replace')} (code {rc})")
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def close(self):
+        if getattr(self, "_h", None):
+            self._lib.kfuse_model_destroy(self._h)
+            self._h = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+def load(path, device=None, weights=None, cuda_graph=False):
+    """Load a module compiled by `kfuse compile` (model.so)."""
+    return Module(path, device=device, weights=weights, cuda_graph=cuda_graph)
+
+
+def export(model, args, path, kwargs=None):
+    """torch.export the model in eval mode, decompose to core ATen keeping
+    scaled_dot_product_attention whole, and save it as a .pt2 archive."""
+    import torch
+    model = model.eval()
+    with torch.no_grad():
+        ep = torch.export.export(model, tuple(args), kwargs=kwargs)
+        table = torch.export.default_decompositions()
+        table.pop(torch.ops.aten.scaled_dot_product_attention.default, None)
+        ep = ep.run_decompositions(table)
+    torch.export.save(ep, path)
+    return ep

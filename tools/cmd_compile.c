@@ -1,0 +1,89 @@
+/* tools/cmd_compile.c — `kfuse compile`: a model in, a module out.
+ *
+ *   kfuse compile MODEL -o OUT.so [--emit so|obj] [--target sm_90|sm_90a]
+ *                 [--precision default|tf32|bf16|fp16] [--report R.json]
+ *                 [--embed-weights] [--no-fuse] [--prefix NAME] [-q]
+ *
+ * Needs no GPU: kernels are compiled with NVRTC but not verified or tuned
+ * (the report says so). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kfuse/compile.h"
+#include "kfuse/frontend.h"
+#include "tools_int.h"
+
+int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
+  kf_compile_options o;
+  kf_compile_options_init(&o);
+  o.progress = true;
+  const char *in = NULL, *out = NULL;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    bool more = i + 1 < argc;
+    if (strcmp(a, "-o") == 0 && more) {
+      out = argv[++i];
+    } else if (strcmp(a, "--emit") == 0 && more) {
+      const char *e = argv[++i];
+      if (strcmp(e, "so") == 0) o.emit = KF_EMIT_SO;
+      else if (strcmp(e, "obj") == 0) o.emit = KF_EMIT_OBJ;
+      else {
+        kf_diag_error(diag, "--emit takes so or obj, not '%s'", e);
+        return 2;
+      }
+    } else if (strcmp(a, "--target") == 0 && more) {
+      const char *t = argv[++i];
+      if (strcmp(t, "sm_90") == 0) {
+        o.target.sm = 90;
+        o.target.arch_specific = false;
+      } else if (strcmp(t, "sm_90a") == 0) {
+        o.target.sm = 90;
+        o.target.arch_specific = true;
+      } else {
+        kf_diag_error(diag, "--target: kfuse builds for sm_90 or sm_90a (Hopper), not '%s'", t);
+        return 2;
+      }
+    } else if (strcmp(a, "--precision") == 0 && more) {
+      const char *p = argv[++i];
+      if (!kf_precision_parse(p, &o.precision)) {
+        kf_diag_error(diag, "--precision takes default, tf32, bf16 or fp16, not '%s'", p);
+        return 2;
+      }
+    } else if (strcmp(a, "--report") == 0 && more) {
+      o.report_path = argv[++i];
+    } else if (strcmp(a, "--prefix") == 0 && more) {
+      o.prefix = argv[++i];
+    } else if (strcmp(a, "--embed-weights") == 0) {
+      o.embed_weights = true;
+    } else if (strcmp(a, "--no-fuse") == 0) {
+      o.fuse = false;
+    } else if (strcmp(a, "-q") == 0) {
+      o.progress = false;
+    } else if (a[0] == '-' && a[1]) {
+      kf_diag_error(diag, "compile: unknown option '%s'", a);
+      return 2;
+    } else if (!in) {
+      in = a;
+    } else {
+      kf_diag_error(diag, "compile: more than one model given ('%s', '%s')", in, a);
+      return 2;
+    }
+  }
+  if (!in || !out) {
+    kf_diag_error(diag, "usage: kfuse compile MODEL -o OUT.so [options] (kfuse help)");
+    return 2;
+  }
+  if (o.prefix && o.emit != KF_EMIT_OBJ) {
+    kf_diag_error(diag, "--prefix applies to --emit obj only (a .so exports kfuse_model_*)");
+    return 2;
+  }
+  kf_load_options lo;
+  kf_load_options_init(&lo);
+  kf_graph *g = NULL;
+  kf_status st = kf_model_load(in, &lo, &g, diag);
+  if (st == KF_OK) st = kf_graph_verify(g, diag);
+  if (st == KF_OK) st = kf_compile_graph(g, &o, out, diag);
+  kf_graph_destroy(g);
+  return st == KF_OK ? 0 : 1;
+}
