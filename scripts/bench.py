@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""scripts/bench.py — times PyTorch eager, torch.compile (default and
+max-autotune) and kfuse side by side, in one run, on the GPU machine.
+
+    python3 scripts/bench.py --kfuse PATH/TO/kfuse --out DIR [--quick] [--only NAME,...]
+
+For every workload: export (kfuse.export: core ATen, SDPA whole), compile
+with `kfuse compile`, load with kfuse.load, check the module against eager
+(fresh random inputs; fp32 tolerance), then time each variant with CUDA
+events: warm-up, then many runs, median and p10/p90. Inputs rotate across
+several sets so the working set is not served from L2 when it fits there.
+Before the workloads it measures the two ceilings of the roofline on this
+GPU: device-to-device copy bandwidth (bytes read + written) and the fp32 GEMM
+rate (full fp32, TF32 off, as PyTorch's default). The floor of a workload is
+max(bytes / bandwidth, flops / rate) with bytes = inputs + weights + outputs
+read or written once and flops from torch.utils.flop_counter.
+
+Writes DIR/bench.json, DIR/bench.md (the table) and DIR/bench.png, and prints
+the table. A workload kfuse cannot compile or that mismatches is reported as
+such (with the reason), never silently dropped.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+import kfuse  # noqa: E402
+
+torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's defaults, stated
+torch.backends.cudnn.allow_tf32 = True
+
+
+# ---- workloads ---------------------------------------------------------------------
+
+class MLP(nn.Module):
+    def __init__(self, d=4096, h=4096):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(d, h), nn.Linear(h, h), nn.Linear(h, 1024)
+
+    def forward(self, x):
+        return F.log_softmax(self.fc3(F.relu(self.fc2(F.relu(self.fc1(x))))), dim=-1)
+
+
+class EltwiseChain(nn.Module):
+    """element-wise chain over a large tensor: memory bound"""
+
+    def forward(self, x, y):
+        return torch.sigmoid(x * 1.5 + y) * torch.tanh(y - 0.25) + x.abs()
+
+
+class NormGelu(nn.Module):
+    """layer norm + GELU + residual over [tokens, d]: reduction + epilogue"""
+
+    def __init__(self, d=4096):
+        super().__init__()
+        self.ln = nn.LayerNorm(d)
+
+    def forward(self, x):
+        return F.gelu(self.ln(x)) + x
+
+
+class SoftmaxRows(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x * 0.125, dim=-1)
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, d=1024, heads=16):
+        super().__init__()
+        self.h = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+        q, k, v = (z.view(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
+        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class ResNetBlock(nn.Module):
+    def __init__(self, c=64):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.c2, self.b2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return F.relu(self.b2(self.c2(F.relu(self.b1(self.c1(x))))) + x)
+
+
+def workloads(quick):
+    s = 4 if quick else 1  # --quick shrinks the big ones
+    return [
+        ("mlp_4096", MLP(), lambda: (torch.randn(4096 // s, 4096),)),
+        ("eltwise_64M", EltwiseChain(), lambda: (torch.randn((16 << 20) // s), torch.randn((16 << 20) // s))),
+        ("layernorm_gelu", NormGelu(), lambda: (torch.randn(8192 // s, 4096),)),
+        ("softmax_rows", SoftmaxRows(), lambda: (torch.randn(8192 // s, 4096),)),
+        ("gpt_block", GPTBlock(), lambda: (torch.randn(8, 1024 // s, 1024),)),
+        ("resnet_block", ResNetBlock(), lambda: (torch.randn(32 // s, 64, 56, 56),)),
+    ]
+
+
+# ---- measurement ---------------------------------------------------------------------
+
+def time_fn(fn, arg_sets, warmup, iters):
+    """median/p10/p90 in ms of fn(*args) with CUDA events, rotating arg sets"""
+    for i in range(warmup):
+        fn(*arg_sets[i % len(arg_sets)])
+    torch.cuda.synchronize()
+    times = []
+    for i in range(iters):
+        a = arg_sets[i % len(arg_sets)]
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        fn(*a)
+        e1.record()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1))
+    times.sort()
+    return {"median": statistics.median(times), "p10": times[len(times) // 10],
+            "p90": times[(len(times) * 9) // 10], "runs": iters}
+
+
+def ceilings():
+    n = 1 << 28  # 1 GiB of fp32 each way
+    a = torch.empty(n, device="cuda")
+    b = torch.empty_like(a)
+    t = time_fn(lambda: b.copy_(a), [()], 5, 20)["median"]
+    bw = 2 * a.numel() * 4 / (t * 1e-3)
+    del a, b
+    m = 8192
+    x, y = torch.randn(m, m, device="cuda"), torch.randn(m, m, device="cuda")
+    t = time_fn(lambda: x @ y, [()], 3, 10)["median"]
+    rate = 2 * m ** 3 / (t * 1e-3)
+    return bw, rate
+
+
+def flops_of(model, args):
+    from torch.utils.flop_counter import FlopCounterMode
+    with FlopCounterMode(display=False) as fc:
+        model(*args)
+    return fc.get_total_flops()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kfuse", required=True, help="the kfuse binary (portable build)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--no-compile-modes", action="store_true",
+                    help="skip torch.compile (saves minutes when iterating on kfuse)")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    torch.manual_seed(0)
+    dev = torch.cuda.get_device_name()
+    bw, rate = ceilings()
+    print(f"device: {dev}; measured copy bandwidth {bw / 1e12:.2f} TB/s, fp32 GEMM {rate / 1e12:.1f} TFLOP/s",
+          flush=True)
+    rows = []
+    only = set(filter(None, args.only.split(",")))
+    for name, model, make in workloads(args.quick):
+        if only and name not in only:
+            continue
+        row = {"name": name}
+        rows.append(row)
+        model = model.eval()
+        with torch.no_grad():
+            cpu_args = make()
+            pt2 = os.path.join(args.out, f"{name}.pt2")
+            kfuse.export(model, cpu_args, pt2)
+            model = model.cuda()
+            sets = [tuple(a.cuda() for a in make()) for _ in range(3)]
+            nbytes = sum(a.numel() * a.element_size() for a in sets[0])
+            nbytes += sum(p.numel() * p.element_size() for p in model.parameters())
+            out = model(*sets[0])
+            outs = out if isinstance(out, tuple) else (out,)
+            nbytes += sum(o.numel() * o.element_size() for o in outs)
+            flops = flops_of(model, sets[0])
+            floor = max(nbytes / bw, flops / rate) * 1e3
+            row.update(bytes=nbytes, flops=flops, floor_ms=floor)
+            row["eager"] = time_fn(model, sets, 10, args.iters)
+            if not args.no_compile_modes:
+                for mode in ("default", "max-autotune-no-cudagraphs"):
+                    torch._dynamo.reset()
+                    try:
+                        cm = torch.compile(model, mode=mode)
+                        row[f"compile_{mode}"] = time_fn(cm, sets, 10, args.iters)
+                    except Exception as e:  # noqa: BLE001 - reported in the table
+                        row[f"compile_{mode}"] = {"error": f"{type(e).__name__}: {e}"[:300]}
+            so = os.path.join(args.out, f"{name}.so")
+            t0 = time.time()
+            r = subprocess.run([args.kfuse, "compile", pt2, "-o", so, "-q", "--report",
+                                os.path.join(args.out, f"{name}.report.json")],
+                               capture_output=True, text=True)
+            row["kfuse_compile_s"] = time.time() - t0
+            if r.returncode != 0:
+                row["kfuse"] = {"error": (r.stderr or r.stdout).strip().splitlines()[0][:300]}
+                print(f"{name}: kfuse compile failed: {row['kfuse']['error']}", flush=True)
+                continue
+            try:
+                m = kfuse.load(so)
+                got = m(*sets[1])
+                got = got if isinstance(got, tuple) else (got,)
+                want = model(*sets[1])
+                want = want if isinstance(want, tuple) else (want,)
+                err = max(((g.double() - w.double()).norm() / max(w.double().norm(), 1e-30)).item()
+                          for g, w in zip(got, want))
+                row["rel_err"] = err
+                if not math.isfinite(err) or err > 1e-4:
+                    row["kfuse"] = {"error": f"mismatch: relative error {err:.2e} vs eager"}
+                    continue
+                row["kfuse"] = time_fn(m, sets, 10, args.iters)
+            except Exception as e:  # noqa: BLE001 - reported
+                row["kfuse"] = {"error": f"{type(e).__name__}: {e}"[:300]}
+        print(json.dumps(row)[:400], flush=True)
+
+    def med(r, k):
+        v = r.get(k)
+        return v.get("median") if isinstance(v, dict) else None
+
+    lines = [f"Device: {dev}; torch {torch.__version__}; copy bandwidth {bw / 1e12:.2f} TB/s, "
+             f"fp32 GEMM {rate / 1e12:.1f} TFLOP/s (measured in this run).", "",
+             "| workload | eager ms | compile ms | max-autotune ms | kfuse ms | vs eager | vs compile | floor ms | kfuse / floor |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    sp_e, sp_c = [], []
+    for r in rows:
+        e, c, ma, k = (med(r, "eager"), med(r, "compile_default"),
+                       med(r, "compile_max-autotune-no-cudagraphs"), med(r, "kfuse"))
+        fl = r.get("floor_ms")
+        fmt = lambda v: f"{v:.3f}" if v is not None else "—"  # noqa: E731
+        ve = f"{e / k:.2f}x" if e and k else "—"
+        vc = f"{c / k:.2f}x" if c and k else "—"
+        if e and k:
+            sp_e.append(e / k)
+        if c and k:
+            sp_c.append(c / k)
+        eff = f"{fl / k:.0%}" if fl and k else "—"
+        note = "" if k else f" ({r.get('kfuse', {}).get('error', 'not run')})"
+        lines.append(f"| {r['name']}{note} | {fmt(e)} | {fmt(c)} | {fmt(ma)} | {fmt(k)} | {ve} | {vc} | "
+                     f"{fmt(fl)} | {eff} |")
+    gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")  # noqa: E731
+    lines.append("")
+    lines.append(f"Geometric mean speedup over the workloads kfuse ran: vs eager {gm(sp_e):.2f}x "
+                 f"({len(sp_e)}), vs torch.compile default {gm(sp_c):.2f}x ({len(sp_c)}).")
+    table = "\n".join(lines)
+    print(table)
+    with open(os.path.join(args.out, "bench.md"), "w") as f:
+        f.write(table + "\n")
+    with open(os.path.join(args.out, "bench.json"), "w") as f:
+        json.dump({"device": dev, "torch": torch.__version__, "copy_bw": bw, "gemm_rate": rate,
+                   "rows": rows}, f, indent=1)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        names = [r["name"] for r in rows]
+        fig, ax = plt.subplots(figsize=(10, 4))
+        keys = [("eager", "eager"), ("compile_default", "torch.compile"), ("kfuse", "kfuse")]
+        for j, (k, label) in enumerate(keys):
+            vals = [med(r, "eager") / med(r, k) if med(r, k) and med(r, "eager") else 0 for r in rows]
+            ax.bar([i + 0.27 * (j - 1) for i in range(len(rows))], vals, width=0.27, label=label)
+        ax.set_xticks(range(len(rows)))
+        ax.set_xticklabels(names, rotation=20)
+        ax.set_ylabel("speedup over eager")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(args.out, "bench.png"), dpi=120)
+    except Exception as e:  # noqa: BLE001
+        print(f"chart not written: {e}")
+
+
+if __name__ == "__main__":
+    main()
