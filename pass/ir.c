@@ -418,9 +418,111 @@ const kf_weight *kf_graph_find_weight(const kf_graph *g, const char *fqn) {
   return NULL;
 }
 
+/* ---- graph-owned constants ------------------------------------------------ */
+
+/* Constants made by passes live in a store layered over the model's: the
+ * layer answers for its own entries and hands every other name to the base,
+ * so whoever reads weights (the interpreter, the plan writer) keeps going
+ * through g->store alone. */
+typedef struct const_entry {
+  char *fqn;
+  void *data;
+  int64_t nbytes;
+} const_entry;
+
+typedef struct const_layer {
+  kf_weight_store base;
+  int n, cap;
+  const_entry *e;
+} const_layer;
+
+static kf_status layer_get(void *impl, const char *fqn, const void **data,
+                           int64_t *nbytes, kf_diag *diag) {
+  const_layer *l = impl;
+  for (int i = 0; i < l->n; i++)
+    if (strcmp(l->e[i].fqn, fqn) == 0) {
+      *data = l->e[i].data;
+      *nbytes = l->e[i].nbytes;
+      return KF_OK;
+    }
+  if (!l->base.get) {
+    kf_diag_error(diag, "weight '%s' has no data (the model was read without weights)", fqn);
+    return KF_ERR_UNSUPPORTED;
+  }
+  return l->base.get(l->base.impl, fqn, data, nbytes, diag);
+}
+
+static void layer_destroy(void *impl) {
+  const_layer *l = impl;
+  if (!l) return;
+  if (l->base.destroy) l->base.destroy(l->base.impl);
+  for (int i = 0; i < l->n; i++) {
+    free(l->e[i].fqn);
+    free(l->e[i].data);
+  }
+  free(l->e);
+  free(l);
+}
+
 void kf_graph_take_store(kf_graph *g, kf_weight_store store) {
+  if (g->store.get == layer_get) {
+    const_layer *l = g->store.impl;
+    if (l->base.destroy) l->base.destroy(l->base.impl);
+    l->base = store;
+    return;
+  }
   if (g->store.destroy) g->store.destroy(g->store.impl);
   g->store = store;
+}
+
+kf_status kf_graph_add_constant(kf_graph *g, const char *fqn, const kf_type *type, void *data,
+                                int64_t nbytes, kf_diag *diag) {
+  kf_status st = KF_OK;
+  const_layer *l = NULL;
+  char *name = NULL;
+  if (type->kind != KF_TYPE_TENSOR || !kf_type_is_contiguous(type) ||
+      nbytes != kf_type_numel(type) * (int64_t)kf_dtype_size(type->dtype) || (nbytes && !data)) {
+    kf_diag_error(diag, "constant '%s': needs a contiguous tensor type and numel * dtype size bytes",
+                  fqn);
+    st = KF_ERR_INVALID;
+    goto fail;
+  }
+  if (kf_graph_find_weight(g, fqn)) {
+    kf_diag_error(diag, "constant '%s': the graph already has a weight of that name", fqn);
+    st = KF_ERR_INVALID;
+    goto fail;
+  }
+  if (g->store.get != layer_get) {
+    l = calloc(1, sizeof *l);
+    if (!l) goto nomem;
+    l->base = g->store;
+    g->store.impl = l;
+    g->store.get = layer_get;
+    g->store.destroy = layer_destroy;
+  }
+  l = g->store.impl;
+  if (l->n == l->cap) {
+    int cap = l->cap ? l->cap * 2 : 16;
+    const_entry *e = realloc(l->e, sizeof *e * (size_t)cap);
+    if (!e) goto nomem;
+    l->e = e;
+    l->cap = cap;
+  }
+  name = strdup(fqn);
+  if (!name) goto nomem;
+  l->e[l->n].fqn = name;
+  l->e[l->n].data = data;
+  l->e[l->n].nbytes = nbytes;
+  l->n++;
+  int wi = kf_graph_add_weight(g, fqn, type, nbytes);
+  g->weights[wi].graph_owned = true;
+  return KF_OK;
+nomem:
+  kf_diag_error(diag, "constant '%s': out of memory", fqn);
+  st = KF_ERR_NOMEM;
+fail:
+  free(data);
+  return st;
 }
 
 kf_op *kf_graph_append_op(kf_graph *g, kf_opcode code, const char *name,
@@ -453,6 +555,21 @@ kf_op *kf_graph_append_op(kf_graph *g, kf_opcode code, const char *name,
     g->first = op;
   g->last = op;
   return op;
+}
+
+void kf_graph_move_op(kf_graph *g, kf_op *op, kf_op *before) {
+  if (op == before) return;
+  kf_graph_remove_op(g, op);
+  op->next = before;
+  op->prev = before ? before->prev : g->last;
+  if (op->prev)
+    op->prev->next = op;
+  else
+    g->first = op;
+  if (before)
+    before->prev = op;
+  else
+    g->last = op;
 }
 
 void kf_graph_remove_op(kf_graph *g, kf_op *op) {

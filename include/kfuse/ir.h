@@ -211,6 +211,9 @@ typedef struct kf_weight {
   int64_t storage_bytes; /* bytes of the underlying storage record */
   const char *storage;   /* name of that record; weights sharing one (tied
                             weights) have the same name; NULL: own storage */
+  bool graph_owned;      /* data created by a pass (kf_graph_add_constant,
+                            e.g. folded batch norm), held by the graph's
+                            store, not in the model file */
 } kf_weight;
 
 /* Supplies weight bytes on demand. get returns a pointer to the storage
@@ -260,8 +263,18 @@ KF_API int kf_graph_add_weight(kf_graph *g, const char *fqn,
                                const kf_type *type, int64_t storage_bytes);
 KF_API const kf_weight *kf_graph_find_weight(const kf_graph *g,
                                              const char *fqn);
-/* Take ownership of a weight store (destroyed with the graph). */
+/* Take ownership of a weight store (destroyed with the graph). When passes
+ * have added constants, the new store replaces only the layer beneath them. */
 KF_API void kf_graph_take_store(kf_graph *g, kf_weight_store store);
+/* Add a graph-owned constant tensor (new data made by a pass, e.g. a conv
+ * weight with batch norm folded in) as weight `fqn`, which must be new.
+ * type: a contiguous tensor; data: nbytes = numel * dtype size bytes from
+ * malloc, taken in every case (freed on failure). The bytes are served by
+ * g->store, layered over the model's store, and live until the graph is
+ * destroyed; the weight is marked graph_owned. */
+KF_API kf_status kf_graph_add_constant(kf_graph *g, const char *fqn,
+                                       const kf_type *type, void *data,
+                                       int64_t nbytes, kf_diag *diag);
 
 /* Create an op at the end of the graph. operands: n_operands slots (NULL for
  * absent optional ones); result_types: n_results types. name may be NULL
@@ -269,6 +282,9 @@ KF_API void kf_graph_take_store(kf_graph *g, kf_weight_store store);
 KF_API kf_op *kf_graph_append_op(kf_graph *g, kf_opcode code, const char *name,
                                  kf_value **operands, int n_operands,
                                  const kf_type *result_types, int n_results);
+/* Move op (linked in g) to just before `before` (NULL: to the end). The
+ * caller keeps SSA order valid: used by passes that create ops mid-graph. */
+KF_API void kf_graph_move_op(kf_graph *g, kf_op *op, kf_op *before);
 /* Unlink and forget an op (its results must be unused). */
 KF_API void kf_graph_remove_op(kf_graph *g, kf_op *op);
 /* Replace every use of `from` (operands and graph outputs) by `to`. */
