@@ -1,1 +1,105 @@
-/* agent/builtin.c — being written (issue 3). */
+/* agent/builtin.c — the built-in template policy: a kernel unit for a group
+ * from the CUDA templates in agent/templates, with every template choice
+ * (block size, vector width, rows per block, grid size) picked by rule.
+ *
+ * Without a GPU nothing can be timed, so this policy never searches: it
+ * writes one candidate per group and says so in the unit's policy string
+ * ("builtin:<kind>/v1 rule"). The agent's environment may later time
+ * variants produced with other kf_builtin_options. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_int.h"
+
+void kf_builtin_options_init(kf_builtin_options *o) {
+  memset(o, 0, sizeof *o);
+  o->target.sm = 90;
+  o->target.arch_specific = false;
+  o->precision = KF_PRECISION_DEFAULT;
+  o->block_size = 0;
+  o->vector_width = 0;
+  o->fp64 = false;
+}
+
+/* ---- rules ------------------------------------------------------------------
+ * The choices a GPU search would make, fixed by rule for an H100/H200-class
+ * GPU (132 SMs):
+ *   - 256 threads per block: 8 warps, enough to hide latency at full
+ *     occupancy (8 blocks per SM) without limiting registers;
+ *   - 16-byte vector accesses when every access is contiguous and aligned:
+ *     4 f32, 8 f16/bf16 elements per thread and step;
+ *   - a grid-stride loop over min(ceil(n / (block * vec)), 132 * 8) blocks:
+ *     every SM gets several resident blocks, and large tensors reuse the
+ *     blocks rather than launching millions.
+ * Options override block size and vector width when non-zero. */
+#define KB_SMS 132
+#define KB_BLOCKS_PER_SM 8
+
+kb_rules kb_rules_elementwise(const kf_builtin_options *o, int64_t n, int elem_bytes, bool can_vec) {
+  kb_rules r;
+  r.block = o->block_size > 0 ? o->block_size : 256;
+  if (r.block > 1024) r.block = 1024;
+  r.vec = 1;
+  if (can_vec) {
+    int w = elem_bytes > 0 ? 16 / elem_bytes : 1;
+    if (w < 1) w = 1;
+    if (o->vector_width > 0) w = o->vector_width;
+    /* a power of two up to 16 */
+    int p2 = 1;
+    while (p2 * 2 <= w && p2 < 16) p2 *= 2;
+    r.vec = p2;
+  }
+  int64_t per = (int64_t)r.block * r.vec;
+  int64_t blocks = (n + per - 1) / per;
+  if (blocks < 1) blocks = 1;
+  if (blocks > KB_SMS * KB_BLOCKS_PER_SM) blocks = KB_SMS * KB_BLOCKS_PER_SM;
+  r.grid = (uint32_t)blocks;
+  return r;
+}
+
+/* ---- the policy --------------------------------------------------------------- */
+
+kf_status kf_builtin_unit(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                          kf_unit **out, kf_diag *diag) {
+  *out = NULL;
+  if (!p || !g || !o) return KF_ERR_ARG;
+  char name[64], policy[96];
+  const char *kind = kf_group_kind_name(g->kind);
+  snprintf(name, sizeof name, "g%d_%s", g->id, kind ? kind : "group");
+  for (char *c = name; *c; c++)
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
+      *c = '_';
+  snprintf(policy, sizeof policy, "builtin:%s/v1 rule%s", kind ? kind : "group",
+           o->fp64 ? " fp64-reference" : "");
+  kf_unit *u = kf_unit_new(name, policy);
+  if (!u) return KF_ERR_NOMEM;
+  kf_strbuf src;
+  kf_strbuf_init(&src);
+  kf_strbuf_printf(&src, "// kfuse unit %s: %s, group %d, key %s\n", name, policy, g->id, g->key_hex);
+  kf_status st;
+  switch (g->kind) {
+  case KF_GROUP_VIEW: st = KF_OK; break;
+  case KF_GROUP_ELEMENTWISE: st = kb_unit_elementwise(p, g, o, u, &src, diag); break;
+  case KF_GROUP_REDUCE: st = kb_unit_reduce(p, g, o, u, &src, diag); break;
+  case KF_GROUP_GEMM: st = kb_unit_gemm(p, g, o, u, &src, diag); break;
+  case KF_GROUP_CONV: st = kb_unit_conv(p, g, o, u, &src, diag); break;
+  case KF_GROUP_ATTENTION: st = kb_unit_attention(p, g, o, u, &src, diag); break;
+  case KF_GROUP_OPAQUE: st = kb_unit_opaque(p, g, o, u, &src, diag); break;
+  default: st = kb_unsupported(diag, g, NULL, "unknown group kind %d", (int)g->kind); break;
+  }
+  if (!st && src.failed) st = KF_ERR_NOMEM;
+  bool launches = false;
+  for (int i = 0; i < u->n_steps; i++) launches |= u->steps[i].kind == KF_USTEP_LAUNCH;
+  if (!st && launches) {
+    u->source = src.data;
+    src.data = NULL;
+  }
+  kf_strbuf_fini(&src);
+  if (st) {
+    kf_unit_destroy(u);
+    return st;
+  }
+  *out = u;
+  return KF_OK;
+}

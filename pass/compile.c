@@ -32,7 +32,8 @@ void kf_compile_options_init(kf_compile_options *o) {
 }
 
 const char *kf_compile_pipeline(void) {
-  return "materialize-outputs,fold-bn,fold-scalars,simplify,dce";
+  /* simplify first: it would remove the copies materialize-outputs adds */
+  return "simplify,dce,fold-bn,fold-scalars,sink-reshapes,dce,materialize-outputs";
 }
 
 static double now_s(void) {

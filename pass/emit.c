@@ -162,7 +162,7 @@ kf_status kf_link_shared(const char *object, const char *out, kf_diag *diag) {
   /* The runtime's own symbols stay hidden; only kfuse_model_* and
    * <prefix>_create are exported. */
   char *argv[] = {(char *)cc, "-shared", "-o", (char *)out, (char *)object, rt,
-                  "-Wl,--exclude-libs,ALL", "-Wl,-z,noexecstack", "-ldl", "-lpthread", NULL};
+                  "-Wl,-z,noexecstack", "-ldl", "-lpthread", NULL};
   pid_t pid;
   int pfd[2];
   if (pipe(pfd) != 0) {

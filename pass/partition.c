@@ -1,1 +1,871 @@
-/* pass/partition.c — being written (issue 3). */
+/* pass/partition.c — cuts a graph into fusable groups (kfuse/partition.h).
+ *
+ * Expects: a verified graph, ideally after the compile passes (simplify,
+ * dce, fold-bn, fold-scalars, sink-reshapes, dce, materialize-outputs; the
+ * memory plan needs the last). Produces groups, each one kernel unit's
+ * worth of ops, in an execution order, with a canonical text and BLAKE3 key
+ * each. The graph is not changed.
+ *
+ * Ops fall in classes:
+ *   free      kf.param, kf.scalar: constants every group reads directly
+ *             (weights from storage, scalars by value); in no group
+ *             (group_of_op -1). A scalar input's value is part of the
+ *             reading group's canonical form, so units may bake it in.
+ *   view      permute, expand, slice, select, as_strided, unfold, split and
+ *             view-like reshape (pass_util.c): VIEW groups, no kernel; a
+ *             view of a view joins its operand's group.
+ *   source    kf.full, kf.arange: join the group of their first
+ *             element-wise consumer (computed in-kernel there, broadcast to
+ *             its iteration shape); otherwise a group of their own.
+ *   ew        unary, binary, where, cast, copy.
+ *   anchors   reductions and normalisations (REDUCE), mm/bmm/addmm (GEMM),
+ *             conv (CONV); sdpa (ATTENTION, always alone).
+ *   opaque    everything else: one op per group.
+ *
+ * Greedy, in program order. An element-wise op joins the most recently
+ * created group among its operands' groups that is compatible — an
+ * ELEMENTWISE group whose iteration shape is the op's result shape, or a
+ * REDUCE/GEMM/CONV group whose anchor's first result has that shape (an
+ * epilogue) — and where joining closes no cycle between groups; after
+ * joining an ELEMENTWISE group it also merges the other compatible
+ * ELEMENTWISE operand groups that can merge without a cycle. A REDUCE anchor
+ * absorbs the ELEMENTWISE group producing its input when every value of
+ * that group used outside it is used only by the anchor (a prologue). A
+ * cycle would be a group that both feeds and consumes another: checked by
+ * a depth-first search over the current group graph, whose edges are
+ * recomputed from use lists (groups only ever grow or merge).
+ *
+ * With fuse off every non-view op is a group of its own (the per-op
+ * lowering). Groups are then ordered topologically, ties broken by their
+ * first op in program order, and given inputs (first use), outputs (used
+ * outside or returned) and the canonical form. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/blake3.h>
+
+#include "kfuse/partition.h"
+#include "pass_int.h"
+
+#define CANON_VERSION "kfuse-group-v1"
+
+/* ---- names ---------------------------------------------------------------- */
+
+static const char *const precision_names[] = {"default", "tf32", "bf16", "fp16"};
+
+const char *kf_precision_name(kf_precision p) {
+  return (p >= 0 && p <= KF_PRECISION_FP16) ? precision_names[p] : "?";
+}
+
+bool kf_precision_parse(const char *s, kf_precision *out) {
+  for (int i = 0; i <= KF_PRECISION_FP16; i++)
+    if (strcmp(s, precision_names[i]) == 0) {
+      *out = (kf_precision)i;
+      return true;
+    }
+  return false;
+}
+
+const char *kf_group_kind_name(kf_group_kind k) {
+  static const char *const n[] = {"view", "elementwise", "reduce", "gemm",
+                                  "conv", "attention", "opaque"};
+  return (k >= 0 && k <= KF_GROUP_OPAQUE) ? n[k] : "?";
+}
+
+void kf_partition_options_init(kf_partition_options *o) {
+  memset(o, 0, sizeof *o);
+  o->precision = KF_PRECISION_DEFAULT;
+  o->fuse = true;
+}
+
+/* ---- op classes ------------------------------------------------------------- */
+
+typedef enum cls { C_FREE, C_VIEW, C_SOURCE, C_EW, C_REDUCE, C_GEMM, C_CONV, C_ATTN, C_OPAQUE } cls;
+
+static cls classify(const kf_op *op) {
+  if (op->code == KF_OP_PARAM || op->code == KF_OP_SCALAR) return C_FREE;
+  if (op->code == KF_OP_FULL || op->code == KF_OP_ARANGE) return C_SOURCE;
+  if (kf_pass_is_view_op(op)) return C_VIEW;
+  switch (kf_op_info_get(op->code)->kind) {
+  case KF_KIND_UNARY: case KF_KIND_BINARY: case KF_KIND_TERNARY: return C_EW;
+  case KF_KIND_REDUCE: case KF_KIND_NORM: return C_REDUCE;
+  case KF_KIND_MATMUL: return C_GEMM;
+  case KF_KIND_CONV: return C_CONV;
+  case KF_KIND_ATTENTION: return C_ATTN;
+  default: return C_OPAQUE;
+  }
+}
+
+/* ---- working state ------------------------------------------------------------ */
+
+enum { G_FREE = -1, G_UNSET = -2, G_PENDING = -3 };
+
+typedef struct pgroup {
+  kf_group_kind kind;
+  int anchor;        /* op index, or -1 */
+  int *ops, n_ops, cap;
+  bool alive;
+  bool has_shape;    /* shape: iteration shape (EW) or anchor result 0 */
+  int rank;
+  int64_t shape[KF_MAX_RANK];
+} pgroup;
+
+typedef struct part {
+  const kf_graph *g;
+  bool fuse;
+  int n_ops;
+  kf_op **ops;
+  size_t nv;
+  int *def;            /* value id -> op index, -1 for graph inputs */
+  int *use_start;      /* value id -> first entry in use_list (CSR) */
+  int *use_list;       /* consumer op indices */
+  bool *is_out;        /* value id -> graph output */
+  int *grp;            /* op index -> group, or G_* */
+  pgroup *gs;
+  int n_gs, cap_gs;
+  int *mark, stamp;    /* per group, for searches */
+  int *stack;
+} part;
+
+static kf_status grp_push_op(pgroup *pg, int op) {
+  if (pg->n_ops == pg->cap) {
+    int cap = pg->cap ? pg->cap * 2 : 8;
+    int *o = realloc(pg->ops, sizeof(int) * (size_t)cap);
+    if (!o) return KF_ERR_NOMEM;
+    pg->ops = o;
+    pg->cap = cap;
+  }
+  pg->ops[pg->n_ops++] = op;
+  return KF_OK;
+}
+
+static void set_shape(pgroup *pg, const kf_type *t) {
+  pg->has_shape = true;
+  pg->rank = t->rank;
+  memcpy(pg->shape, t->shape, sizeof pg->shape);
+}
+
+static bool shape_is(const pgroup *pg, const kf_type *t) {
+  if (!pg->has_shape || pg->rank != t->rank) return false;
+  for (int i = 0; i < t->rank; i++)
+    if (pg->shape[i] != t->shape[i]) return false;
+  return true;
+}
+
+/* New group holding op i. */
+static kf_status new_group(part *P, kf_group_kind kind, int i, int *out) {
+  if (P->n_gs == P->cap_gs) {
+    int cap = P->cap_gs ? P->cap_gs * 2 : 64;
+    pgroup *gs = realloc(P->gs, sizeof *gs * (size_t)cap);
+    int *mark = realloc(P->mark, sizeof(int) * (size_t)cap);
+    int *stack = realloc(P->stack, sizeof(int) * (size_t)cap);
+    if (gs) P->gs = gs;
+    if (mark) P->mark = mark;
+    if (stack) P->stack = stack;
+    if (!gs || !mark || !stack) return KF_ERR_NOMEM;
+    for (int k = P->cap_gs; k < cap; k++) P->mark[k] = 0;
+    P->cap_gs = cap;
+  }
+  int id = P->n_gs++;
+  pgroup *pg = &P->gs[id];
+  memset(pg, 0, sizeof *pg);
+  pg->kind = kind;
+  pg->anchor = (kind == KF_GROUP_REDUCE || kind == KF_GROUP_GEMM || kind == KF_GROUP_CONV ||
+                kind == KF_GROUP_ATTENTION)
+                   ? i
+                   : -1;
+  pg->alive = true;
+  kf_status st = grp_push_op(pg, i);
+  if (st) return st;
+  P->grp[i] = id;
+  if (kind == KF_GROUP_ELEMENTWISE || kind == KF_GROUP_REDUCE || kind == KF_GROUP_GEMM ||
+      kind == KF_GROUP_CONV)
+    set_shape(pg, &P->ops[i]->results[0]->type);
+  *out = id;
+  return KF_OK;
+}
+
+static kf_status join(part *P, int gid, int i) {
+  P->grp[i] = gid;
+  return grp_push_op(&P->gs[gid], i);
+}
+
+/* Moves every op of group b into a. */
+static kf_status merge(part *P, int a, int b) {
+  pgroup *gb = &P->gs[b];
+  for (int k = 0; k < gb->n_ops; k++) {
+    kf_status st = join(P, a, gb->ops[k]);
+    if (st) return st;
+  }
+  free(gb->ops);
+  gb->ops = NULL;
+  gb->n_ops = 0;
+  gb->alive = false;
+  return KF_OK;
+}
+
+static int group_of_value(const part *P, const kf_value *v) {
+  int d = P->def[v->id];
+  return d < 0 ? G_FREE : P->grp[d];
+}
+
+/* Is a group marked target_mark (by the caller) reachable from `from`?
+ * The direct edge from -> skip_direct is ignored (a path through other
+ * groups back to it still counts); groups visited are marked P->stamp. */
+static bool reaches(part *P, int from, int skip_direct, int target_mark) {
+  int sp = 0;
+  P->stack[sp++] = from;
+  while (sp) {
+    int x = P->stack[--sp];
+    pgroup *gx = &P->gs[x];
+    for (int k = 0; k < gx->n_ops; k++) {
+      const kf_op *op = P->ops[gx->ops[k]];
+      for (int r = 0; r < op->n_results; r++) {
+        uint32_t id = op->results[r]->id;
+        for (int u = P->use_start[id]; u < P->use_start[id + 1]; u++) {
+          int y = P->grp[P->use_list[u]];
+          if (y < 0 || y == from || (x == from && y == skip_direct)) continue;
+          if (P->mark[y] == target_mark) return true;
+          if (P->mark[y] == P->stamp) continue;
+          P->mark[y] = P->stamp;
+          P->stack[sp++] = y;
+        }
+      }
+    }
+  }
+  return false;
+}
+
+/* Fresh marks: returns the visit mark; target mark is visit + 1. */
+static int fresh_marks(part *P) {
+  P->stamp += 2;
+  return P->stamp;
+}
+
+/* Can op i (not yet in a group) join group c? Not if a path leaves c and
+ * reaches another group that feeds i. */
+static bool can_join(part *P, int c, int i) {
+  const kf_op *op = P->ops[i];
+  fresh_marks(P);
+  int tmark = P->stamp + 1;
+  bool any = false;
+  for (int k = 0; k < op->n_operands; k++) {
+    if (!op->operands[k]) continue;
+    int h = group_of_value(P, op->operands[k]);
+    if (h >= 0 && h != c) {
+      P->mark[h] = tmark;
+      any = true;
+    }
+  }
+  if (!any) return true;
+  return !reaches(P, c, -1, tmark);
+}
+
+/* Can groups a and b merge? Not if a path from one to the other passes
+ * through a third group. */
+static bool can_merge(part *P, int a, int b) {
+  fresh_marks(P);
+  int tmark = P->stamp + 1;
+  P->mark[b] = tmark;
+  if (reaches(P, a, b, tmark)) return false;
+  fresh_marks(P);
+  tmark = P->stamp + 1;
+  P->mark[a] = tmark;
+  return !reaches(P, b, a, tmark);
+}
+
+/* A pending kf.full/kf.arange operand of op i that is not fused gets a
+ * group of its own. */
+static kf_status flush_sources(part *P, int i) {
+  const kf_op *op = P->ops[i];
+  for (int k = 0; k < op->n_operands; k++) {
+    if (!op->operands[k]) continue;
+    int d = P->def[op->operands[k]->id];
+    if (d >= 0 && P->grp[d] == G_PENDING) {
+      int gid;
+      kf_status st = new_group(P, KF_GROUP_ELEMENTWISE, d, &gid);
+      if (st) return st;
+    }
+  }
+  return KF_OK;
+}
+
+/* Pending sources feeding op i join i's group. */
+static kf_status adopt_sources(part *P, int i) {
+  const kf_op *op = P->ops[i];
+  for (int k = 0; k < op->n_operands; k++) {
+    if (!op->operands[k]) continue;
+    int d = P->def[op->operands[k]->id];
+    if (d >= 0 && P->grp[d] == G_PENDING) {
+      kf_status st = join(P, P->grp[i], d);
+      if (st) return st;
+    }
+  }
+  return KF_OK;
+}
+
+static bool is_epilogue_kind(kf_group_kind k) {
+  return k == KF_GROUP_REDUCE || k == KF_GROUP_GEMM || k == KF_GROUP_CONV;
+}
+
+static kf_status place_elementwise(part *P, int i) {
+  const kf_op *op = P->ops[i];
+  const kf_type *rt = &op->results[0]->type;
+  int cands[KF_MAX_OPERAND_SLOTS * 2], nc = 0;
+  for (int k = 0; k < op->n_operands && P->fuse; k++) {
+    if (!op->operands[k]) continue;
+    int h = group_of_value(P, op->operands[k]);
+    if (h < 0) continue;
+    const pgroup *ph = &P->gs[h];
+    bool ok = (ph->kind == KF_GROUP_ELEMENTWISE || is_epilogue_kind(ph->kind)) && shape_is(ph, rt);
+    for (int j = 0; j < nc && ok; j++) ok = cands[j] != h;
+    if (ok && nc < (int)(sizeof cands / sizeof cands[0])) cands[nc++] = h;
+  }
+  /* most recently created first */
+  for (int a = 1; a < nc; a++)
+    for (int b = a; b > 0 && cands[b] > cands[b - 1]; b--) {
+      int t = cands[b];
+      cands[b] = cands[b - 1];
+      cands[b - 1] = t;
+    }
+  int chosen = -1;
+  for (int k = 0; k < nc && chosen < 0; k++)
+    if (can_join(P, cands[k], i)) chosen = cands[k];
+  kf_status st;
+  if (chosen < 0) {
+    if ((st = new_group(P, KF_GROUP_ELEMENTWISE, i, &chosen))) return st;
+  } else {
+    if ((st = join(P, chosen, i))) return st;
+    if (P->gs[chosen].kind == KF_GROUP_ELEMENTWISE)
+      for (int k = 0; k < nc; k++) {
+        int h = cands[k];
+        if (h == chosen || !P->gs[h].alive || P->gs[h].kind != KF_GROUP_ELEMENTWISE) continue;
+        if (can_merge(P, chosen, h) && (st = merge(P, chosen, h))) return st;
+      }
+  }
+  return adopt_sources(P, i);
+}
+
+/* The element-wise group feeding reduce anchor i's input, when all its
+ * values used outside it are used by i alone. */
+static int prologue_of(part *P, int i) {
+  const kf_value *x = P->ops[i]->operands[0];
+  if (!x) return -1;
+  int h = group_of_value(P, x);
+  if (h < 0 || P->gs[h].kind != KF_GROUP_ELEMENTWISE) return -1;
+  const pgroup *ph = &P->gs[h];
+  for (int k = 0; k < ph->n_ops; k++) {
+    const kf_op *op = P->ops[ph->ops[k]];
+    for (int r = 0; r < op->n_results; r++) {
+      uint32_t id = op->results[r]->id;
+      if (P->is_out[id]) return -1;
+      for (int u = P->use_start[id]; u < P->use_start[id + 1]; u++) {
+        int c = P->use_list[u];
+        if (c != i && P->grp[c] != h) return -1;
+      }
+    }
+  }
+  return h;
+}
+
+static kf_status place(part *P, int i) {
+  const kf_op *op = P->ops[i];
+  kf_status st = KF_OK;
+  int gid;
+  cls c = classify(op);
+  if (c != C_EW && c != C_SOURCE && c != C_FREE && (st = flush_sources(P, i))) return st;
+  switch (c) {
+  case C_FREE:
+    P->grp[i] = G_FREE;
+    return KF_OK;
+  case C_SOURCE:
+    if (P->fuse) {
+      P->grp[i] = G_PENDING;
+      return KF_OK;
+    }
+    return new_group(P, KF_GROUP_ELEMENTWISE, i, &gid);
+  case C_VIEW: {
+    int h = op->operands[0] ? group_of_value(P, op->operands[0]) : -1;
+    if (h >= 0 && P->gs[h].kind == KF_GROUP_VIEW) return join(P, h, i);
+    return new_group(P, KF_GROUP_VIEW, i, &gid);
+  }
+  case C_EW:
+    if (!P->fuse) {
+      if ((st = flush_sources(P, i))) return st;
+      return new_group(P, KF_GROUP_ELEMENTWISE, i, &gid);
+    }
+    return place_elementwise(P, i);
+  case C_REDUCE: {
+    int pro = P->fuse ? prologue_of(P, i) : -1;
+    if ((st = new_group(P, KF_GROUP_REDUCE, i, &gid))) return st;
+    if (pro >= 0) st = merge(P, gid, pro);
+    return st;
+  }
+  case C_GEMM: return new_group(P, KF_GROUP_GEMM, i, &gid);
+  case C_CONV: return new_group(P, KF_GROUP_CONV, i, &gid);
+  case C_ATTN: return new_group(P, KF_GROUP_ATTENTION, i, &gid);
+  case C_OPAQUE: return new_group(P, KF_GROUP_OPAQUE, i, &gid);
+  }
+  return KF_ERR_INTERNAL;
+}
+
+/* ---- canonical form ----------------------------------------------------------- */
+
+static void canon_type(kf_strbuf *b, const kf_type *t) {
+  if (t->kind == KF_TYPE_SCALAR) {
+    kf_strbuf_printf(b, "scalar %s", kf_dtype_name(t->dtype));
+    return;
+  }
+  kf_strbuf_printf(b, "%s[", kf_dtype_name(t->dtype));
+  for (int i = 0; i < t->rank; i++)
+    kf_strbuf_printf(b, "%s%" PRId64, i ? "," : "", t->shape[i]);
+  kf_strbuf_printf(b, "] strides [");
+  for (int i = 0; i < t->rank; i++)
+    kf_strbuf_printf(b, "%s%" PRId64, i ? "," : "", t->strides[i]);
+  kf_strbuf_printf(b, "] offset %" PRId64, t->offset);
+}
+
+/* Doubles in C99 hex form: exact and locale-free. */
+static void canon_number(kf_strbuf *b, kf_number n) {
+  switch (n.kind) {
+  case KF_NUM_INT: kf_strbuf_printf(b, "i64 %" PRId64, n.i); break;
+  case KF_NUM_BOOL: kf_strbuf_printf(b, "bool %s", n.i ? "true" : "false"); break;
+  case KF_NUM_FLOAT: kf_strbuf_printf(b, "f64 %a", n.f); break;
+  }
+}
+
+static void canon_attrs(kf_strbuf *b, const kf_op *op) {
+  const kf_op_info *info = kf_op_info_get(op->code);
+  bool first = true;
+  for (int i = 0; i < info->n_attrs; i++) {
+    const kf_attr *a = &op->attrs[i];
+    if (!a->present) continue;
+    kf_strbuf_printf(b, "%s%s=", first ? " {" : ", ", info->attrs[i].name);
+    first = false;
+    switch (info->attrs[i].kind) {
+    case KF_ATTR_INT: kf_strbuf_printf(b, "%" PRId64, a->u.i); break;
+    case KF_ATTR_FLOAT: kf_strbuf_printf(b, "%a", a->u.f); break;
+    case KF_ATTR_BOOL: kf_strbuf_printf(b, "%s", a->u.b ? "true" : "false"); break;
+    case KF_ATTR_INTS:
+      kf_strbuf_printf(b, "[");
+      for (int k = 0; k < a->u.ints.n; k++)
+        kf_strbuf_printf(b, "%s%" PRId64, k ? "," : "", a->u.ints.v[k]);
+      kf_strbuf_printf(b, "]");
+      break;
+    case KF_ATTR_FLOATS:
+      kf_strbuf_printf(b, "[");
+      for (int k = 0; k < a->u.floats.n; k++)
+        kf_strbuf_printf(b, "%s%a", k ? "," : "", a->u.floats.v[k]);
+      kf_strbuf_printf(b, "]");
+      break;
+    case KF_ATTR_STR:
+      kf_strbuf_printf(b, "\"");
+      for (const unsigned char *c = (const unsigned char *)a->u.s; *c; c++) {
+        if (*c < 0x20 || *c >= 0x7f || *c == '"' || *c == '\\')
+          kf_strbuf_printf(b, "\\%02X", *c);
+        else
+          kf_strbuf_printf(b, "%c", *c);
+      }
+      kf_strbuf_printf(b, "\"");
+      break;
+    case KF_ATTR_DTYPE: kf_strbuf_printf(b, "%s", kf_dtype_name(a->u.t)); break;
+    case KF_ATTR_NUMBER: canon_number(b, a->u.num); break;
+    }
+  }
+  if (!first) kf_strbuf_printf(b, "}");
+}
+
+/* Local name of value v inside group grp: %iN for inputs, %N or %N#r for
+ * results of the group's N-th op. */
+static void canon_ref(kf_strbuf *b, const kf_group *grp, const kf_value *v) {
+  for (int k = 0; k < grp->n_inputs; k++)
+    if (grp->inputs[k] == v) {
+      kf_strbuf_printf(b, "%%i%d", k);
+      return;
+    }
+  for (int k = 0; k < grp->n_ops; k++)
+    if (grp->ops[k] == v->def) {
+      if (v->def->n_results == 1)
+        kf_strbuf_printf(b, "%%%d", k);
+      else
+        kf_strbuf_printf(b, "%%%d#%d", k, v->index);
+      return;
+    }
+  KF_ASSERT(!"value is neither an input nor a result of the group");
+}
+
+static kf_status canonicalize(kf_group *grp, kf_precision prec) {
+  kf_strbuf b;
+  kf_strbuf_init(&b);
+  kf_strbuf_printf(&b, "%s\nkind %s\nprecision %s\n", CANON_VERSION, kf_group_kind_name(grp->kind),
+                   kf_precision_name(prec));
+  for (int k = 0; k < grp->n_ops; k++)
+    if (grp->ops[k] == grp->anchor) kf_strbuf_printf(&b, "anchor %%%d\n", k);
+  for (int k = 0; k < grp->n_inputs; k++) {
+    const kf_value *v = grp->inputs[k];
+    kf_strbuf_printf(&b, "in %%i%d: ", k);
+    canon_type(&b, &v->type);
+    /* a scalar is always a kf.scalar's result: its value is part of the
+     * group (units may compile it in) */
+    if (v->type.kind == KF_TYPE_SCALAR && v->def && v->def->code == KF_OP_SCALAR) {
+      kf_strbuf_printf(&b, " = ");
+      canon_number(&b, kf_op_get_number(v->def, "value"));
+    }
+    kf_strbuf_printf(&b, "\n");
+  }
+  for (int k = 0; k < grp->n_ops; k++) {
+    const kf_op *op = grp->ops[k];
+    if (op->n_results == 1)
+      kf_strbuf_printf(&b, "%%%d = ", k);
+    else
+      kf_strbuf_printf(&b, "%%%d:%d = ", k, op->n_results);
+    kf_strbuf_printf(&b, "kf.%s(", kf_opcode_name(op->code));
+    for (int s = 0; s < op->n_operands; s++) {
+      if (s) kf_strbuf_printf(&b, ", ");
+      if (op->operands[s])
+        canon_ref(&b, grp, op->operands[s]);
+      else
+        kf_strbuf_printf(&b, "none");
+    }
+    kf_strbuf_printf(&b, ")");
+    canon_attrs(&b, op);
+    for (int r = 0; r < op->n_results; r++) {
+      kf_strbuf_printf(&b, r ? ", " : " -> ");
+      canon_type(&b, &op->results[r]->type);
+    }
+    kf_strbuf_printf(&b, "\n");
+  }
+  for (int k = 0; k < grp->n_outputs; k++) {
+    kf_strbuf_printf(&b, "out ");
+    canon_ref(&b, grp, grp->outputs[k]);
+    kf_strbuf_printf(&b, "\n");
+  }
+  if (b.failed || !b.data) {
+    kf_strbuf_fini(&b);
+    return KF_ERR_NOMEM;
+  }
+  grp->canonical = b.data; /* taken: freed by kf_partition_destroy */
+  llvm_blake3_hasher h;
+  llvm_blake3_hasher_init(&h);
+  llvm_blake3_hasher_update(&h, b.data, b.len);
+  llvm_blake3_hasher_finalize(&h, grp->key, sizeof grp->key);
+  for (int i = 0; i < 32; i++) snprintf(grp->key_hex + 2 * i, 3, "%02x", grp->key[i]);
+  return KF_OK;
+}
+
+/* ---- building the result ---------------------------------------------------------- */
+
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* Fills g's inputs and outputs from its ops (program order). */
+static kf_status fill_io(const part *P, kf_group *grp, int gid) {
+  int cap_in = 0, cap_out = 0;
+  for (int k = 0; k < grp->n_ops; k++) {
+    cap_in += grp->ops[k]->n_operands;
+    cap_out += grp->ops[k]->n_results;
+  }
+  grp->inputs = calloc((size_t)cap_in + 1, sizeof *grp->inputs);
+  grp->outputs = calloc((size_t)cap_out + 1, sizeof *grp->outputs);
+  if (!grp->inputs || !grp->outputs) return KF_ERR_NOMEM;
+  for (int k = 0; k < grp->n_ops; k++) {
+    const kf_op *op = grp->ops[k];
+    for (int s = 0; s < op->n_operands; s++) {
+      kf_value *v = op->operands[s];
+      if (!v) continue;
+      int d = P->def[v->id];
+      if (d >= 0 && P->grp[d] == gid) continue;
+      bool seen = false;
+      for (int j = 0; j < grp->n_inputs && !seen; j++) seen = grp->inputs[j] == v;
+      if (!seen) grp->inputs[grp->n_inputs++] = v;
+    }
+  }
+  for (int k = 0; k < grp->n_ops; k++) {
+    const kf_op *op = grp->ops[k];
+    for (int r = 0; r < op->n_results; r++) {
+      kf_value *v = op->results[r];
+      bool out = P->is_out[v->id];
+      for (int u = P->use_start[v->id]; u < P->use_start[v->id + 1] && !out; u++)
+        out = P->grp[P->use_list[u]] != gid;
+      if (out) grp->outputs[grp->n_outputs++] = v;
+    }
+  }
+  return KF_OK;
+}
+
+/* Min-heap of ready groups keyed by their first op. */
+static void heap_push(int *h, int *n, const int *key, int x) {
+  int i = (*n)++;
+  while (i > 0 && key[h[(i - 1) / 2]] > key[x]) {
+    h[i] = h[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  h[i] = x;
+}
+
+static int heap_pop(int *h, int *n, const int *key) {
+  int top = h[0], x = h[--*n], i = 0;
+  for (;;) {
+    int c = 2 * i + 1;
+    if (c >= *n) break;
+    if (c + 1 < *n && key[h[c + 1]] < key[h[c]]) c++;
+    if (key[h[c]] >= key[x]) break;
+    h[i] = h[c];
+    i = c;
+  }
+  if (*n) h[i] = x;
+  return top;
+}
+
+/* Topological order of the live groups (Kahn), ties by first op. */
+static kf_status order_groups(part *P, int *order, int n_live, kf_diag *diag) {
+  int ng = P->n_gs;
+  int *indeg = calloc((size_t)ng + 1, sizeof *indeg);
+  int *first = calloc((size_t)ng + 1, sizeof *first);
+  int *ready = malloc(sizeof(int) * ((size_t)ng + 1));
+  int n_ready = 0;
+  kf_status st = KF_OK;
+  if (!indeg || !first || !ready) {
+    st = KF_ERR_NOMEM;
+    goto out;
+  }
+  /* edges counted once per (producer group, consumer group) pair via marks */
+  for (int c = 0; c < ng; c++) {
+    if (!P->gs[c].alive) continue;
+    first[c] = P->gs[c].ops[0];
+    int m = fresh_marks(P);
+    for (int k = 0; k < P->gs[c].n_ops; k++) {
+      const kf_op *op = P->ops[P->gs[c].ops[k]];
+      for (int s = 0; s < op->n_operands; s++) {
+        if (!op->operands[s]) continue;
+        int h = group_of_value(P, op->operands[s]);
+        if (h < 0 || h == c || P->mark[h] == m) continue;
+        P->mark[h] = m;
+        indeg[c]++;
+      }
+    }
+  }
+  for (int c = 0; c < ng; c++)
+    if (P->gs[c].alive && indeg[c] == 0) heap_push(ready, &n_ready, first, c);
+  for (int n = 0; n < n_live; n++) {
+    if (n_ready == 0) {
+      kf_diag_error(diag, "internal error: the partition of '%s' has a cycle between groups",
+                    P->g->name);
+      st = KF_ERR_INTERNAL;
+      goto out;
+    }
+    int best = heap_pop(ready, &n_ready, first);
+    order[n] = best;
+    int m = fresh_marks(P);
+    pgroup *pb = &P->gs[best];
+    for (int k = 0; k < pb->n_ops; k++) {
+      const kf_op *op = P->ops[pb->ops[k]];
+      for (int r = 0; r < op->n_results; r++) {
+        uint32_t id = op->results[r]->id;
+        for (int u = P->use_start[id]; u < P->use_start[id + 1]; u++) {
+          int y = P->grp[P->use_list[u]];
+          if (y < 0 || y == best || P->mark[y] == m) continue;
+          P->mark[y] = m;
+          if (--indeg[y] == 0) heap_push(ready, &n_ready, first, y);
+        }
+      }
+    }
+  }
+out:
+  free(indeg);
+  free(first);
+  free(ready);
+  return st;
+}
+
+static void part_fini(part *P) {
+  for (int i = 0; i < P->n_gs; i++) free(P->gs[i].ops);
+  free(P->gs);
+  free(P->mark);
+  free(P->stack);
+  free(P->ops);
+  free(P->def);
+  free(P->use_start);
+  free(P->use_list);
+  free(P->is_out);
+  free(P->grp);
+}
+
+static kf_status part_init(part *P, const kf_graph *g, bool fuse) {
+  memset(P, 0, sizeof *P);
+  P->g = g;
+  P->fuse = fuse;
+  P->n_ops = kf_graph_count_ops(g);
+  P->nv = g->next_value_id ? g->next_value_id : 1;
+  P->ops = calloc((size_t)P->n_ops + 1, sizeof *P->ops);
+  P->def = malloc(sizeof(int) * P->nv);
+  P->use_start = calloc(P->nv + 1, sizeof(int));
+  P->is_out = calloc(P->nv, sizeof(bool));
+  P->grp = malloc(sizeof(int) * ((size_t)P->n_ops + 1));
+  if (!P->ops || !P->def || !P->use_start || !P->is_out || !P->grp) return KF_ERR_NOMEM;
+  for (size_t v = 0; v < P->nv; v++) P->def[v] = -1;
+  int n = 0, n_uses = 0;
+  for (kf_op *op = g->first; op; op = op->next, n++) {
+    P->ops[n] = op;
+    P->grp[n] = G_UNSET;
+    for (int r = 0; r < op->n_results; r++) P->def[op->results[r]->id] = n;
+    for (int s = 0; s < op->n_operands; s++)
+      if (op->operands[s]) {
+        P->use_start[op->operands[s]->id + 1]++;
+        n_uses++;
+      }
+  }
+  for (size_t v = 0; v < P->nv; v++) P->use_start[v + 1] += P->use_start[v];
+  P->use_list = malloc(sizeof(int) * (size_t)(n_uses + 1));
+  int *fill = malloc(sizeof(int) * P->nv);
+  if (!P->use_list || !fill) {
+    free(fill);
+    return KF_ERR_NOMEM;
+  }
+  memcpy(fill, P->use_start, sizeof(int) * P->nv);
+  n = 0;
+  for (kf_op *op = g->first; op; op = op->next, n++)
+    for (int s = 0; s < op->n_operands; s++)
+      if (op->operands[s]) P->use_list[fill[op->operands[s]->id]++] = n;
+  free(fill);
+  for (int i = 0; i < g->n_outputs; i++) P->is_out[g->outputs[i]->id] = true;
+  return KF_OK;
+}
+
+kf_status kf_partition_graph(const kf_graph *g, const kf_partition_options *opts,
+                             kf_partition **out, kf_diag *diag) {
+  kf_partition_options dflt;
+  if (!opts) {
+    kf_partition_options_init(&dflt);
+    opts = &dflt;
+  }
+  *out = NULL;
+  if (opts->precision < KF_PRECISION_DEFAULT || opts->precision > KF_PRECISION_FP16) {
+    kf_diag_error(diag, "partition: unknown precision policy %d", (int)opts->precision);
+    return KF_ERR_ARG;
+  }
+  part P;
+  kf_partition *p = NULL;
+  int *order = NULL;
+  kf_status st = part_init(&P, g, opts->fuse);
+  for (int i = 0; i < P.n_ops && st == KF_OK; i++) st = place(&P, i);
+  /* sources no element-wise op adopted */
+  for (int i = 0; i < P.n_ops && st == KF_OK; i++)
+    if (P.grp[i] == G_PENDING) {
+      int gid;
+      st = new_group(&P, KF_GROUP_ELEMENTWISE, i, &gid);
+    }
+  if (st) goto fail;
+  int n_live = 0;
+  for (int c = 0; c < P.n_gs; c++)
+    if (P.gs[c].alive) {
+      qsort(P.gs[c].ops, (size_t)P.gs[c].n_ops, sizeof(int), cmp_int);
+      n_live++;
+    }
+  order = malloc(sizeof(int) * ((size_t)n_live + 1));
+  p = calloc(1, sizeof *p);
+  if (!order || !p) goto nomem;
+  p->graph = g;
+  p->precision = opts->precision;
+  p->groups = calloc((size_t)n_live + 1, sizeof *p->groups);
+  p->group_of_op = malloc(sizeof(int) * ((size_t)P.n_ops + 1));
+  if (!p->groups || !p->group_of_op) goto nomem;
+  if ((st = order_groups(&P, order, n_live, diag))) goto fail;
+  p->n_groups = n_live;
+  int *final_id = P.mark; /* reuse: internal group -> position */
+  for (int n = 0; n < n_live; n++) final_id[order[n]] = n;
+  for (int i = 0; i < P.n_ops; i++) p->group_of_op[i] = P.grp[i] >= 0 ? final_id[P.grp[i]] : -1;
+  for (int n = 0; n < n_live && st == KF_OK; n++) {
+    const pgroup *pg = &P.gs[order[n]];
+    kf_group *grp = &p->groups[n];
+    grp->id = n;
+    grp->kind = pg->kind;
+    grp->n_ops = pg->n_ops;
+    grp->ops = calloc((size_t)pg->n_ops + 1, sizeof *grp->ops);
+    if (!grp->ops) goto nomem;
+    for (int k = 0; k < pg->n_ops; k++) grp->ops[k] = P.ops[pg->ops[k]];
+    grp->anchor = pg->anchor >= 0 ? P.ops[pg->anchor] : NULL;
+    if ((st = fill_io(&P, grp, order[n]))) goto fail;
+    st = canonicalize(grp, opts->precision);
+  }
+  if (st) goto fail;
+  part_fini(&P);
+  free(order);
+  *out = p;
+  return KF_OK;
+nomem:
+  st = KF_ERR_NOMEM;
+fail:
+  if (st == KF_ERR_NOMEM) kf_diag_error(diag, "partition of '%s': out of memory", g->name);
+  part_fini(&P);
+  free(order);
+  kf_partition_destroy(p);
+  return st;
+}
+
+void kf_partition_destroy(kf_partition *p) {
+  if (!p) return;
+  for (int i = 0; i < p->n_groups; i++) {
+    free(p->groups[i].ops);
+    free(p->groups[i].inputs);
+    free(p->groups[i].outputs);
+    free(p->groups[i].canonical);
+  }
+  free(p->groups);
+  free(p->group_of_op);
+  free(p);
+}
+
+/* ---- printing -------------------------------------------------------------------------- */
+
+static void print_ref(kf_strbuf *b, const kf_graph *g, const kf_value *v) {
+  if (!v->def)
+    kf_strbuf_printf(b, "%%%s", g->input_names[v->index]);
+  else if (v->def->n_results == 1)
+    kf_strbuf_printf(b, "%%%s", v->def->name);
+  else
+    kf_strbuf_printf(b, "%%%s#%d", v->def->name, v->index);
+}
+
+kf_status kf_partition_print(const kf_partition *p, kf_write_fn write, void *user) {
+  const kf_graph *g = p->graph;
+  kf_strbuf b;
+  kf_strbuf_init(&b);
+  int counts[KF_GROUP_OPAQUE + 1] = {0};
+  for (int i = 0; i < p->n_groups; i++) counts[p->groups[i].kind]++;
+  kf_strbuf_printf(&b, "// partition of '%s': %d groups (precision %s):", g->name, p->n_groups,
+                   kf_precision_name(p->precision));
+  for (int k = 0; k <= KF_GROUP_OPAQUE; k++)
+    if (counts[k]) kf_strbuf_printf(&b, " %d %s", counts[k], kf_group_kind_name((kf_group_kind)k));
+  kf_strbuf_printf(&b, "\n");
+  for (int i = 0; i < p->n_groups; i++) {
+    const kf_group *grp = &p->groups[i];
+    kf_strbuf_printf(&b, "// group %d %s key %.16s\n//   ops:", grp->id,
+                     kf_group_kind_name(grp->kind), grp->key_hex);
+    for (int k = 0; k < grp->n_ops; k++)
+      kf_strbuf_printf(&b, " %s%s(kf.%s)", grp->ops[k] == grp->anchor ? "*" : "",
+                       grp->ops[k]->name, kf_opcode_name(grp->ops[k]->code));
+    kf_strbuf_printf(&b, "\n//   inputs:");
+    for (int k = 0; k < grp->n_inputs; k++) {
+      kf_strbuf_printf(&b, " ");
+      print_ref(&b, g, grp->inputs[k]);
+    }
+    kf_strbuf_printf(&b, "\n//   outputs:");
+    for (int k = 0; k < grp->n_outputs; k++) {
+      kf_strbuf_printf(&b, " ");
+      print_ref(&b, g, grp->outputs[k]);
+    }
+    kf_strbuf_printf(&b, "\n");
+  }
+  kf_status st = KF_OK;
+  if (b.failed)
+    st = KF_ERR_NOMEM;
+  else if (b.len && write(user, b.data, b.len) != 0)
+    st = KF_ERR_IO;
+  kf_strbuf_fini(&b);
+  return st;
+}

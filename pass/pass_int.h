@@ -6,5 +6,39 @@
 
 kf_status kf_pass_dce(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_simplify(kf_graph *g, kf_diag *diag);
+kf_status kf_pass_materialize_outputs(kf_graph *g, kf_diag *diag);
+kf_status kf_pass_fold_bn(kf_graph *g, kf_diag *diag);
+kf_status kf_pass_fold_scalars(kf_graph *g, kf_diag *diag);
+kf_status kf_pass_sink_reshapes(kf_graph *g, kf_diag *diag);
+
+/* True when op's results alias its operand's storage instead of holding
+ * their own: permute, expand, slice, select, as_strided, unfold, split, and
+ * a reshape whose result is laid out as a view (its type is not a fresh
+ * contiguous layout, or its operand is contiguous: a view either way, as
+ * pass/infer.c computes it). Shared by materialize-outputs, the partitioner
+ * and the memory plan so all three agree on what aliases what. */
+bool kf_pass_is_view_op(const kf_op *op);
+/* The value whose storage v lives in: v itself, or the root of the chain
+ * of view ops v comes from. */
+const kf_value *kf_pass_storage_root(const kf_value *v);
+/* True when v is a view whose elements are exactly those of its storage
+ * root, in order (a reshape of a contiguous value computed by an op): the
+ * root's producer can write v's memory directly. */
+bool kf_pass_is_whole_view(const kf_value *v);
+/* A name no input or op of g has: base itself, else base_1, base_2, ...
+ * (arena string). Scans the graph: for a few names per pass. */
+const char *kf_pass_unique_name(kf_graph *g, const char *base);
+
+/* Fresh names for passes that make many: a hash set of the graph's names,
+ * built once. */
+typedef struct kf_namer {
+  kf_graph *g;
+  const char **slots;
+  size_t cap, n;
+} kf_namer;
+kf_status kf_namer_init(kf_namer *nm, kf_graph *g);
+/* Like kf_pass_unique_name; NULL when out of memory. */
+const char *kf_namer_fresh(kf_namer *nm, const char *base);
+void kf_namer_fini(kf_namer *nm);
 
 #endif

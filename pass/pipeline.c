@@ -10,6 +10,14 @@
 static const kf_pass_info passes[] = {
     {"dce", "remove ops whose results never reach an output", kf_pass_dce},
     {"simplify", "remove identity views, casts and copies", kf_pass_simplify},
+    {"materialize-outputs", "give every graph output contiguous memory of its own (kf.copy)",
+     kf_pass_materialize_outputs},
+    {"fold-bn", "fold inference batch norm into the preceding conv, mm or addmm, else into "
+                "a per-channel multiply-add", kf_pass_fold_bn},
+    {"fold-scalars", "fold element-wise ops over fills and scalars; drop exact identities",
+     kf_pass_fold_scalars},
+    {"sink-reshapes", "move contiguous reshapes below element-wise ops (epilogues meet producers)",
+     kf_pass_sink_reshapes},
 };
 
 static const char *default_pipeline = "simplify,dce";

@@ -14,10 +14,26 @@
  *
  * Every offset is from the start of the blob and is range-checked by the
  * runtime before use; every index is checked against its table. Version
- * changes whenever any record changes. docs/FORMATS.md describes it. */
+ * changes whenever any record changes. docs/FORMATS.md describes it.
+ *
+ * Details the runtime relies on (runtime/kfr_validate.c checks them all):
+ * - String references (uint32 "string offset" fields) count from the start
+ *   of the string section; the section ends in a NUL, and offset 0 is ""
+ *   in plans written by runtime/kfr_plan_writer.c.
+ * - Each model input and output number has exactly one INPUT/OUTPUT
+ *   buffer, whose nbytes is its desc's element count times the element
+ *   size (the caller passes contiguous tensors).
+ * - A PTR arg's offset lies within its buffer (0 <= offset <= nbytes); GEMM
+ *   operands, MEMSET and COPY ranges lie wholly inside their buffers.
+ * - WEIGHT buffers: offsets in the weights file, or, with
+ *   KFR_FLAG_WEIGHTS_EMBEDDED, plan offsets inside the blob section. The
+ *   runtime uploads the span the WEIGHT buffers cover, starting at a
+ *   multiple of 256, so a weight's device address is congruent to its
+ *   offset modulo 256. CONST buffers likewise, from the blob section. */
 #ifndef KFR_PLAN_H
 #define KFR_PLAN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define KFR_PLAN_MAGIC "KFPLAN\r\n"
@@ -92,6 +108,11 @@ enum kfr_compute {
  * 2: C or unused, 3: D, 4: bias or unused}. Leading dimensions and batch
  * strides in elements; a batch stride of 0 broadcasts. The runtime maps it
  * onto cuBLASLt's column-major convention. */
+/* GEMM details: has_c = 0 requires beta = 0 (C is then D's layout and is
+ * not read); a bias has n elements of the operand dtype, shared by every
+ * batch; F64 operands always compute in fp64 (compute is ignored for them);
+ * the step has exactly 6 args: A, B, C|NONE, D, bias|NONE (bias iff the
+ * epilogue has one), workspace|NONE (PTR iff workspace_bytes > 0). */
 typedef struct kfr_gemm {
   int64_t m, n, k, batch;
   int64_t lda, ldb, ldc, ldd;
@@ -155,5 +176,14 @@ typedef struct kfr_header {
 enum {
   KFR_FLAG_WEIGHTS_EMBEDDED = 1, /* WEIGHT offsets are in the blob section */
 };
+
+/* Check a whole plan: KFUSE_OK, or KFUSE_EPLAN with a one-line message
+ * naming the record and field (KFUSE_ENOMEM if checking could not
+ * allocate). Implemented in the runtime (runtime/kfr_validate.c, no CUDA);
+ * the plan writer runs it on every plan it finishes. */
+#ifdef __cplusplus
+extern "C"
+#endif
+int kfr_plan_check(const void *plan, size_t bytes, char *msg, size_t n);
 
 #endif

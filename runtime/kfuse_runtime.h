@@ -10,7 +10,16 @@
  * the last failure of a model (or of a failed create) is available from
  * kfuse_model_error / kfuse_last_error. A model instance is thread-safe:
  * concurrent runs on one instance are serialised (they share the arena);
- * use one instance per concurrent stream for parallelism.
+ * use one instance per concurrent stream for parallelism. (Runs are
+ * serialised on the GPU as well: each run's stream waits for the previous
+ * run of the instance, whichever stream that was on; kfuse_model_error's
+ * text belongs to the instance, so read it from the thread whose call
+ * failed before the instance is run again.)
+ *
+ * Environment: KFUSE_CUBLASLT=path picks the cuBLASLt library (default: the
+ * loader's search path, $CUDA_HOME/lib64, /usr/local/cuda/lib64, then
+ * Python's nvidia/{cu13,cublas}/lib); KFUSE_LIBCUDA=path replaces
+ * libcuda.so.1 (for tests).
  *
  * In a shared module (model.so) the entry points are named kfuse_model_*;
  * in an object module (model.o, static linking) they are named after the

@@ -13,10 +13,12 @@ root=$(pwd)
 if [ -f scripts/deps.sh ]; then bash scripts/deps.sh; fi
 cmake -S . -B build-portable -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DKFUSE_PORTABLE=ON -DKFUSE_TESTS=OFF -DKFUSE_WERROR=ON >/dev/null
-ninja -C build-portable kfuse
+ninja -C build-portable kfuse kfuse_runtime
 out=dist/kfuse-portable
 rm -rf "$out" && mkdir -p "$out/bin/lib"
 cp build-portable/kfuse "$out/bin/kfuse"
+# the runtime every compiled module links (kfuse finds it beside itself)
+cp build-portable/libkfuse_runtime.a "$out/bin/libkfuse_runtime.a"
 strip "$out/bin/kfuse"
 # carry the shared libraries the binary needs that are not in a plain
 # Ubuntu/Debian base system
@@ -36,5 +38,5 @@ kfuse portable build. Run bin/kfuse; it finds its libraries in bin/lib.
 Needs glibc >= 2.36, libbz2, zlib and OpenSSL 3 (libcrypto.so.3) from the base system.
 TXT
 tar -C dist -cJf dist/kfuse-portable-x86_64.tar.xz kfuse-portable
-ls -l "$out/bin/kfuse" "$out"/bin/lib/* dist/kfuse-portable-x86_64.tar.xz
+ls -l "$out/bin/kfuse" "$out/bin/libkfuse_runtime.a" "$out"/bin/lib/* dist/kfuse-portable-x86_64.tar.xz
 echo "portable: wrote $root/dist/kfuse-portable-x86_64.tar.xz"

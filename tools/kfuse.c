@@ -4,7 +4,12 @@
  *   kfuse opt FILE [-p P]       IR in, named passes, IR out (kfuse-opt style)
  *   kfuse run MODEL --io F      run the CPU reference on recorded inputs and
  *                               compare with the recorded outputs
+ *   kfuse partition MODEL       fusion groups and memory plan
+ *   kfuse compile MODEL -o M.so a module (tools/cmd_compile.c)
+ *   kfuse run M.so --io F       run a module on the GPU (tools/cmd_gpu.c)
+ *   kfuse bench M.so            time a module on the GPU
  *   kfuse ops                   supported ops (kf IR and ATen overloads)
+ *   kfuse partition MODEL       fusion groups and the memory plan
  *
  * MODEL is a .pt2 archive or MLIR text (kfuse IR or torch dialect). Errors
  * go to stderr as "kfuse: error: <what and where>"; the exit status is 0 on
@@ -14,9 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kfuse/compile.h"
 #include "kfuse/frontend.h"
 #include "kfuse/interp.h"
 #include "kfuse/ir.h"
+#include "tools_int.h"
+#include "kfuse/partition.h"
 
 #define KFUSE_VERSION "0.1.0"
 
@@ -34,6 +42,20 @@ static void usage(FILE *f) {
           "  run MODEL --io FILE.kfio [--atol A] [--rtol R] [-p PIPELINE]\n"
           "        run the CPU reference interpreter (fp64) on the inputs recorded\n"
           "        in FILE.kfio and compare with the outputs recorded there\n"
+          "  partition MODEL [-p PIPELINE] [--no-fuse] [--precision P] [--canonical]\n"
+          "        run the compile passes (or PIPELINE), cut the graph into fusion groups\n"
+          "        and plan its memory; print the groups (kind, ops, inputs, outputs,\n"
+          "        key; --canonical: their canonical forms) and the arena size\n"
+          "  compile MODEL -o OUT.so [--emit so|obj] [--target sm_90|sm_90a]\n"
+          "          [--precision default|tf32|bf16|fp16] [--report R.json]\n"
+          "          [--embed-weights] [--no-fuse] [--prefix NAME] [-q]\n"
+          "        compile MODEL into a module linked with the kfuse runtime; weights go\n"
+          "        to OUT.so.weights unless embedded; needs no GPU (kernels are compiled,\n"
+          "        not verified or tuned)\n"
+          "  run MODULE.so --io FILE.kfio [--atol A] [--rtol R] [--graph]\n"
+          "        run a compiled module on the GPU on the recorded inputs and compare\n"
+          "  bench MODULE.so [--iters N] [--warmup N] [--graph]\n"
+          "        time a compiled module on the GPU with random inputs (CUDA events)\n"
           "  ops [--aten]\n"
           "        list the IR's ops, or the supported ATen overloads\n"
           "  version\n");
@@ -279,6 +301,7 @@ static int cmd_opt(int argc, char **argv, kf_diag *diag) {
 static int cmd_run(int argc, char **argv, kf_diag *diag) {
   const char *path = NULL, *io = NULL, *pipeline = "";
   double atol = -1, rtol = -1;
+  bool graph = false;
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--io") == 0 && i + 1 < argc)
       io = argv[++i];
@@ -288,6 +311,8 @@ static int cmd_run(int argc, char **argv, kf_diag *diag) {
       rtol = strtod(argv[++i], NULL);
     else if (strcmp(argv[i], "-p") == 0 && i + 1 < argc)
       pipeline = argv[++i];
+    else if (strcmp(argv[i], "--graph") == 0)
+      graph = true;
     else if (argv[i][0] == '-' && argv[i][1])
       return usage(stderr), 2;
     else if (!path)
@@ -296,6 +321,9 @@ static int cmd_run(int argc, char **argv, kf_diag *diag) {
       return usage(stderr), 2;
   }
   if (!path || !io) return usage(stderr), 2;
+  size_t plen = strlen(path);
+  if (plen > 3 && strcmp(path + plen - 3, ".so") == 0)
+    return kf_cmd_run_module(path, io, atol, rtol, graph, diag);
   kf_graph *g = NULL;
   kf_io_file f;
   memset(&f, 0, sizeof f);
@@ -338,6 +366,82 @@ done:
   return rc;
 }
 
+/* ---- partition ----------------------------------------------------------- */
+
+static int cmd_partition(int argc, char **argv, kf_diag *diag) {
+  const char *path = NULL, *pipeline = kf_compile_pipeline();
+  kf_partition_options po;
+  kf_partition_options_init(&po);
+  bool canonical = false;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "-p") == 0 && i + 1 < argc) {
+      pipeline = argv[++i];
+    } else if (strcmp(argv[i], "--no-fuse") == 0) {
+      po.fuse = false;
+    } else if (strcmp(argv[i], "--canonical") == 0) {
+      canonical = true;
+    } else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
+      if (!kf_precision_parse(argv[++i], &po.precision)) {
+        kf_diag_error(diag, "unknown precision '%s' (default, tf32, bf16, fp16)", argv[i]);
+        return 2;
+      }
+    } else if ((argv[i][0] == '-' && argv[i][1]) || path) {
+      return usage(stderr), 2;
+    } else {
+      path = argv[i];
+    }
+  }
+  if (!path) return usage(stderr), 2;
+  kf_graph *g = NULL;
+  kf_partition *p = NULL;
+  kf_memplan *m = NULL;
+  kf_status st = load(path, &g, diag);
+  if (st == KF_OK) st = kf_graph_verify(g, diag);
+  if (st == KF_OK) st = kf_pass_run_pipeline(g, pipeline, true, diag);
+  if (st == KF_OK) st = kf_partition_graph(g, &po, &p, diag);
+  if (st == KF_OK) st = kf_memplan_build(p, 0, &m, diag);
+  if (st == KF_OK && kf_partition_print(p, kf_write_file, stdout) != KF_OK) st = KF_ERR_IO;
+  if (st == KF_OK && canonical)
+    for (int i = 0; i < p->n_groups; i++) {
+      printf("// canonical form of group %d (key %s):\n", i, p->groups[i].key_hex);
+      for (const char *l = p->groups[i].canonical; *l;) {
+        const char *e = strchr(l, '\n');
+        int n = e ? (int)(e - l) : (int)strlen(l);
+        printf("//   %.*s\n", n, l);
+        l += n + (e ? 1 : 0);
+      }
+    }
+  if (st == KF_OK) {
+    int regions = 0, in_place = 0, kernels = 0, unique = 0;
+    for (size_t v = 0; v < g->next_value_id; v++) {
+      const kf_storage *s = &m->storage[v];
+      regions += s->kind == KF_STORAGE_ARENA && s->base && s->base->id == v;
+      in_place += s->kind == KF_STORAGE_OUTPUT;
+    }
+    for (int i = 0; i < p->n_groups; i++) {
+      if (p->groups[i].kind == KF_GROUP_VIEW) continue;
+      kernels++;
+      bool seen = false;
+      for (int j = 0; j < i && !seen; j++)
+        seen = p->groups[j].kind != KF_GROUP_VIEW &&
+               strcmp(p->groups[j].key_hex, p->groups[i].key_hex) == 0;
+      unique += !seen;
+    }
+    char b1[64], b2[64];
+    human(m->arena_bytes, b1, sizeof b1);
+    human(m->naive_bytes, b2, sizeof b2);
+    printf("// %d groups with kernels (%d distinct keys), %d ops after pipeline '%s'\n", kernels,
+           unique, kf_graph_count_ops(g), pipeline);
+    printf("// memory plan: arena %s with reuse (%s without), %d regions; %d outputs written in "
+           "place\n", b1, b2, regions, in_place);
+  }
+  if (st == KF_ERR_IO) kf_diag_error(diag, "writing to standard output failed");
+  kf_memplan_destroy(m);
+  kf_partition_destroy(p);
+  kf_graph_destroy(g);
+  return st == KF_OK ? 0 : 1;
+}
+
 /* ---- ops ----------------------------------------------------------------- */
 
 static void print_aten(void *user, const char *schema, const char *lowering) {
@@ -376,6 +480,9 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "opt") == 0) return cmd_opt(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "run") == 0) return cmd_run(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "ops") == 0) return cmd_ops(argc - 2, argv + 2);
+  if (strcmp(cmd, "partition") == 0) return cmd_partition(argc - 2, argv + 2, &diag);
+  if (strcmp(cmd, "compile") == 0) return kf_cmd_compile(argc - 2, argv + 2, &diag);
+  if (strcmp(cmd, "bench") == 0) return kf_cmd_bench(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("kfuse %s\n", KFUSE_VERSION);
     return 0;

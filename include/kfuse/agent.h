@@ -100,6 +100,9 @@ typedef struct kf_target {
  * diagnostic. Units without source succeed trivially. */
 KF_API kf_status kf_unit_compile(kf_unit *u, const kf_target *t, kf_diag *diag);
 
+/* Whether NVRTC can be loaded (dlopen); when not, why (into why[n]). */
+KF_API bool kf_nvrtc_available(char *why, size_t n);
+
 /* ---- the built-in policy -------------------------------------------------- */
 
 typedef struct kf_builtin_options {
@@ -108,6 +111,9 @@ typedef struct kf_builtin_options {
   /* template choices: 0 = pick by rule (no GPU to time candidates) */
   int block_size;
   int vector_width;
+  /* compute in fp64 (inputs converted on load, outputs rounded to their
+   * dtype on store): the per-op verification reference */
+  bool fp64;
 } kf_builtin_options;
 
 KF_API void kf_builtin_options_init(kf_builtin_options *o);

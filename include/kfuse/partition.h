@@ -1,16 +1,27 @@
 /* kfuse/partition.h — cutting a graph into fusable groups, and the memory
  * plan.
  *
- * Every op of the graph belongs to exactly one group. A group is what one
- * kernel unit implements: its inputs are values defined outside it (graph
- * inputs, weights, other groups' outputs), its outputs the values used
- * outside it or returned by the graph. Groups are listed in an order in
- * which each group's inputs are produced before it runs.
+ * Every op of the graph belongs to exactly one group, except kf.param and
+ * kf.scalar ops, which belong to none (group_of_op -1): weights are read
+ * from their storage and scalars by value by every group that uses them. A
+ * group is what one kernel unit implements: its inputs are values defined
+ * outside it (graph inputs, weights, scalars, other groups' outputs), its
+ * outputs the values used outside it or returned by the graph (a result
+ * nothing uses, such as unused max_pool indices, is not an output and need
+ * not be written). Groups are listed in an order in which each group's
+ * inputs are produced before it runs.
+ *
+ * The ops of an ELEMENTWISE group all have one result shape, the iteration
+ * shape, except kf.full/kf.arange sources, which may have any shape that
+ * broadcasts to it; the element-wise ops of an anchor group (prologue or
+ * epilogue) likewise share the shape of the anchor's operand (prologue) or
+ * of its first result (epilogue). pass/partition.c has the rules.
  *
  * Each group has a canonical form: its ops renumbered locally with their
  * attributes, the types (dtype, shape, strides) of its inputs and outputs,
  * and the precision policy — text that is identical for two groups exactly
- * when one kernel unit serves both. Its BLAKE3 hash is the cache key.
+ * when one kernel unit serves both. Its BLAKE3 hash is the cache key. The
+ * value of a scalar input is part of the text, so a unit may compile it in.
  * (docs/ARCHITECTURE.md, "Partitioning".) */
 #ifndef KFUSE_PARTITION_H
 #define KFUSE_PARTITION_H
@@ -114,8 +125,9 @@ typedef struct kf_storage {
 } kf_storage;
 
 typedef struct kf_memplan {
-  int64_t arena_bytes;     /* with liveness-based reuse */
-  int64_t naive_bytes;     /* every intermediate in its own region */
+  int64_t arena_bytes;     /* with liveness-based reuse; includes the scratch */
+  int64_t naive_bytes;     /* every intermediate in its own region, plus the
+                              scratch */
   int64_t scratch_offset;  /* start of the per-step scratch area */
   int64_t scratch_bytes;
   kf_storage *storage;     /* indexed by value id */
@@ -125,7 +137,11 @@ typedef struct kf_memplan {
  * are graph outputs are written in place; views alias; other group outputs
  * get arena regions (256-byte aligned) reused once their last reader ran;
  * scratch_bytes of per-group scratch (GEMM workspaces) is reserved after
- * them. */
+ * them. Values inside a group and scalars get KF_STORAGE_NONE. The graph's
+ * outputs must be as the materialize-outputs pass leaves them (computed,
+ * contiguous, distinct; a graph output that is a whole reshape of a
+ * computed value makes that value OUTPUT storage): KF_ERR_INVALID
+ * otherwise. */
 KF_API kf_status kf_memplan_build(const kf_partition *p, int64_t scratch_bytes,
                                   kf_memplan **out, kf_diag *diag);
 KF_API void kf_memplan_destroy(kf_memplan *m);

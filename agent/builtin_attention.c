@@ -1,0 +1,156 @@
+/* agent/builtin_attention.c — ATTENTION groups (kf.sdpa) on the warp-per-
+ * query-row kernel agent/templates/attention.cu: every layout of q, k, v
+ * (strides, broadcast batch dims), boolean or additive masks, causal
+ * masking, an explicit scale, grouped-query attention. Computed in fp32
+ * (fp64 for f64 and the reference). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_int.h"
+
+static void list(char *buf, size_t n, const int64_t *v, int k) {
+  size_t o = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < k && o < n; i++)
+    o += (size_t)snprintf(buf + o, n - o, "%s%lldLL", i ? ", " : "", (long long)v[i]);
+  if (k == 0) snprintf(buf, n, "0LL");
+}
+
+/* batch strides of t over the output's batch dims (right-aligned, 0 where
+ * t has size 1 or lacks the dim) */
+static void batch_strides(const kf_type *t, int nb, const int64_t *bshape, int64_t *out) {
+  int tb = t->rank - 2; /* t's batch dims */
+  for (int i = 0; i < nb; i++) {
+    int j = tb - nb + i;
+    out[i] = (j >= 0 && t->shape[j] != 1 && t->shape[j] == bshape[i]) ? t->strides[j] : 0;
+  }
+}
+
+kf_status kb_unit_attention(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                            kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+  const kf_op *a = g->anchor;
+  if (!a || a->code != KF_OP_SDPA) return kb_unsupported(diag, g, a, "ATTENTION group without sdpa");
+  if (g->n_ops != 1) return kb_unsupported(diag, g, a, "attention with fused ops");
+  const kf_value *qv = a->operands[0], *kv = a->operands[1], *vv = a->operands[2];
+  const kf_value *mv = a->n_operands > 3 ? a->operands[3] : NULL;
+  const kf_value *res = a->results[0];
+  const kf_type *q = &qv->type, *k = &kv->type, *v = &vv->type, *r = &res->type;
+  int oi = kb_group_output(g, res);
+  if (oi < 0 || kf_type_numel(r) == 0) return KF_OK;
+  if (!kf_type_is_contiguous(r)) return kb_unsupported(diag, g, a, "non-contiguous result");
+  int R = q->rank, nb = R - 2;
+  int64_t L = q->shape[R - 2], E = q->shape[R - 1], S = k->shape[R - 2], EV = v->shape[R - 1];
+  if (E > 1024) return kb_unsupported(diag, g, a, "head size %lld over 1024", (long long)E);
+  int64_t bshape[KF_MAX_RANK], qbs[KF_MAX_RANK], kbs[KF_MAX_RANK], vbs[KF_MAX_RANK], mbs[KF_MAX_RANK];
+  for (int i = 0; i < nb; i++) bshape[i] = r->shape[i];
+  batch_strides(q, nb, bshape, qbs);
+  bool gqa = kf_op_get_bool(a, "enable_gqa");
+  int gdim = -1;
+  int64_t ratio = 1;
+  if (gqa && nb >= 1 && k->shape[R - 3] != q->shape[R - 3]) {
+    gdim = nb - 1;
+    ratio = q->shape[R - 3] / k->shape[R - 3];
+  }
+  /* k and v: broadcast batch dims, and the head dim divided under gqa */
+  for (int i = 0; i < nb; i++) {
+    int64_t ks = k->shape[i], vs = v->shape[i];
+    kbs[i] = (ks == 1) ? 0 : k->strides[i];
+    vbs[i] = (vs == 1) ? 0 : v->strides[i];
+    if (i != gdim && ks != bshape[i]) kbs[i] = 0;
+    if (i != gdim && vs != bshape[i]) vbs[i] = 0;
+  }
+  int mask = 0;
+  int64_t msl = 0, mss = 0;
+  if (mv) {
+    const kf_type *m = &mv->type;
+    mask = m->dtype == KF_DTYPE_BOOL ? 1 : 2;
+    /* right-aligned to [..., L, S] */
+    int mr = m->rank;
+    if (mr >= 1 && m->shape[mr - 1] != 1) mss = m->strides[mr - 1];
+    if (mr >= 2 && m->shape[mr - 2] != 1) msl = m->strides[mr - 2];
+    for (int i = 0; i < nb; i++) {
+      int j = mr - 2 - nb + i;
+      mbs[i] = (j >= 0 && m->shape[j] != 1) ? m->strides[j] : 0;
+    }
+  } else {
+    for (int i = 0; i < nb; i++) mbs[i] = 0;
+  }
+  bool fp64 = o->fp64;
+  kf_dtype acc = fp64 || q->dtype == KF_DTYPE_F64 ? KF_DTYPE_F64 : KF_DTYPE_F32;
+  double scale = kf_op_has_attr(a, "scale") ? kf_op_get_float(a, "scale") : 1.0 / sqrt((double)E);
+
+  char name[96];
+  snprintf(name, sizeof name, "%s_k%d", u->name, u->n_steps);
+  kb_kernel kk;
+  kb_init(&kk, o, name, 1, (const int64_t[]){1});
+  int pq = kb_use_param(&kk, KF_UARG_INPUT, kb_group_input(g, qv), q->dtype, false);
+  int pk = kb_use_param(&kk, KF_UARG_INPUT, kb_group_input(g, kv), k->dtype, false);
+  int pv = kb_use_param(&kk, KF_UARG_INPUT, kb_group_input(g, vv), v->dtype, false);
+  int pm = mv ? kb_use_param(&kk, KF_UARG_INPUT, kb_group_input(g, mv), mv->type.dtype, false) : -1;
+  int po = kb_use_param(&kk, KF_UARG_OUTPUT, oi, r->dtype, true);
+  char b[512];
+  int64_t rows = L;
+  for (int i = 0; i < nb; i++) rows *= bshape[i];
+  kb_def_params(&kk);
+  kb_def(&kk, "KF_NB", "%d", nb ? nb : 1);
+  list(b, sizeof b, bshape, nb);
+  if (nb == 0) snprintf(b, sizeof b, "1LL");
+  kb_def(&kk, "KF_BSHAPE", "%s", b);
+  list(b, sizeof b, qbs, nb);
+  kb_def(&kk, "KF_QBS", "%s", b);
+  list(b, sizeof b, kbs, nb);
+  kb_def(&kk, "KF_KBS", "%s", b);
+  list(b, sizeof b, vbs, nb);
+  kb_def(&kk, "KF_VBS", "%s", b);
+  list(b, sizeof b, mbs, nb);
+  kb_def(&kk, "KF_MBS", "%s", b);
+  kb_def(&kk, "KF_GQA_DIM", "%d", gdim);
+  kb_def(&kk, "KF_GQA_RATIO", "%lldLL", (long long)ratio);
+  kb_def(&kk, "KF_ROWS", "%lldLL", (long long)rows);
+  kb_def(&kk, "KF_L", "%lldLL", (long long)L);
+  kb_def(&kk, "KF_S", "%lldLL", (long long)S);
+  kb_def(&kk, "KF_E", "%lld", (long long)E);
+  kb_def(&kk, "KF_EV", "%lld", (long long)EV);
+  kb_def(&kk, "KF_EPL", "%lld", (long long)((EV + 31) / 32));
+  kb_def(&kk, "KF_QSL", "%lldLL", (long long)q->strides[R - 2]);
+  kb_def(&kk, "KF_QSE", "%lldLL", (long long)q->strides[R - 1]);
+  kb_def(&kk, "KF_KSS", "%lldLL", (long long)k->strides[R - 2]);
+  kb_def(&kk, "KF_KSE", "%lldLL", (long long)k->strides[R - 1]);
+  kb_def(&kk, "KF_VSS", "%lldLL", (long long)v->strides[R - 2]);
+  kb_def(&kk, "KF_VSE", "%lldLL", (long long)v->strides[R - 1]);
+  kb_def(&kk, "KF_MSL", "%lldLL", (long long)msl);
+  kb_def(&kk, "KF_MSS", "%lldLL", (long long)mss);
+  kb_def(&kk, "KF_MASK", "%d", mask);
+  kb_def(&kk, "KF_CAUSAL", "%d", kf_op_get_bool(a, "is_causal") ? 1 : 0);
+  char lit[96];
+  kb_literal(kf_number_float(scale), acc, fp64, lit, sizeof lit);
+  kb_def(&kk, "KF_SCALE", "%s", lit);
+  kb_def(&kk, "KF_ACC", "%s", kb_storage_type(acc));
+  kb_def(&kk, "KF_QS", "%s", kb_storage_type(q->dtype));
+  kb_def(&kk, "KF_Q", "kf_p%d", pq);
+  kb_def(&kk, "KF_K", "kf_p%d", pk);
+  kb_def(&kk, "KF_V", "kf_p%d", pv);
+  if (pm >= 0) kb_def(&kk, "KF_M", "kf_p%d", pm);
+  kb_def(&kk, "KF_O", "kf_p%d", po);
+  /* offsets reach at most the largest operand's extent */
+  int64_t ext = kf_type_numel(r);
+  const kf_type *ts[4] = {q, k, v, mv ? &mv->type : NULL};
+  for (int t = 0; t < 4; t++) {
+    if (!ts[t]) continue;
+    int64_t x = 1;
+    for (int i = 0; i < ts[t]->rank; i++) x += (ts[t]->shape[i] - 1) * ts[t]->strides[i];
+    if (x > ext) ext = x;
+  }
+  kb_def(&kk, "KF_INDEX", "%s", ext < ((int64_t)1 << 30) && rows < ((int64_t)1 << 30) ? "int" : "long long");
+  int block = 256;
+  kb_def(&kk, "KF_BLOCK", "%d", block);
+  int64_t blocks = (rows + block / 32 - 1) / (block / 32);
+  if (blocks > 132 * 8) blocks = 132 * 8;
+  uint32_t grid[3] = {(uint32_t)(blocks < 1 ? 1 : blocks), 1, 1}, blk[3] = {(uint32_t)block, 1, 1};
+  kf_status s = kb_finish(&kk, u, src, "attention.cu", grid, blk, 0, diag);
+  kb_fini(&kk);
+  (void)p;
+  return s;
+}

@@ -1,0 +1,609 @@
+/* agent/builtin_opaque.c — OPAQUE groups: one op with a dedicated kernel.
+ *
+ *   reshape (a copy), cat, pad, index_select, gather, embedding, index
+ *       gathers on the element-wise template's generic path: one thread
+ *       per output element computes the source offset from its coordinates
+ *       (c[]) and loads it (KF_LDX); out-of-range indices (after wrapping
+ *       negative ones, as advanced indexing does) give 0 rather than an
+ *       illegal address; PyTorch would raise instead.
+ *   max_pool, avg_pool, adaptive_avg_pool       pool.cu
+ *   cumsum                                      scan.cu
+ *   full, arange and other element-wise ops     the element-wise builder
+ * CONV and ATTENTION groups have their own builders (builtin_conv.c,
+ * builtin_attention.c). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_int.h"
+
+/* ---- gathers on elementwise.cu -------------------------------------------- */
+
+typedef struct gx {
+  kb_kernel k;
+  int64_t extent; /* largest element offset any load or store reaches */
+} gx;
+
+static void gx_init(gx *x, const kf_builtin_options *o, const kf_unit *u, const kf_type *out) {
+  char name[96];
+  snprintf(name, sizeof name, "%s_k%d", u->name, u->n_steps);
+  int64_t one = 1;
+  if (out->rank == 0)
+    kb_init(&x->k, o, name, 1, &one);
+  else
+    kb_init(&x->k, o, name, out->rank, out->shape);
+  x->extent = kf_type_numel(out);
+}
+
+static int64_t type_extent(const kf_type *t) {
+  int64_t e = 1;
+  for (int i = 0; i < t->rank; i++) e += (t->shape[i] - 1) * (t->strides[i] < 0 ? -t->strides[i] : t->strides[i]);
+  return e;
+}
+
+/* a load access of group input v, addressed with explicit offsets */
+static int gx_input(gx *x, const kf_group *g, const kf_value *v) {
+  int gi = kb_group_input(g, v);
+  int prm = kb_use_param(&x->k, KF_UARG_INPUT, gi, v->type.dtype, false);
+  int64_t zero[KF_MAX_RANK] = {0};
+  int64_t e = type_extent(&v->type);
+  if (e > x->extent) x->extent = e;
+  /* distinct accesses per parameter: the stride row carries the param */
+  int a = kb_load(&x->k, prm, zero);
+  return a;
+}
+
+static kf_status gx_finish(gx *x, const kf_group *g, const kf_value *out, kf_unit *u, kf_strbuf *src,
+                           kf_diag *diag) {
+  kb_kernel *k = &x->k;
+  int oi = kb_group_output(g, out);
+  if (oi < 0) return KF_OK; /* the result is not used: nothing to write */
+  int64_t st[KF_MAX_RANK] = {0};
+  for (int i = 0; i < out->type.rank; i++) st[i] = out->type.strides[i];
+  int prm = kb_use_param(k, KF_UARG_OUTPUT, oi, out->type.dtype, true);
+  (void)kb_store(k, prm, st);
+  int64_t e = type_extent(&out->type);
+  if (e > x->extent) x->extent = e;
+  int64_t numel = 1;
+  for (int d = 0; d < k->rank; d++) numel *= k->shape[d];
+  kb_rules r = kb_rules_elementwise(k->opt, numel, 4, false);
+  kb_def_params(k);
+  kb_def_accesses(k, "ST", 0, k->rank);
+  char buf[512];
+  size_t off = 0;
+  buf[0] = '\0';
+  for (int d = 0; d < k->rank; d++)
+    off += (size_t)snprintf(buf + off, sizeof buf - off, "%s%lldLL", d ? ", " : "", (long long)k->shape[d]);
+  kb_def(k, "KF_RANK", "%d", k->rank);
+  kb_def(k, "KF_SHAPE", "%s", buf);
+  kb_def(k, "KF_NUMEL", "%lldLL", (long long)numel);
+  kb_def(k, "KF_BLOCK", "%d", r.block);
+  kb_def(k, "KF_VEC", "1");
+  kb_def(k, "KF_INDEX", "%s", x->extent < ((int64_t)1 << 31) - ((int64_t)1 << 26) ? "int" : "long long");
+  for (int i = 0; i < k->n_loads; i++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "KF_L%d_B", i);
+    kb_def(k, nm, "0");
+  }
+  kb_def_body(k, "KF_BODY");
+  uint32_t grid[3] = {r.grid, 1, 1}, block[3] = {(uint32_t)r.block, 1, 1};
+  return kb_finish(k, u, src, "elementwise.cu", grid, block, 0, diag);
+}
+
+static const char *reg(const gx *x, kf_dtype t) { return kb_reg_type(t, x->k.opt->fp64); }
+
+/* "c[a] * s" terms; returns the written length */
+static void add_term(kf_strbuf *b, const char *coord, int64_t stride) {
+  if (stride == 0) return;
+  kf_strbuf_printf(b, " + (%s) * (I)%" PRId64 "LL", coord, stride);
+}
+
+static kf_status gx_emit_offset_load(gx *x, int a, const kf_strbuf *off, const char *ok,
+                                     kf_dtype dt, const char *fill) {
+  if (ok)
+    kb_emit(&x->k, "const %s kf_v = (%s) ? KF_LDX(%d, (I)0%s) : %s;", reg(x, dt), ok, a,
+            off->data ? off->data : "", fill);
+  else
+    kb_emit(&x->k, "const %s kf_v = KF_LDX(%d, (I)0%s);", reg(x, dt), a, off->data ? off->data : "");
+  kb_emit(&x->k, "KF_ST(0, kf_v);");
+  return KF_OK;
+}
+
+/* an index value loaded at `off`, wrapped, checked against size */
+static void gx_index(gx *x, int a, const char *var, const char *off, int64_t size) {
+  kb_emit(&x->k, "I %s = (I)KF_LDX(%d, (I)0%s);", var, a, off);
+  kb_emit(&x->k, "if (%s < 0) %s += (I)%" PRId64 "LL;", var, var, size);
+  kb_emit(&x->k, "kf_ok = kf_ok && %s >= 0 && %s < (I)%" PRId64 "LL;", var, var, size);
+}
+
+static kf_status op_reshape(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                            const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+  const kf_value *xv = op->operands[0], *r = op->results[0];
+  if (!kf_type_is_contiguous(&r->type)) return kb_unsupported(diag, g, op, "non-contiguous result");
+  gx x;
+  gx_init(&x, o, u, &r->type);
+  int a = gx_input(&x, g, xv);
+  kf_strbuf sh, st;
+  kf_strbuf_init(&sh);
+  kf_strbuf_init(&st);
+  const kf_type *t = &xv->type;
+  for (int i = 0; i < (t->rank ? t->rank : 1); i++) {
+    kf_strbuf_printf(&sh, "%s%lldLL", i ? ", " : "", (long long)(t->rank ? t->shape[i] : 1));
+    kf_strbuf_printf(&st, "%s%lldLL", i ? ", " : "", (long long)(t->rank ? t->strides[i] : 0));
+  }
+  kb_emit(&x.k, "constexpr long long kf_xs[%d] = {%s};", t->rank ? t->rank : 1, sh.data);
+  kb_emit(&x.k, "constexpr long long kf_xst[%d] = {%s};", t->rank ? t->rank : 1, st.data);
+  kb_emit(&x.k, "const %s kf_v = KF_LDX(%d, kf::offset_of(i, kf_xs, kf_xst));", reg(&x, t->dtype), a);
+  kb_emit(&x.k, "KF_ST(0, kf_v);");
+  kf_strbuf_fini(&sh);
+  kf_strbuf_fini(&st);
+  kf_status s = gx_finish(&x, g, r, u, src, diag);
+  kb_fini(&x.k);
+  (void)p;
+  return s;
+}
+
+static kf_status op_cat(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                        const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+  const kf_value *r = op->results[0];
+  int64_t d = kf_op_get_int(op, "dim");
+  gx x;
+  gx_init(&x, o, u, &r->type);
+  int64_t start = 0;
+  bool first = true;
+  char coord[64];
+  for (int i = 0; i < op->n_operands; i++) {
+    const kf_value *v = op->operands[i];
+    const kf_type *t = &v->type;
+    if (t->rank == 1 && t->shape[0] == 0 && r->type.rank != 1) continue; /* legacy empty */
+    if (t->shape[d] == 0) continue;
+    int a = gx_input(&x, g, v);
+    kf_strbuf off;
+    kf_strbuf_init(&off);
+    for (int j = 0; j < t->rank; j++) {
+      if (j == d)
+        snprintf(coord, sizeof coord, "c[%d] - (I)%" PRId64 "LL", j, start);
+      else
+        snprintf(coord, sizeof coord, "c[%d]", j);
+      add_term(&off, coord, t->strides[j]);
+    }
+    kb_emit(&x.k, "%sif (c[%" PRId64 "] < (I)%" PRId64 "LL) {", first ? "" : "else ", d,
+            start + t->shape[d]);
+    kb_emit(&x.k, "const %s kf_v = KF_LDX(%d, (I)0%s);", reg(&x, t->dtype), a, off.data ? off.data : "");
+    kb_emit(&x.k, "KF_ST(0, kf_v);");
+    kb_emit(&x.k, "}");
+    kf_strbuf_fini(&off);
+    start += t->shape[d];
+    first = false;
+  }
+  kf_status s = gx_finish(&x, g, r, u, src, diag);
+  kb_fini(&x.k);
+  (void)p;
+  return s;
+}
+
+static kf_status op_pad(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                        const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+  const kf_value *xv = op->operands[0], *r = op->results[0];
+  const kf_type *t = &xv->type;
+  int n;
+  const int64_t *pad = kf_op_get_ints(op, "pad", &n);
+  gx x;
+  gx_init(&x, o, u, &r->type);
+  int a = gx_input(&x, g, xv);
+  kf_strbuf off;
+  kf_strbuf_init(&off);
+  kb_emit(&x.k, "bool kf_ok = true;");
+  char coord[64];
+  for (int j = 0; j < t->rank; j++) {
+    int pi = t->rank - 1 - j; /* pad pairs start at the last dim */
+    int64_t before = pi < n / 2 ? pad[2 * pi] : 0;
+    if (before == 0 && r->type.shape[j] == t->shape[j]) {
+      snprintf(coord, sizeof coord, "c[%d]", j);
+    } else {
+      kb_emit(&x.k, "const I kf_s%d = c[%d] - (I)%" PRId64 "LL;", j, j, before);
+      kb_emit(&x.k, "kf_ok = kf_ok && kf_s%d >= 0 && kf_s%d < (I)%" PRId64 "LL;", j, j, t->shape[j]);
+      snprintf(coord, sizeof coord, "kf_s%d", j);
+    }
+    add_term(&off, coord, t->strides[j]);
+  }
+  char fill[96];
+  kb_literal(kf_op_get_number(op, "value"), t->dtype, o->fp64, fill, sizeof fill);
+  gx_emit_offset_load(&x, a, &off, "kf_ok", t->dtype, fill);
+  kf_strbuf_fini(&off);
+  kf_status s = gx_finish(&x, g, r, u, src, diag);
+  kb_fini(&x.k);
+  (void)p;
+  return s;
+}
+
+static kf_status op_index_select(const kf_partition *p, const kf_group *g,
+                                 const kf_builtin_options *o, const kf_op *op, kf_unit *u,
+                                 kf_strbuf *src, kf_diag *diag) {
+  const kf_value *xv = op->operands[0], *iv = op->operands[1], *r = op->results[0];
+  const kf_type *t = &xv->type;
+  int64_t d = kf_op_get_int(op, "dim");
+  gx x;
+  gx_init(&x, o, u, &r->type);
+  int a = gx_input(&x, g, xv), b = gx_input(&x, g, iv);
+  kb_emit(&x.k, "bool kf_ok = true;");
+  char ioff[128] = "";
+  if (t->rank == 0) {
+    gx_index(&x, b, "kf_j", "", 1);
+  } else {
+    if (iv->type.rank == 1) snprintf(ioff, sizeof ioff, " + c[%" PRId64 "] * (I)%" PRId64 "LL", d, iv->type.strides[0]);
+    gx_index(&x, b, "kf_j", ioff, t->shape[d]);
+  }
+  kf_strbuf off;
+  kf_strbuf_init(&off);
+  char coord[64];
+  for (int j = 0; j < t->rank; j++) {
+    snprintf(coord, sizeof coord, j == d ? "kf_j" : "c[%d]", j);
+    add_term(&off, coord, t->strides[j]);
+  }
+  char zero[96];
+  kb_literal(kf_number_int(0), t->dtype, o->fp64, zero, sizeof zero);
+  gx_emit_offset_load(&x, a, &off, "kf_ok", t->dtype, zero);
+  kf_strbuf_fini(&off);
+  kf_status s = gx_finish(&x, g, r, u, src, diag);
+  kb_fini(&x.k);
+  (void)p;
+  return s;
+}
+
+static kf_status op_gather(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                           const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+  const kf_value *xv = op->operands[0], *iv = op->operands[1], *r = op->results[0];
+  const kf_type *t = &xv->type;
+  int64_t d = kf_op_get_int(op, "dim");
+  gx x;
+  gx_init(&x, o, u, &r->type);
+  int a = gx_input(&x, g, xv), b = gx_input(&x, g, iv);
+  kb_emit(&x.k, "bool kf_ok = true;");
+  kf_strbuf ioff;
+  kf_strbuf_init(&ioff);
+  char coord[64];
+  for (int j = 0; j < iv->type.rank; j++) {
+    snprintf(coord, sizeof coord, "c[%d]", j);
+    add_term(&ioff, coord, iv->type.strides[j]);
+  }
+  gx_index(&x, b, "kf_j", ioff.data ? ioff.data : "", t->rank ? t->shape[d] : 1);
+  kf_strbuf off;
+  kf_strbuf_init(&off);
+  for (int j = 0; j < t->rank; j++) {
+    snprintf(coord, sizeof coord, j == d ? "kf_j" : "c[%d]", j);
+    add_term(&off, coord, t->strides[j]);
+  }
+  char zero[96];
+  kb_literal(kf_number_int(0), t->dtype, o->fp64, zero, sizeof zero);
+  gx_emit_offset_load(&x, a, &off, "kf_ok", t->dtype, zero);
+  kf_strbuf_fini(&off);
+  kf_strbuf_fini(&ioff);
+  kf_status s = gx_finish(&x, g, r, u, src, diag);
+  kb_fini(&x.k);
+  (void)p;
+  return s;
+}
+
+static kf_status op_embedding(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                              const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+  const kf_value *wv = op->operands[0], *iv = op->operands[1], *r = op->results[0];
+  const kf_type *w = &wv->type;
+  int ir = iv->type.rank;
+  gx x;
+  gx_init(&x, o, u, &r->type);
+  int a = gx_input(&x, g, wv), b = gx_input(&x, g, iv);
+  kb_emit(&x.k, "bool kf_ok = true;");
+  kf_strbuf ioff;
+  kf_strbuf_init(&ioff);
+  char coord[64];
+  for (int j = 0; j < ir; j++) {
+    snprintf(coord, sizeof coord, "c[%d]", j);
+    add_term(&ioff, coord, iv->type.strides[j]);
+  }
+  gx_index(&x, b, "kf_j", ioff.data ? ioff.data : "", w->shape[0]);
+  kf_strbuf off;
+  kf_strbuf_init(&off);
+  add_term(&off, "kf_j", w->strides[0]);
+  snprintf(coord, sizeof coord, "c[%d]", ir);
+  add_term(&off, coord, w->strides[1]);
+  char zero[96];
+  kb_literal(kf_number_int(0), w->dtype, o->fp64, zero, sizeof zero);
+  gx_emit_offset_load(&x, a, &off, "kf_ok", w->dtype, zero);
+  kf_strbuf_fini(&off);
+  kf_strbuf_fini(&ioff);
+  kf_status s = gx_finish(&x, g, r, u, src, diag);
+  kb_fini(&x.k);
+  (void)p;
+  return s;
+}
+
+/* x[..., idx0, ..., idxk, ...] with index tensors broadcast together */
+static kf_status op_index(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                          const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+  const kf_value *xv = op->operands[0], *r = op->results[0];
+  const kf_type *t = &xv->type;
+  int n;
+  const int64_t *dims = kf_op_get_ints(op, "dims", &n);
+  int ni = op->n_operands - 1;
+  if (n != ni || ni < 1) return kb_unsupported(diag, g, op, "dims and index operands differ");
+  /* broadcast shape of the indices */
+  int nb = 0;
+  int64_t bshape[KF_MAX_RANK];
+  for (int k = 0; k < ni; k++) {
+    const kf_type *it = &op->operands[k + 1]->type;
+    if (it->rank > nb) {
+      for (int j = nb - 1; j >= 0; j--) bshape[j + it->rank - nb] = bshape[j];
+      for (int j = 0; j < it->rank - nb; j++) bshape[j] = 1;
+      nb = it->rank;
+    }
+    for (int j = 0; j < it->rank; j++) {
+      int bj = nb - it->rank + j;
+      if (it->shape[j] != 1) bshape[bj] = it->shape[j];
+    }
+  }
+  bool adjacent = dims[n - 1] - dims[0] == n - 1;
+  int bpos = adjacent ? (int)dims[0] : 0;
+  gx x;
+  gx_init(&x, o, u, &r->type);
+  int a = gx_input(&x, g, xv);
+  kb_emit(&x.k, "bool kf_ok = true;");
+  char coord[64], var[32];
+  for (int k = 0; k < ni; k++) {
+    const kf_value *iv = op->operands[k + 1];
+    const kf_type *it = &iv->type;
+    int b = gx_input(&x, g, iv);
+    kf_strbuf ioff;
+    kf_strbuf_init(&ioff);
+    for (int j = 0; j < it->rank; j++) {
+      int bj = nb - it->rank + j;
+      if (it->shape[j] == 1) continue;
+      snprintf(coord, sizeof coord, "c[%d]", bpos + bj);
+      add_term(&ioff, coord, it->strides[j]);
+    }
+    snprintf(var, sizeof var, "kf_j%d", k);
+    gx_index(&x, b, var, ioff.data ? ioff.data : "", t->shape[dims[k]]);
+    kf_strbuf_fini(&ioff);
+  }
+  kf_strbuf off;
+  kf_strbuf_init(&off);
+  int rest = 0;
+  for (int j = 0; j < t->rank; j++) {
+    int k = -1;
+    for (int q = 0; q < n; q++)
+      if (dims[q] == j) k = q;
+    if (k >= 0) {
+      snprintf(coord, sizeof coord, "kf_j%d", k);
+    } else {
+      int pos;
+      if (adjacent)
+        pos = j < dims[0] ? j : j - n + nb;
+      else
+        pos = nb + rest;
+      rest++;
+      snprintf(coord, sizeof coord, "c[%d]", pos);
+    }
+    add_term(&off, coord, t->strides[j]);
+  }
+  char zero[96];
+  kb_literal(kf_number_int(0), t->dtype, o->fp64, zero, sizeof zero);
+  gx_emit_offset_load(&x, a, &off, "kf_ok", t->dtype, zero);
+  kf_strbuf_fini(&off);
+  kf_status s = gx_finish(&x, g, r, u, src, diag);
+  kb_fini(&x.k);
+  (void)p;
+  return s;
+}
+
+/* ---- pools (pool.cu) --------------------------------------------------------- */
+
+static void list3(char *buf, size_t n, const int64_t *v) {
+  snprintf(buf, n, "%lldLL, %lldLL, %lldLL", (long long)v[0], (long long)v[1], (long long)v[2]);
+}
+
+static kf_status op_pool(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                         const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+  const kf_value *xv = op->operands[0], *r = op->results[0];
+  const kf_type *t = &xv->type, *rt = &r->type;
+  if (!kf_dtype_is_float(t->dtype)) return kb_unsupported(diag, g, op, "pooling of a non-float tensor");
+  int nk;
+  int mode = op->code == KF_OP_MAX_POOL ? 0 : op->code == KF_OP_AVG_POOL ? 1 : 2;
+  int64_t K[3] = {1, 1, 1}, S[3] = {1, 1, 1}, P[3] = {0, 0, 0}, D[3] = {1, 1, 1};
+  if (mode < 2) {
+    int n1, n2, n3;
+    const int64_t *k = kf_op_get_ints(op, "kernel", &nk);
+    const int64_t *s = kf_op_get_ints(op, "stride", &n1);
+    const int64_t *pd = kf_op_get_ints(op, "padding", &n2);
+    const int64_t *dl = mode == 0 ? kf_op_get_ints(op, "dilation", &n3) : NULL;
+    for (int i = 0; i < nk; i++) {
+      K[3 - nk + i] = k[i];
+      S[3 - nk + i] = s[i];
+      P[3 - nk + i] = pd[i];
+      if (dl) D[3 - nk + i] = dl[i];
+    }
+  } else {
+    /* adaptive: the dims whose size changes must be the last three */
+    nk = 0;
+    for (int i = 0; i < t->rank && !nk; i++)
+      if (t->shape[i] != rt->shape[i]) nk = t->rank - i;
+    if (nk > 3) return kb_unsupported(diag, g, op, "adaptive pooling over more than 3 dims");
+    if (nk == 0) nk = 1;
+  }
+  if (nk > t->rank) return kb_unsupported(diag, g, op, "rank too small for the pool");
+  int lr = t->rank - nk;
+  int64_t IN[3] = {1, 1, 1}, IST[3] = {0, 0, 0}, OUT[3] = {1, 1, 1};
+  for (int i = 0; i < nk; i++) {
+    IN[3 - nk + i] = t->shape[lr + i];
+    IST[3 - nk + i] = t->strides[lr + i];
+    OUT[3 - nk + i] = rt->shape[lr + i];
+  }
+  char name[96];
+  snprintf(name, sizeof name, "%s_k%d", u->name, u->n_steps);
+  kb_kernel k;
+  kb_init(&k, o, name, 1, (const int64_t[]){1});
+  int px = kb_use_param(&k, KF_UARG_INPUT, kb_group_input(g, xv), t->dtype, false);
+  int oy = kb_group_output(g, r);
+  int oi = mode == 0 ? kb_group_output(g, op->results[1]) : -1;
+  if (oy < 0 && oi < 0) {
+    kb_fini(&k);
+    return KF_OK;
+  }
+  /* values are needed even when only the indices leave the group: write
+   * them to scratch */
+  int py;
+  if (oy >= 0) {
+    py = kb_use_param(&k, KF_UARG_OUTPUT, oy, rt->dtype, true);
+  } else {
+    int sidx = kf_unit_add_scratch(u, kf_type_numel(rt) * (int64_t)kf_dtype_size(rt->dtype));
+    if (sidx < 0) {
+      kb_fini(&k);
+      return KF_ERR_NOMEM;
+    }
+    py = kb_use_param(&k, KF_UARG_SCRATCH, sidx, rt->dtype, true);
+  }
+  int pi = oi >= 0 ? kb_use_param(&k, KF_UARG_OUTPUT, oi, KF_DTYPE_I64, true) : -1;
+  int64_t planes = 1;
+  char ls[256] = "", lst[256] = "", b[128];
+  size_t o1 = 0, o2 = 0;
+  for (int i = 0; i < lr; i++) {
+    planes *= t->shape[i];
+    o1 += (size_t)snprintf(ls + o1, sizeof ls - o1, "%s%lldLL", i ? ", " : "", (long long)t->shape[i]);
+    o2 += (size_t)snprintf(lst + o2, sizeof lst - o2, "%s%lldLL", i ? ", " : "", (long long)t->strides[i]);
+  }
+  if (lr == 0) {
+    snprintf(ls, sizeof ls, "1LL");
+    snprintf(lst, sizeof lst, "0LL");
+  }
+  kb_def_params(&k);
+  kb_def(&k, "KF_MODE", "%d", mode);
+  kb_def(&k, "KF_LRANK", "%d", lr ? lr : 1);
+  kb_def(&k, "KF_LSHAPE", "%s", ls);
+  kb_def(&k, "KF_LST", "%s", lst);
+  kb_def(&k, "KF_PLANES", "%lldLL", (long long)planes);
+  list3(b, sizeof b, IN);
+  kb_def(&k, "KF_IN", "%s", b);
+  list3(b, sizeof b, IST);
+  kb_def(&k, "KF_IST", "%s", b);
+  list3(b, sizeof b, OUT);
+  kb_def(&k, "KF_OUT", "%s", b);
+  list3(b, sizeof b, K);
+  kb_def(&k, "KF_K", "%s", b);
+  list3(b, sizeof b, S);
+  kb_def(&k, "KF_S", "%s", b);
+  list3(b, sizeof b, P);
+  kb_def(&k, "KF_P", "%s", b);
+  list3(b, sizeof b, D);
+  kb_def(&k, "KF_D", "%s", b);
+  kb_def(&k, "KF_CIP", "%d", mode == 1 && kf_op_get_bool(op, "count_include_pad") ? 1 : 0);
+  kb_def(&k, "KF_DIV", "%lldLL", mode == 1 && kf_op_has_attr(op, "divisor") ? (long long)kf_op_get_int(op, "divisor") : 0LL);
+  kb_def(&k, "KF_XS", "%s", kb_storage_type(t->dtype));
+  kb_def(&k, "KF_ACC", "%s", kb_reg_type(t->dtype == KF_DTYPE_F64 ? KF_DTYPE_F64 : KF_DTYPE_F32, o->fp64));
+  kb_def(&k, "KF_X", "kf_p%d", px);
+  kb_def(&k, "KF_Y", "kf_p%d", py);
+  kb_def(&k, "KF_HAS_IDX", "%d", pi >= 0 ? 1 : 0);
+  if (pi >= 0) kb_def(&k, "KF_YI", "kf_p%d", pi);
+  int64_t total = kf_type_numel(rt);
+  int64_t ext = type_extent(t);
+  kb_def(&k, "KF_INDEX", "%s", (total < ((int64_t)1 << 30) && ext < ((int64_t)1 << 30)) ? "int" : "long long");
+  kb_rules rr = kb_rules_elementwise(o, total, 4, false);
+  kb_def(&k, "KF_BLOCK", "%d", rr.block);
+  uint32_t grid[3] = {rr.grid, 1, 1}, block[3] = {(uint32_t)rr.block, 1, 1};
+  kf_status st = kb_finish(&k, u, src, "pool.cu", grid, block, 0, diag);
+  kb_fini(&k);
+  (void)p;
+  return st;
+}
+
+/* ---- cumsum (scan.cu) --------------------------------------------------------- */
+
+static kf_status op_cumsum(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                           const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+  const kf_value *xv = op->operands[0], *r = op->results[0];
+  const kf_type *t = &xv->type, *rt = &r->type;
+  int oy = kb_group_output(g, r);
+  if (oy < 0) return KF_OK;
+  int64_t d = t->rank ? kf_op_get_int(op, "dim") : 0;
+  char name[96];
+  snprintf(name, sizeof name, "%s_k%d", u->name, u->n_steps);
+  kb_kernel k;
+  kb_init(&k, o, name, 1, (const int64_t[]){1});
+  int px = kb_use_param(&k, KF_UARG_INPUT, kb_group_input(g, xv), t->dtype, false);
+  int py = kb_use_param(&k, KF_UARG_OUTPUT, oy, rt->dtype, true);
+  char ks[256] = "", xs[256] = "", ys[256] = "";
+  size_t a = 0, b = 0, c = 0;
+  int kr = 0;
+  int64_t rows = 1;
+  for (int i = 0; i < t->rank; i++) {
+    if (i == d) continue;
+    rows *= t->shape[i];
+    a += (size_t)snprintf(ks + a, sizeof ks - a, "%s%lldLL", kr ? ", " : "", (long long)t->shape[i]);
+    b += (size_t)snprintf(xs + b, sizeof xs - b, "%s%lldLL", kr ? ", " : "", (long long)t->strides[i]);
+    c += (size_t)snprintf(ys + c, sizeof ys - c, "%s%lldLL", kr ? ", " : "", (long long)rt->strides[i]);
+    kr++;
+  }
+  if (kr == 0) {
+    snprintf(ks, sizeof ks, "1LL");
+    snprintf(xs, sizeof xs, "0LL");
+    snprintf(ys, sizeof ys, "0LL");
+  }
+  int64_t len = t->rank ? t->shape[d] : 1;
+  kf_dtype acc = kf_dtype_is_float(rt->dtype) ? (rt->dtype == KF_DTYPE_F64 ? KF_DTYPE_F64 : KF_DTYPE_F32)
+                                             : KF_DTYPE_I64;
+  kb_def_params(&k);
+  kb_def(&k, "KF_ROWS", "%lldLL", (long long)rows);
+  kb_def(&k, "KF_LEN", "%lldLL", (long long)len);
+  kb_def(&k, "KF_KRANK", "%d", kr ? kr : 1);
+  kb_def(&k, "KF_KSHAPE", "%s", ks);
+  kb_def(&k, "KF_XSK", "%s", xs);
+  kb_def(&k, "KF_YSK", "%s", ys);
+  kb_def(&k, "KF_XSL", "%lldLL", (long long)(t->rank ? t->strides[d] : 0));
+  kb_def(&k, "KF_YSL", "%lldLL", (long long)(rt->rank ? rt->strides[d] : 0));
+  kb_def(&k, "KF_ACC", "%s", kb_reg_type(acc, o->fp64));
+  kb_def(&k, "KF_X", "kf_p%d", px);
+  kb_def(&k, "KF_Y", "kf_p%d", py);
+  int64_t ext = type_extent(t) > type_extent(rt) ? type_extent(t) : type_extent(rt);
+  kb_def(&k, "KF_INDEX", "%s", ext < ((int64_t)1 << 30) && rows < ((int64_t)1 << 30) ? "int" : "long long");
+  int block = 256;
+  kb_def(&k, "KF_BLOCK", "%d", block);
+  int64_t blocks = (rows + block / 32 - 1) / (block / 32);
+  if (blocks > 132 * 8) blocks = 132 * 8;
+  if (blocks < 1) blocks = 1;
+  uint32_t grid[3] = {(uint32_t)blocks, 1, 1}, blk[3] = {(uint32_t)block, 1, 1};
+  kf_status st = kb_finish(&k, u, src, "scan.cu", grid, blk, 0, diag);
+  kb_fini(&k);
+  (void)p;
+  return st;
+}
+
+/* ---- dispatch ------------------------------------------------------------------- */
+
+kf_status kb_unit_opaque(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                         kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+  bool all_ew = g->n_ops > 0;
+  for (int i = 0; i < g->n_ops; i++) all_ew &= kb_expr_can(g->ops[i]);
+  if (all_ew) return kb_unit_elementwise(p, g, o, u, src, diag);
+  if (g->n_ops != 1) return kb_unsupported(diag, g, NULL, "an opaque group of %d ops", g->n_ops);
+  const kf_op *op = g->ops[0];
+  for (int i = 0; i < op->n_operands; i++) {
+    const kf_value *v = op->operands[i];
+    if (v && v->type.kind == KF_TYPE_TENSOR && kb_group_input(g, v) < 0)
+      return kb_unsupported(diag, g, op, "operand %d is not a group input", i);
+  }
+  for (int i = 0; i < op->n_results; i++)
+    if (kf_type_numel(&op->results[i]->type) == 0) return KF_OK;
+  switch (op->code) {
+  case KF_OP_RESHAPE: return op_reshape(p, g, o, op, u, src, diag);
+  case KF_OP_CAT: return op_cat(p, g, o, op, u, src, diag);
+  case KF_OP_PAD: return op_pad(p, g, o, op, u, src, diag);
+  case KF_OP_INDEX_SELECT: return op_index_select(p, g, o, op, u, src, diag);
+  case KF_OP_GATHER: return op_gather(p, g, o, op, u, src, diag);
+  case KF_OP_EMBEDDING: return op_embedding(p, g, o, op, u, src, diag);
+  case KF_OP_INDEX: return op_index(p, g, o, op, u, src, diag);
+  case KF_OP_MAX_POOL: case KF_OP_AVG_POOL: case KF_OP_ADAPTIVE_AVG_POOL:
+    return op_pool(p, g, o, op, u, src, diag);
+  case KF_OP_CUMSUM: return op_cumsum(p, g, o, op, u, src, diag);
+  default: break;
+  }
+  return kb_unsupported(diag, g, op, "no built-in kernel for this op");
+}

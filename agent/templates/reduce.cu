@@ -1,0 +1,174 @@
+// reduce.cu — row reductions and row normalisations: sum/mean/prod/amax/
+// amin/any/all/var/norm/argmax/argmin/max_dim/min_dim, softmax/log_softmax,
+// layer/group/batch norm, each with its element-wise prologue (computed on
+// load) and epilogue (on store).
+//
+// The anchor's input is seen as rows: the kept dims (KF_KSHAPE, KF_ROWS rows)
+// times the reduced dims (KF_RSHAPE, KF_RLEN elements per row), each access
+// with strides over both (KF_L<k>_SK / _SR, KF_S<k>_SK / _SR), so reduced
+// dims need not be contiguous. KF_TPR threads work on one row: consecutive
+// threads along the row (KF_ROWLAYOUT 1: a warp or a block per row, for
+// rows contiguous in memory) or consecutive rows per thread index
+// (KF_ROWLAYOUT 0: a column reduction, where neighbouring rows are
+// neighbours in memory). Threads combine with warp shuffles and shared
+// memory (kf_reduce.cuh).
+//
+// Bodies written by agent/builtin_reduce.c:
+//   KF_PRO   computes one element's value: KF_LD(k), KF_RIDX; KF_YIELD(v)
+//   KF_ROW   once per row with the results KF_RES0/KF_RES1: KF_LD, KF_ST
+//            at the row's offsets (accesses whose _SR strides are all 0)
+//   KF_ELEM  (KF_PHASE2) once per element after the row statistics: the
+//            element value KF_X, KF_RES0/1, KF_LD, KF_ST
+// With KF_CACHE > 0 each thread keeps its KF_CACHE element values in
+// registers between the two phases instead of recomputing them.
+//
+// KF_STAGE splits long rows over several blocks (grid.y = KF_SPLIT chunks
+// of KF_CHUNK elements): 0 = whole rows in one kernel; 1 = partial states
+// of each chunk to the scratch buffer KF_SCRATCH; 2 = combine the partials,
+// run KF_ROW; 3 = combine the partials, run KF_ELEM over this block's chunk.
+#include "kf_common.cuh"
+#include "kf_ops.cuh"
+#include "kf_reduce.cuh"
+
+#define KF_DECL_L(k)                                                            \
+  constexpr long long kf_lsk_##k[KF_KRANK] = {KF_L##k##_SK};                    \
+  constexpr long long kf_lsr_##k[KF_RRANK] = {KF_L##k##_SR};
+#define KF_DECL_S(k)                                                            \
+  constexpr long long kf_ssk_##k[KF_KRANK] = {KF_S##k##_SK};                    \
+  constexpr long long kf_ssr_##k[KF_RRANK] = {KF_S##k##_SR};
+#define KF_ROWOFF_L(k) const I kf_lro_##k = kf::dot(kc, kf_lsk_##k); (void)kf_lro_##k;
+#define KF_ROWOFF_S(k) const I kf_sro_##k = kf::dot(kc, kf_ssk_##k); (void)kf_sro_##k;
+
+// element accesses (rc: the element's coordinates in the reduced dims)
+#define KF_LD(k) kf::ld<KF_L##k##_R>(KF_L##k##_P + kf_lro_##k + kf::dot(rc, kf_lsr_##k))
+#define KF_ST(k, v) kf::st(KF_S##k##_P + kf_sro_##k + kf::dot(rc, kf_ssr_##k), (v))
+#define KF_RIDX r
+#define KF_RES0 kf_res0
+#define KF_RES1 kf_res1
+#define KF_X kf_x
+
+extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
+  typedef KF_INDEX I;
+  typedef KF_RED RED;
+  typedef typename RED::state S;
+  const RED red KF_RED_INIT;
+  constexpr long long kshape[KF_KRANK] = {KF_KSHAPE};
+  constexpr long long rshape[KF_RRANK] = {KF_RSHAPE};
+  (void)rshape;
+  KF_LOADS(KF_DECL_L)
+  KF_STORES(KF_DECL_S)
+  __shared__ S kf_smem[KF_BLOCK];
+  constexpr int RPB = KF_BLOCK / KF_TPR;
+  const int tid = (int)threadIdx.x;
+  const int slot = KF_ROWLAYOUT ? tid / KF_TPR : tid % RPB;
+  const int lane = KF_ROWLAYOUT ? tid % KF_TPR : tid / RPB;
+#if KF_STAGE == 0
+  const I r_begin = 0, r_end = (I)KF_RLEN;
+#else
+  S *const scratch = reinterpret_cast<S *>(KF_SCRATCH);
+  const I r_begin = (I)blockIdx.y * (I)KF_CHUNK;
+  const I r_end = r_begin + (I)KF_CHUNK < (I)KF_RLEN ? r_begin + (I)KF_CHUNK : (I)KF_RLEN;
+#endif
+  (void)r_begin;
+  (void)r_end;
+
+  for (I rb = (I)blockIdx.x * RPB; rb < (I)KF_ROWS; rb += (I)gridDim.x * RPB) {
+    const I row = rb + slot;
+    const bool valid = row < (I)KF_ROWS;
+    I kc[KF_KRANK];
+    kf::unravel(valid ? row : (I)0, kshape, kc);
+    KF_LOADS(KF_ROWOFF_L)
+    KF_STORES(KF_ROWOFF_S)
+    S st = red.init();
+#if KF_CACHE > 0
+    KF_ACC kf_cache[KF_CACHE];
+#endif
+
+#if KF_STAGE == 0 || KF_STAGE == 1
+    // ---- phase 1: the row's (or chunk's) elements into one state
+    if (valid) {
+#if KF_CACHE > 0
+#define KF_YIELD(v) do { const KF_ACC kf_v_ = (KF_ACC)(v); kf_cache[it] = kf_v_; red.add(st, kf_v_, (long long)r); } while (0)
+#pragma unroll
+      for (int it = 0; it < KF_CACHE; it++) {
+        const I r = r_begin + (I)lane + (I)it * KF_TPR;
+        if (r < r_end) {
+          I rc[KF_RRANK];
+          kf::unravel(r, rshape, rc);
+          KF_PRO
+        }
+      }
+#undef KF_YIELD
+#else
+#define KF_YIELD(v) red.add(st, (KF_ACC)(v), (long long)r)
+#pragma unroll 4
+      for (I r = r_begin + (I)lane; r < r_end; r += KF_TPR) {
+        I rc[KF_RRANK];
+        kf::unravel(r, rshape, rc);
+        KF_PRO
+      }
+#undef KF_YIELD
+#endif
+    }
+#else
+    // ---- the partial states of the row's chunks
+    if (valid)
+      for (int j = lane; j < KF_SPLIT; j += KF_TPR) st = red.combine(st, scratch[row * KF_SPLIT + j]);
+#endif
+    st = kf::row_allreduce<RED, KF_BLOCK, KF_TPR, KF_ROWLAYOUT>(red, st, kf_smem);
+
+#if KF_STAGE == 1
+    if (valid && lane == 0) scratch[row * KF_SPLIT + blockIdx.y] = st;
+#else
+    const auto kf_res0 = red.r0(st, (long long)KF_RLEN);
+    const auto kf_res1 = red.r1(st, (long long)KF_RLEN);
+    (void)kf_res0;
+    (void)kf_res1;
+#if KF_STAGE == 0 || KF_STAGE == 2
+    if (valid && lane == 0) {
+      const I rc[KF_RRANK] = {0};
+      (void)rc;
+      KF_ROW
+    }
+#endif
+#if KF_PHASE2 && (KF_STAGE == 0 || KF_STAGE == 3)
+    // ---- phase 2: every element again, with the row's statistics
+    if (valid) {
+#if KF_CACHE > 0 && KF_STAGE == 0
+#pragma unroll
+      for (int it = 0; it < KF_CACHE; it++) {
+        const I r = r_begin + (I)lane + (I)it * KF_TPR;
+        if (r < r_end) {
+          I rc[KF_RRANK];
+          kf::unravel(r, rshape, rc);
+          const KF_ACC kf_x = kf_cache[it];
+          KF_ELEM
+        }
+      }
+#else
+#define KF_YIELD(v) kf_x = (KF_ACC)(v)
+      for (I r = r_begin + (I)lane; r < r_end; r += KF_TPR) {
+        I rc[KF_RRANK];
+        kf::unravel(r, rshape, rc);
+        KF_ACC kf_x;
+        KF_PRO
+        KF_ELEM
+      }
+#undef KF_YIELD
+#endif
+    }
+#endif
+#endif
+  }
+}
+
+#undef KF_DECL_L
+#undef KF_DECL_S
+#undef KF_ROWOFF_L
+#undef KF_ROWOFF_S
+#undef KF_LD
+#undef KF_ST
+#undef KF_RIDX
+#undef KF_RES0
+#undef KF_RES1
+#undef KF_X

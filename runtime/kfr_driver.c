@@ -1,0 +1,217 @@
+/* kfr_driver.c — finds the CUDA driver and cuBLASLt at run time.
+ *
+ * Modules must start on machines without a GPU (and report that clearly),
+ * so neither library is a link-time dependency: libcuda.so.1 is opened with
+ * dlopen and its entry points come from cuGetProcAddress_v2; cuBLASLt is
+ * opened only when a model has a GEMM step. Both are loaded once per
+ * process and never closed (other instances may be using them); a failed
+ * attempt leaves nothing behind, so a later create tries again.
+ *
+ * Environment: KFUSE_LIBCUDA overrides the driver library (tests use it to
+ * point at a missing file or the toolkit's stub); KFUSE_CUBLASLT names the
+ * cuBLASLt library to use instead of searching. */
+#include <dlfcn.h>
+#include <glob.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kfr_int.h"
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static kfr_driver g_cu;
+static int g_cu_ready;
+static kfr_cublaslt g_lt;
+static int g_lt_ready;
+
+const char *kfr_cu_describe(const kfr_driver *d, CUresult r, char *buf,
+                            size_t n) {
+  const char *name = NULL, *text = NULL;
+  if (d && d->errname && d->errname(r, &name) != CUDA_SUCCESS)
+    name = NULL;
+  if (d && d->errstring && d->errstring(r, &text) != CUDA_SUCCESS)
+    text = NULL;
+  if (name)
+    snprintf(buf, n, "%s (%s)", name, text ? text : "no description");
+  else if (r == CUDA_ERROR_STUB_LIBRARY)
+    snprintf(buf, n, "CUDA error 34 (this libcuda.so.1 is the toolkit's stub, "
+             "not an NVIDIA driver)");
+  else
+    snprintf(buf, n, "CUDA error %d", (int)r);
+  return buf;
+}
+
+static int driver_fail(void *h, char *msg, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int driver_fail(void *h, char *msg, size_t n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, n, fmt, ap);
+  va_end(ap);
+  if (h)
+    dlclose(h);
+  memset(&g_cu, 0, sizeof g_cu);
+  return KFUSE_ENODRIVER;
+}
+
+/* Called with g_lock held. */
+static int load_driver(char *msg, size_t n) {
+  const char *path = getenv("KFUSE_LIBCUDA");
+  if (!path || !*path)
+    path = "libcuda.so.1";
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    return driver_fail(NULL, msg, n, "no CUDA driver: cannot load %s (%s); "
+                       "is an NVIDIA driver installed?", path, e ? e : "?");
+  }
+  PFN_cuGetProcAddress_v12000 getproc =
+      (PFN_cuGetProcAddress_v12000)dlsym(h, "cuGetProcAddress_v2");
+  PFN_cuDriverGetVersion_v2020 getversion =
+      (PFN_cuDriverGetVersion_v2020)dlsym(h, "cuDriverGetVersion");
+  g_cu.errname = (PFN_cuGetErrorName_v6000)dlsym(h, "cuGetErrorName");
+  g_cu.errstring = (PFN_cuGetErrorString_v6000)dlsym(h, "cuGetErrorString");
+  if (!getproc || !getversion)
+    return driver_fail(h, msg, n, "the CUDA driver %s is too old (no "
+                       "cuGetProcAddress_v2); CUDA 12 or newer is needed", path);
+  char why[256];
+  CUresult r = getversion(&g_cu.version);
+  if (r != CUDA_SUCCESS)
+    return driver_fail(h, msg, n, "no usable CUDA driver: cuDriverGetVersion "
+                       "failed: %s", kfr_cu_describe(&g_cu, r, why, sizeof why));
+  if (g_cu.version < KFR_CU_ABI)
+    return driver_fail(h, msg, n, "the CUDA driver supports CUDA %d.%d; kfuse "
+                       "modules need 12.0 or newer", g_cu.version / 1000,
+                       g_cu.version % 1000 / 10);
+  CUdriverProcAddressQueryResult found;
+  void *p;
+#define KFR_CU_RESOLVE(name, ver)                                             \
+  p = NULL;                                                                   \
+  r = getproc(#name, &p, KFR_CU_ABI, CU_GET_PROC_ADDRESS_DEFAULT, &found);    \
+  if (r != CUDA_SUCCESS || found != CU_GET_PROC_ADDRESS_SUCCESS || !p)        \
+    return driver_fail(h, msg, n, "the CUDA driver (CUDA %d.%d) has no %s: "  \
+                       "%s", g_cu.version / 1000, g_cu.version % 1000 / 10,   \
+                       #name, r != CUDA_SUCCESS                               \
+                           ? kfr_cu_describe(&g_cu, r, why, sizeof why)       \
+                           : "symbol not found for this version");            \
+  g_cu.name = (PFN_##name##_v##ver)p;
+  KFR_CU_FUNCS(KFR_CU_RESOLVE)
+#undef KFR_CU_RESOLVE
+  r = g_cu.cuInit(0);
+  if (r != CUDA_SUCCESS)
+    return driver_fail(h, msg, n, "no usable GPU: cuInit failed: %s",
+                       kfr_cu_describe(&g_cu, r, why, sizeof why));
+  return KFUSE_OK; /* h stays open for the life of the process */
+}
+
+int kfr_driver_load(const kfr_driver **out, char *msg, size_t n) {
+  int rc = KFUSE_OK;
+  pthread_mutex_lock(&g_lock);
+  if (!g_cu_ready) {
+    rc = load_driver(msg, n);
+    g_cu_ready = rc == KFUSE_OK;
+  }
+  pthread_mutex_unlock(&g_lock);
+  *out = rc == KFUSE_OK ? &g_cu : NULL;
+  return rc;
+}
+
+/* ---- cuBLASLt ------------------------------------------------------------ */
+
+#define LT_SONAME "libcublasLt.so.13"
+
+/* Try one path; on success resolve everything. Called with g_lock held. */
+static int try_lt(const char *path, char *tried, size_t tn) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  size_t used = strlen(tried);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(tried + used, tn - used, "%s%s (%s)", used ? "; " : "", path,
+             e ? e : "?");
+    return 0;
+  }
+  void *p;
+#define KFR_LT_RESOLVE(name)                                                 \
+  p = dlsym(h, #name);                                                       \
+  if (!p) {                                                                  \
+    snprintf(tried + used, tn - used, "%s%s (no %s)", used ? "; " : "", path, \
+             #name);                                                         \
+    dlclose(h);                                                              \
+    memset(&g_lt, 0, sizeof g_lt);                                           \
+    return 0;                                                                \
+  }                                                                          \
+  g_lt.name = (__typeof__(name) *)p;
+  KFR_LT_FUNCS(KFR_LT_RESOLVE)
+#undef KFR_LT_RESOLVE
+  snprintf(g_lt.path, sizeof g_lt.path, "%s", path);
+  return 1; /* h stays open for the life of the process */
+}
+
+/* Try every match of a glob pattern under prefix (skipped when prefix is an
+ * unset variable). */
+static int try_lt_glob(const char *prefix, const char *pattern, char *tried,
+                       size_t tn) {
+  if (!prefix || !*prefix)
+    return 0;
+  char pat[1024];
+  if (snprintf(pat, sizeof pat, "%s%s", prefix, pattern) >= (int)sizeof pat)
+    return 0;
+  glob_t g;
+  memset(&g, 0, sizeof g);
+  int ok = 0;
+  if (glob(pat, GLOB_BRACE | GLOB_NOSORT, NULL, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc && !ok; i++)
+      ok = try_lt(g.gl_pathv[i], tried, tn);
+  globfree(&g);
+  return ok;
+}
+
+static int load_lt(char *msg, size_t n) {
+  char tried[2048] = "";
+  const char *env = getenv("KFUSE_CUBLASLT");
+  if (env && *env) {
+    if (try_lt(env, tried, sizeof tried))
+      return KFUSE_OK;
+    snprintf(msg, n, "cannot load cuBLASLt from KFUSE_CUBLASLT: %s", tried);
+    return KFUSE_ELIBRARY;
+  }
+  /* by soname first: also finds the copy PyTorch already loaded */
+  if (try_lt(LT_SONAME, tried, sizeof tried))
+    return KFUSE_OK;
+  const char *site = "/lib/python3*/{site,dist}-packages/nvidia/{cu13,cublas}"
+                     "/lib/" LT_SONAME;
+  if (try_lt_glob(getenv("CUDA_HOME"), "/lib64/" LT_SONAME, tried,
+                  sizeof tried) ||
+      try_lt_glob(getenv("CUDA_PATH"), "/lib64/" LT_SONAME, tried,
+                  sizeof tried) ||
+      try_lt_glob("/usr/local/cuda", "/lib64/" LT_SONAME, tried,
+                  sizeof tried) ||
+      try_lt_glob(getenv("VIRTUAL_ENV"), site, tried, sizeof tried) ||
+      try_lt_glob(getenv("CONDA_PREFIX"), site, tried, sizeof tried) ||
+      try_lt_glob(getenv("HOME"), "/.local/lib/python3*/site-packages/nvidia/"
+                  "{cu13,cublas}/lib/" LT_SONAME, tried, sizeof tried) ||
+      try_lt_glob("/usr", "/local/lib/python3*/dist-packages/nvidia/"
+                  "{cu13,cublas}/lib/" LT_SONAME, tried, sizeof tried) ||
+      try_lt_glob("/usr", "/lib/python3/dist-packages/nvidia/{cu13,cublas}/lib/"
+                  LT_SONAME, tried, sizeof tried) ||
+      try_lt_glob("/opt", "/*/{.venv/,}lib/python3*/site-packages/nvidia/"
+                  "{cu13,cublas}/lib/" LT_SONAME, tried, sizeof tried))
+    return KFUSE_OK;
+  snprintf(msg, n, "cannot load cuBLASLt (" LT_SONAME ") for the model's GEMM "
+           "steps; tried %s; set KFUSE_CUBLASLT to its path", tried);
+  return KFUSE_ELIBRARY;
+}
+
+int kfr_cublaslt_load(const kfr_cublaslt **out, char *msg, size_t n) {
+  int rc = KFUSE_OK;
+  pthread_mutex_lock(&g_lock);
+  if (!g_lt_ready) {
+    rc = load_lt(msg, n);
+    g_lt_ready = rc == KFUSE_OK;
+  }
+  pthread_mutex_unlock(&g_lock);
+  *out = rc == KFUSE_OK ? &g_lt : NULL;
+  return rc;
+}

@@ -1,0 +1,186 @@
+/* kfr_int.h — internals of the kfuse runtime (runtime/), shared by its
+ * source files and by the runtime's own tests; nothing outside runtime/ and
+ * tests/ includes it.
+ *
+ * The runtime never links the CUDA driver or cuBLASLt: both are loaded with
+ * dlopen and their entry points kept in the tables below. Driver entry
+ * points come from cuGetProcAddress_v2 asked for the CUDA 12.0 ABI, and each
+ * is typed with the versioned PFN_<name>_v<version> typedef of
+ * <cudaTypedefs.h> that is the newest at or below 12.0, so the pointer's
+ * type is the ABI the driver hands out whatever CUDA headers we are built
+ * with (plain prototypes are not enough: CUDA 13's cuCtxSynchronize(void)
+ * is the 2.0 symbol, while asking for 13.0 yields cuCtxSynchronize_v2(ctx)).
+ * cuBLASLt's C API is unversioned: its pointers take the header's types. */
+#ifndef KFR_INT_H
+#define KFR_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cublasLt.h>
+
+#include "kfr_plan.h"
+#include "kfuse_runtime.h"
+
+#define KFR_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- the CUDA driver ---------------------------------------------------- */
+
+/* Driver entry points: base name (as cuGetProcAddress knows it) and the
+ * version of the PFN typedef that is newest at or below CUDA 12.0. */
+#define KFR_CU_ABI 12000
+#define KFR_CU_FUNCS(X)                                                      \
+  X(cuInit, 2000) X(cuDeviceGetCount, 2000) X(cuDeviceGet, 2000)             \
+  X(cuDeviceGetAttribute, 2000) X(cuDeviceGetName, 2000)                     \
+  X(cuDevicePrimaryCtxRetain, 7000) X(cuDevicePrimaryCtxRelease, 11000)      \
+  X(cuCtxPushCurrent, 4000) X(cuCtxPopCurrent, 4000)                         \
+  X(cuCtxSynchronize, 2000) X(cuModuleLoadDataEx, 2010)                      \
+  X(cuModuleUnload, 2000) X(cuModuleGetFunction, 2000)                       \
+  X(cuFuncSetAttribute, 9000) X(cuMemAlloc, 3020) X(cuMemFree, 3020)         \
+  X(cuMemcpyHtoD, 3020) X(cuMemcpyDtoH, 3020) X(cuMemcpyHtoDAsync, 3020)     \
+  X(cuMemcpyDtoHAsync, 3020) X(cuMemsetD8Async, 3020)                        \
+  X(cuMemcpyDtoDAsync, 3020) X(cuLaunchKernel, 4000) X(cuStreamCreate, 2000) \
+  X(cuStreamDestroy, 4000) X(cuStreamSynchronize, 2000)                      \
+  X(cuStreamIsCapturing, 10000) X(cuStreamBeginCapture, 10010)               \
+  X(cuStreamEndCapture, 10000) X(cuGraphInstantiateWithFlags, 11040)         \
+  X(cuGraphLaunch, 10000) X(cuGraphDestroy, 10000)                           \
+  X(cuGraphExecDestroy, 10000) X(cuEventCreate, 2000)                        \
+  X(cuEventDestroy, 4000) X(cuEventRecord, 2000) X(cuEventSynchronize, 2000) \
+  X(cuStreamWaitEvent, 3020)
+
+typedef struct kfr_driver {
+  /* fields are named by the base name (d->cuMemAlloc) */
+#define KFR_CU_FIELD(name, ver) PFN_##name##_v##ver name;
+  KFR_CU_FUNCS(KFR_CU_FIELD)
+#undef KFR_CU_FIELD
+  /* resolved with dlsym: usable even when cuGetProcAddress fails */
+  PFN_cuGetErrorName_v6000 errname;
+  PFN_cuGetErrorString_v6000 errstring;
+  int version; /* cuDriverGetVersion, e.g. 13000 */
+} kfr_driver;
+
+/* Load libcuda.so.1 (or $KFUSE_LIBCUDA), resolve every entry point and call
+ * cuInit, once per process; a failed attempt is not cached, so a later call
+ * tries again. KFUSE_ENODRIVER with a message on failure. */
+KFR_HIDDEN int kfr_driver_load(const kfr_driver **out, char *msg, size_t n);
+
+/* "CUDA_ERROR_INVALID_VALUE (invalid argument)" into buf. */
+KFR_HIDDEN const char *kfr_cu_describe(const kfr_driver *d, CUresult r,
+                                       char *buf, size_t n);
+
+/* ---- cuBLASLt ----------------------------------------------------------- */
+
+#define KFR_LT_FUNCS(X)                                                      \
+  X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetVersion)                 \
+  X(cublasLtGetStatusName) X(cublasLtMatmulDescCreate)                       \
+  X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)             \
+  X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)               \
+  X(cublasLtMatrixLayoutSetAttribute) X(cublasLtMatmulPreferenceCreate)      \
+  X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute) \
+  X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+
+typedef struct kfr_cublaslt {
+#define KFR_LT_FIELD(name) __typeof__(name) *name;
+  KFR_LT_FUNCS(KFR_LT_FIELD)
+#undef KFR_LT_FIELD
+  char path[512]; /* where it was found, for messages */
+} kfr_cublaslt;
+
+/* Load libcublasLt.so.13 once per process: $KFUSE_CUBLASLT if set, else the
+ * loader's search path, $CUDA_HOME/lib64, /usr/local/cuda/lib64 and the
+ * nvidia/{cu13,cublas}/lib directories of Python installations.
+ * KFUSE_ELIBRARY with the places tried on failure. */
+KFR_HIDDEN int kfr_cublaslt_load(const kfr_cublaslt **out, char *msg,
+                                 size_t n);
+
+/* ---- the plan ----------------------------------------------------------- */
+
+/* Bytes per element of a KFUSE_DTYPE_*, 0 if unknown. */
+KFR_HIDDEN uint32_t kfr_dtype_size(uint32_t dtype);
+
+/* The string at offset off of the plan's string section (validated plan). */
+static inline const char *kfr_str(const kfr_header *h, const void *plan,
+                                  uint32_t off) {
+  return (const char *)plan + h->off_strings + off;
+}
+
+/* ---- a model instance --------------------------------------------------- */
+
+/* One kernel argument's value, as cuLaunchKernel reads it: the parameter
+ * pointer is the union's address, which is every member's address. */
+typedef union kfr_value {
+  CUdeviceptr ptr;
+  int64_t i64;
+  int32_t i32;
+  float f32;
+  double f64;
+} kfr_value;
+
+/* A GEMM step in cuBLASLt's column-major terms (see kfr_run.c). */
+typedef struct kfr_gemm_rt {
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t la, lb, lc, ld; /* cuBLASLt's A, B, C, D */
+  cublasLtMatmulAlgo_t algo;
+  int have_algo;
+  uint32_t align[4]; /* A, B, C, D alignment the algorithm was chosen for */
+  union {
+    float f;
+    double d;
+  } alpha, beta;
+} kfr_gemm_rt;
+
+struct kfuse_model {
+  /* Serialises run (the arena, the launch parameters and the graph are
+   * shared by every run of an instance). */
+  pthread_mutex_t lock;
+
+  /* The plan's records, copied at create: the caller's plan is not used
+   * after create returns. */
+  void *meta;
+  kfr_header h;
+  kfr_buffer *buffers;
+  kfr_kernel *kernels;
+  kfr_step *steps;
+  kfr_arg *args;
+  char *strings;
+  uint32_t *input_buf, *output_buf; /* buffer number of input/output i */
+
+  const kfr_driver *cu;
+  CUdevice dev;
+  CUcontext ctx;
+  int ctx_retained;
+  CUmodule *modules;
+  CUfunction *funcs;
+
+  CUdeviceptr arena, weights, consts;
+  uint64_t weights_lo, consts_lo; /* plan offsets the regions start at */
+  CUdeviceptr *base;              /* per buffer; inputs/outputs set per run */
+  kfr_value *vals;                /* per arg */
+  void **params;                  /* per arg: &vals[i] */
+
+  const kfr_cublaslt *lt_api;
+  cublasLtHandle_t lt;
+  kfr_gemm_rt *gemm; /* per step; used by GEMM steps only */
+
+  int use_graph;
+  CUdeviceptr *gin, *gout; /* fixed input/output buffers (graph mode) */
+  CUstream cap;            /* capture stream (graph mode) */
+  CUgraphExec exec;
+  CUevent done; /* recorded after every run: orders runs on other streams */
+
+  char err[1024];
+};
+
+/* Printf into m->err; returns rc. */
+KFR_HIDDEN int kfr_fail(kfuse_model *m, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Build the cuBLASLt descriptors of GEMM step s and pick its algorithm
+ * (create time). */
+KFR_HIDDEN int kfr_gemm_prepare(kfuse_model *m, uint32_t s);
+KFR_HIDDEN void kfr_gemm_release(kfuse_model *m, uint32_t s);
+
+#endif

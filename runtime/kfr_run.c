@@ -1,0 +1,509 @@
+/* kfr_run.c — running a plan: kernel launches, cuBLASLt GEMMs, memsets and
+ * copies on the caller's stream, optionally through a captured CUDA graph.
+ *
+ * Ordering and thread safety. An instance has one arena, one set of launch
+ * parameters and one graph, so runs are serialised twice: a mutex makes
+ * the host side of run one thread at a time, and an event recorded at the
+ * end of every run, which the next run's stream waits for, keeps the GPU
+ * work of runs on different streams from overlapping. Runs on one stream
+ * stay fully asynchronous. (When the caller's stream is itself being
+ * captured, the event is skipped: the caller's graph orders the work.)
+ *
+ * CUDA-graph mode. Inputs and outputs are bound to fixed device buffers the
+ * instance owns; every run copies the caller's inputs into those and the
+ * outputs back, so new pointers on every call are fine. The first run
+ * executes the plan directly and then captures it once, on a stream of the
+ * instance's own; later runs launch the graph on the caller's stream. A
+ * graph exec is not tied to a stream, so one capture serves every stream.
+ *
+ * GEMM. Plans describe row-major products D = op(A) op(B); cuBLASLt is
+ * column-major, and a row-major matrix is the column-major view of its
+ * transpose, so the runtime computes D^T = op(B)^T op(A)^T: cuBLASLt's A is
+ * the plan's B, its B the plan's A, m and n swap, and the bias (one value
+ * per column of row-major D) becomes cuBLASLt's per-row bias of D^T. */
+#include <stdio.h>
+#include <string.h>
+
+#include "kfr_int.h"
+
+static const char *sname(const kfuse_model *m, uint32_t s) {
+  return m->strings + m->steps[s].name;
+}
+
+static int cu_step_fail(kfuse_model *m, CUresult r, const char *call,
+                        uint32_t s) {
+  char why[256];
+  return kfr_fail(m, r == CUDA_ERROR_OUT_OF_MEMORY ? KFUSE_ENOMEM : KFUSE_ECUDA,
+                  "%s failed in step %u (%s): %s", call, s, sname(m, s),
+                  kfr_cu_describe(m->cu, r, why, sizeof why));
+}
+
+static int lt_fail(kfuse_model *m, cublasStatus_t st, const char *call,
+                   uint32_t s) {
+  const char *name = m->lt_api ? m->lt_api->cublasLtGetStatusName(st) : NULL;
+  return kfr_fail(m, KFUSE_ELIBRARY, "%s failed in GEMM step %u (%s): %s (%d)",
+                  call, s, sname(m, s), name ? name : "?", (int)st);
+}
+
+static CUdeviceptr arg_ptr(const kfuse_model *m, const kfr_arg *a) {
+  return m->base[a->buffer] + (CUdeviceptr)a->offset;
+}
+
+/* ---- GEMM ------------------------------------------------------------------ */
+
+static cudaDataType_t lt_dtype(uint32_t dt) {
+  switch (dt) {
+  case KFUSE_DTYPE_F64: return CUDA_R_64F;
+  case KFUSE_DTYPE_F16: return CUDA_R_16F;
+  case KFUSE_DTYPE_BF16: return CUDA_R_16BF;
+  default: return CUDA_R_32F;
+  }
+}
+
+static cublasComputeType_t lt_compute(const kfr_gemm *g) {
+  if (g->dtype == KFUSE_DTYPE_F64)
+    return CUBLAS_COMPUTE_64F;
+  switch (g->compute) {
+  case KFR_COMPUTE_32F_TF32: return CUBLAS_COMPUTE_32F_FAST_TF32;
+  case KFR_COMPUTE_32F_BF16: return CUBLAS_COMPUTE_32F_FAST_16BF;
+  case KFR_COMPUTE_32F_F16: return CUBLAS_COMPUTE_32F_FAST_16F;
+  default: return CUBLAS_COMPUTE_32F; /* full fp32, no TF32 */
+  }
+}
+
+static cublasLtEpilogue_t lt_epilogue(uint32_t e) {
+  switch (e) {
+  case KFR_EPI_BIAS: return CUBLASLT_EPILOGUE_BIAS;
+  case KFR_EPI_RELU_BIAS: return CUBLASLT_EPILOGUE_RELU_BIAS;
+  case KFR_EPI_GELU_BIAS: return CUBLASLT_EPILOGUE_GELU_BIAS;
+  case KFR_EPI_RELU: return CUBLASLT_EPILOGUE_RELU;
+  case KFR_EPI_GELU: return CUBLASLT_EPILOGUE_GELU;
+  default: return CUBLASLT_EPILOGUE_DEFAULT;
+  }
+}
+
+/* Alignment of a device address as cuBLASLt's preferences count it. */
+static uint32_t align_of(CUdeviceptr p) {
+  uint32_t a = 256;
+  while (a > 1 && (p % a))
+    a >>= 1;
+  return a;
+}
+
+/* A column-major layout for a row-major rows x cols matrix: cols x rows. */
+static cublasStatus_t make_layout(const kfr_cublaslt *lt,
+                                  cublasLtMatrixLayout_t *l, cudaDataType_t t,
+                                  int64_t rows, int64_t cols, int64_t ld,
+                                  int64_t batch, int64_t stride) {
+  cublasStatus_t st =
+      lt->cublasLtMatrixLayoutCreate(l, t, (uint64_t)cols, (uint64_t)rows, ld);
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    *l = NULL;
+    return st;
+  }
+  if (batch > 1) {
+    int32_t b = (int32_t)batch;
+    if ((st = lt->cublasLtMatrixLayoutSetAttribute(
+             *l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b)) ||
+        (st = lt->cublasLtMatrixLayoutSetAttribute(
+             *l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+             sizeof stride)))
+      return st;
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/* Pick the algorithm for the given operand alignments (A, B, C, D in the
+ * plan's terms). */
+static int choose_algo(kfuse_model *m, uint32_t s, const uint32_t align[4]) {
+  const kfr_cublaslt *lt = m->lt_api;
+  const kfr_gemm *g = &m->steps[s].gemm;
+  kfr_gemm_rt *rt = &m->gemm[s];
+  cublasLtMatmulPreference_t pref = NULL;
+  cublasStatus_t st = lt->cublasLtMatmulPreferenceCreate(&pref);
+  if (st != CUBLAS_STATUS_SUCCESS)
+    return lt_fail(m, st, "cublasLtMatmulPreferenceCreate", s);
+  uint64_t ws = g->workspace_bytes;
+  /* cuBLASLt's A is the plan's B and vice versa */
+  uint32_t a_lt = align[1], b_lt = align[0], c_lt = align[2], d_lt = align[3];
+  int rc = KFUSE_OK;
+  const char *call = "cublasLtMatmulPreferenceSetAttribute";
+  if ((st = lt->cublasLtMatmulPreferenceSetAttribute(
+           pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws)) ||
+      (st = lt->cublasLtMatmulPreferenceSetAttribute(
+           pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &a_lt,
+           sizeof a_lt)) ||
+      (st = lt->cublasLtMatmulPreferenceSetAttribute(
+           pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &b_lt,
+           sizeof b_lt)) ||
+      (st = lt->cublasLtMatmulPreferenceSetAttribute(
+           pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &c_lt,
+           sizeof c_lt)) ||
+      (st = lt->cublasLtMatmulPreferenceSetAttribute(
+           pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &d_lt,
+           sizeof d_lt))) {
+    rc = lt_fail(m, st, call, s);
+    goto done;
+  }
+  cublasLtMatmulHeuristicResult_t res;
+  memset(&res, 0, sizeof res);
+  int found = 0;
+  /* without C, cuBLASLt gets D's layout for it (and beta = 0) */
+  st = lt->cublasLtMatmulAlgoGetHeuristic(m->lt, rt->op, rt->la, rt->lb,
+                                          g->has_c ? rt->lc : rt->ld, rt->ld,
+                                          pref, 1, &res, &found);
+  if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED) {
+    rc = lt_fail(m, st, "cublasLtMatmulAlgoGetHeuristic", s);
+    goto done;
+  }
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED || found < 1 ||
+      res.state != CUBLAS_STATUS_SUCCESS) {
+    rc = kfr_fail(m, KFUSE_ELIBRARY, "cuBLASLt has no algorithm for GEMM step "
+                  "%u (%s): m=%lld n=%lld k=%lld batch=%lld dtype %u compute %u "
+                  "epilogue %u, workspace %llu bytes, alignments %u/%u/%u/%u",
+                  s, sname(m, s), (long long)g->m, (long long)g->n,
+                  (long long)g->k, (long long)g->batch, g->dtype, g->compute,
+                  g->epilogue, (unsigned long long)ws, align[0], align[1],
+                  align[2], align[3]);
+    goto done;
+  }
+  rt->algo = res.algo;
+  rt->have_algo = 1;
+  memcpy(rt->align, align, sizeof rt->align);
+done:
+  (void)lt->cublasLtMatmulPreferenceDestroy(pref);
+  return rc;
+}
+
+/* The alignment a caller pointer is assumed to have at create time; runs
+ * with less alignment pick the algorithm again. */
+static uint32_t planned_align(const kfuse_model *m, const kfr_arg *a) {
+  uint32_t k = m->buffers[a->buffer].kind;
+  if (k == KFR_BUF_INPUT || k == KFR_BUF_OUTPUT)
+    return align_of((CUdeviceptr)a->offset); /* base assumed 256-aligned */
+  return align_of(arg_ptr(m, a));
+}
+
+int kfr_gemm_prepare(kfuse_model *m, uint32_t s) {
+  int rc;
+  if (!m->lt_api) {
+    if ((rc = kfr_cublaslt_load(&m->lt_api, m->err, sizeof m->err)))
+      return rc;
+    cublasStatus_t st = m->lt_api->cublasLtCreate(&m->lt);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+      m->lt = NULL;
+      return kfr_fail(m, KFUSE_ELIBRARY, "cublasLtCreate failed (%s): %s (%d)",
+                      m->lt_api->path,
+                      m->lt_api->cublasLtGetStatusName(st), (int)st);
+    }
+  }
+  const kfr_cublaslt *lt = m->lt_api;
+  const kfr_step *stp = &m->steps[s];
+  const kfr_gemm *g = &stp->gemm;
+  const kfr_arg *a = &m->args[stp->first_arg];
+  kfr_gemm_rt *rt = &m->gemm[s];
+  cudaDataType_t t = lt_dtype(g->dtype);
+  int f64 = g->dtype == KFUSE_DTYPE_F64;
+  cublasStatus_t st = lt->cublasLtMatmulDescCreate(&rt->op, lt_compute(g),
+                                                   f64 ? CUDA_R_64F : CUDA_R_32F);
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    rt->op = NULL;
+    return lt_fail(m, st, "cublasLtMatmulDescCreate", s);
+  }
+  int32_t ta = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N; /* cuBLASLt's A = B */
+  int32_t tb = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  uint32_t epi = lt_epilogue(g->epilogue);
+  if ((st = lt->cublasLtMatmulDescSetAttribute(rt->op, CUBLASLT_MATMUL_DESC_TRANSA,
+                                               &ta, sizeof ta)) ||
+      (st = lt->cublasLtMatmulDescSetAttribute(rt->op, CUBLASLT_MATMUL_DESC_TRANSB,
+                                               &tb, sizeof tb)) ||
+      (st = lt->cublasLtMatmulDescSetAttribute(
+           rt->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi)))
+    return lt_fail(m, st, "cublasLtMatmulDescSetAttribute", s);
+  /* stored shapes of the row-major operands */
+  int64_t ar = g->trans_a ? g->k : g->m, ac = g->trans_a ? g->m : g->k;
+  int64_t br = g->trans_b ? g->n : g->k, bc = g->trans_b ? g->k : g->n;
+  if ((st = make_layout(lt, &rt->la, t, br, bc, g->ldb, g->batch, g->stride_b)) ||
+      (st = make_layout(lt, &rt->lb, t, ar, ac, g->lda, g->batch, g->stride_a)) ||
+      (st = make_layout(lt, &rt->ld, t, g->m, g->n, g->ldd, g->batch,
+                        g->stride_d)))
+    return lt_fail(m, st, "cublasLtMatrixLayoutCreate", s);
+  if (g->has_c &&
+      (st = make_layout(lt, &rt->lc, t, g->m, g->n, g->ldc, g->batch,
+                        g->stride_c)))
+    return lt_fail(m, st, "cublasLtMatrixLayoutCreate", s);
+  if (f64) {
+    rt->alpha.d = g->alpha;
+    rt->beta.d = g->has_c ? g->beta : 0.0;
+  } else {
+    rt->alpha.f = (float)g->alpha;
+    rt->beta.f = g->has_c ? (float)g->beta : 0.0f;
+  }
+  uint32_t align[4] = {planned_align(m, &a[0]), planned_align(m, &a[1]),
+                       g->has_c ? planned_align(m, &a[2]) : 256,
+                       planned_align(m, &a[3])};
+  if (!g->has_c)
+    align[2] = align[3];
+  return choose_algo(m, s, align);
+}
+
+void kfr_gemm_release(kfuse_model *m, uint32_t s) {
+  const kfr_cublaslt *lt = m->lt_api;
+  kfr_gemm_rt *rt = &m->gemm[s];
+  if (!lt)
+    return;
+  /* best effort, as in destroy */
+  if (rt->la)
+    (void)lt->cublasLtMatrixLayoutDestroy(rt->la);
+  if (rt->lb)
+    (void)lt->cublasLtMatrixLayoutDestroy(rt->lb);
+  if (rt->lc)
+    (void)lt->cublasLtMatrixLayoutDestroy(rt->lc);
+  if (rt->ld)
+    (void)lt->cublasLtMatrixLayoutDestroy(rt->ld);
+  if (rt->op)
+    (void)lt->cublasLtMatmulDescDestroy(rt->op);
+  memset(rt, 0, sizeof *rt);
+}
+
+static int run_gemm(kfuse_model *m, uint32_t s, CUstream stream) {
+  const kfr_cublaslt *lt = m->lt_api;
+  const kfr_step *stp = &m->steps[s];
+  const kfr_gemm *g = &stp->gemm;
+  const kfr_arg *a = &m->args[stp->first_arg];
+  kfr_gemm_rt *rt = &m->gemm[s];
+  CUdeviceptr pa = arg_ptr(m, &a[0]), pb = arg_ptr(m, &a[1]);
+  CUdeviceptr pd = arg_ptr(m, &a[3]);
+  CUdeviceptr pc = g->has_c ? arg_ptr(m, &a[2]) : pd;
+  uint32_t align[4] = {align_of(pa), align_of(pb), align_of(pc), align_of(pd)};
+  int again = 0;
+  for (int i = 0; i < 4; i++)
+    again |= align[i] < rt->align[i];
+  if (again) {
+    /* less aligned than planned: use an algorithm that allows it */
+    for (int i = 0; i < 4; i++)
+      if (align[i] > rt->align[i])
+        align[i] = rt->align[i];
+    int rc = choose_algo(m, s, align);
+    if (rc)
+      return rc;
+  }
+  cublasStatus_t st;
+  if (g->epilogue == KFR_EPI_BIAS || g->epilogue == KFR_EPI_RELU_BIAS ||
+      g->epilogue == KFR_EPI_GELU_BIAS) {
+    const void *bias = (const void *)(uintptr_t)arg_ptr(m, &a[4]);
+    st = lt->cublasLtMatmulDescSetAttribute(
+        rt->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    if (st != CUBLAS_STATUS_SUCCESS)
+      return lt_fail(m, st, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)", s);
+  }
+  void *ws = NULL;
+  if (g->workspace_bytes)
+    ws = (void *)(uintptr_t)arg_ptr(m, &a[5]);
+  st = lt->cublasLtMatmul(m->lt, rt->op, &rt->alpha,
+                          (const void *)(uintptr_t)pb, rt->la,
+                          (const void *)(uintptr_t)pa, rt->lb, &rt->beta,
+                          (const void *)(uintptr_t)pc,
+                          g->has_c ? rt->lc : rt->ld, (void *)(uintptr_t)pd,
+                          rt->ld, &rt->algo, ws, g->workspace_bytes,
+                          (cudaStream_t)stream);
+  if (st != CUBLAS_STATUS_SUCCESS)
+    return lt_fail(m, st, "cublasLtMatmul", s);
+  return KFUSE_OK;
+}
+
+/* ---- the plan ------------------------------------------------------------ */
+
+static int run_steps(kfuse_model *m, CUstream stream) {
+  const kfr_driver *cu = m->cu;
+  CUresult r;
+  for (uint32_t s = 0; s < m->h.n_steps; s++) {
+    const kfr_step *st = &m->steps[s];
+    const kfr_arg *a = &m->args[st->first_arg];
+    int rc;
+    switch (st->kind) {
+    case KFR_STEP_LAUNCH:
+      for (uint32_t i = 0; i < st->n_args; i++)
+        if (a[i].kind == KFR_ARG_PTR)
+          m->vals[st->first_arg + i].ptr = arg_ptr(m, &a[i]);
+      r = cu->cuLaunchKernel(m->funcs[st->kernel], st->grid[0], st->grid[1],
+                             st->grid[2], st->block[0], st->block[1],
+                             st->block[2], st->smem, stream,
+                             st->n_args ? &m->params[st->first_arg] : NULL,
+                             NULL);
+      if (r != CUDA_SUCCESS)
+        return cu_step_fail(m, r, "cuLaunchKernel", s);
+      break;
+    case KFR_STEP_GEMM:
+      if ((rc = run_gemm(m, s, stream)))
+        return rc;
+      break;
+    case KFR_STEP_MEMSET:
+      if (a[1].offset == 0)
+        break;
+      r = cu->cuMemsetD8Async(arg_ptr(m, &a[0]), 0, (size_t)a[1].offset,
+                              stream);
+      if (r != CUDA_SUCCESS)
+        return cu_step_fail(m, r, "cuMemsetD8Async", s);
+      break;
+    case KFR_STEP_COPY:
+      if (a[2].offset == 0)
+        break;
+      r = cu->cuMemcpyDtoDAsync(arg_ptr(m, &a[0]), arg_ptr(m, &a[1]),
+                                (size_t)a[2].offset, stream);
+      if (r != CUDA_SUCCESS)
+        return cu_step_fail(m, r, "cuMemcpyDtoDAsync", s);
+      break;
+    default:
+      break; /* the validator admits no other kind */
+    }
+  }
+  return KFUSE_OK;
+}
+
+static void bind_io(kfuse_model *m, const CUdeviceptr *in,
+                    const CUdeviceptr *out) {
+  for (uint32_t i = 0; i < m->h.n_inputs; i++)
+    m->base[m->input_buf[i]] = in[i];
+  for (uint32_t i = 0; i < m->h.n_outputs; i++)
+    m->base[m->output_buf[i]] = out[i];
+}
+
+static int cu_fail_run(kfuse_model *m, CUresult r, const char *call,
+                       const char *what) {
+  char why[256];
+  return kfr_fail(m, r == CUDA_ERROR_OUT_OF_MEMORY ? KFUSE_ENOMEM : KFUSE_ECUDA,
+                  "%s failed (%s): %s", call, what,
+                  kfr_cu_describe(m->cu, r, why, sizeof why));
+}
+
+/* Record the plan, bound to the fixed buffers, on the capture stream. */
+static int capture(kfuse_model *m) {
+  const kfr_driver *cu = m->cu;
+  CUresult r = cu->cuStreamBeginCapture(m->cap,
+                                        CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  if (r != CUDA_SUCCESS)
+    return cu_fail_run(m, r, "cuStreamBeginCapture", "CUDA-graph capture");
+  int rc = run_steps(m, m->cap);
+  CUgraph g = NULL;
+  r = cu->cuStreamEndCapture(m->cap, &g);
+  if (rc == KFUSE_OK && r != CUDA_SUCCESS)
+    rc = cu_fail_run(m, r, "cuStreamEndCapture", "CUDA-graph capture");
+  if (rc == KFUSE_OK) {
+    r = cu->cuGraphInstantiateWithFlags(&m->exec, g, 0);
+    if (r != CUDA_SUCCESS) {
+      m->exec = NULL;
+      rc = cu_fail_run(m, r, "cuGraphInstantiateWithFlags", "CUDA graph");
+    }
+  }
+  if (g)
+    (void)cu->cuGraphDestroy(g); /* the exec keeps what it needs */
+  return rc;
+}
+
+/* The first run executes the plan directly on the fixed buffers (so
+ * libraries finish their lazy set-up, such as module loading, outside any
+ * capture) and then records the graph; later runs replay it. */
+static int run_graph(kfuse_model *m, CUstream stream, const void *const *inputs,
+                     void *const *outputs) {
+  const kfr_driver *cu = m->cu;
+  CUresult r;
+  for (uint32_t i = 0; i < m->h.n_inputs; i++) {
+    uint64_t n = m->buffers[m->input_buf[i]].nbytes;
+    if (n && (r = cu->cuMemcpyDtoDAsync(m->gin[i], (CUdeviceptr)(uintptr_t)inputs[i],
+                                        n, stream)) != CUDA_SUCCESS)
+      return cu_fail_run(m, r, "cuMemcpyDtoDAsync", "copying an input in");
+  }
+  int rc;
+  bind_io(m, m->gin, m->gout);
+  if (m->exec) {
+    if ((r = cu->cuGraphLaunch(m->exec, stream)) != CUDA_SUCCESS)
+      return cu_fail_run(m, r, "cuGraphLaunch", "replaying the plan");
+  } else if ((rc = run_steps(m, stream)) || (rc = capture(m))) {
+    return rc;
+  }
+  for (uint32_t i = 0; i < m->h.n_outputs; i++) {
+    uint64_t n = m->buffers[m->output_buf[i]].nbytes;
+    if (n && (r = cu->cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)outputs[i],
+                                        m->gout[i], n, stream)) != CUDA_SUCCESS)
+      return cu_fail_run(m, r, "cuMemcpyDtoDAsync", "copying an output out");
+  }
+  return KFUSE_OK;
+}
+
+static int check_io(kfuse_model *m, const void *const *inputs,
+                    void *const *outputs) {
+  if (m->h.n_inputs && !inputs)
+    return kfr_fail(m, KFUSE_EARG, "run: the input array is NULL, the model "
+                    "has %u inputs", m->h.n_inputs);
+  if (m->h.n_outputs && !outputs)
+    return kfr_fail(m, KFUSE_EARG, "run: the output array is NULL, the model "
+                    "has %u outputs", m->h.n_outputs);
+  for (int io = 0; io < 2; io++) {
+    uint32_t n = io ? m->h.n_outputs : m->h.n_inputs;
+    for (uint32_t i = 0; i < n; i++) {
+      const kfr_buffer *b = &m->buffers[io ? m->output_buf[i] : m->input_buf[i]];
+      uintptr_t p = io ? (uintptr_t)outputs[i] : (uintptr_t)inputs[i];
+      uint32_t es = kfr_dtype_size(b->desc.dtype);
+      if (!p && b->nbytes)
+        return kfr_fail(m, KFUSE_EARG, "run: %s %u (%s) is NULL",
+                        io ? "output" : "input", i, m->strings + b->name);
+      if (p % es)
+        return kfr_fail(m, KFUSE_EARG, "run: %s %u (%s) at %p is not aligned "
+                        "to its %u-byte elements", io ? "output" : "input", i,
+                        m->strings + b->name, (void *)p, es);
+    }
+  }
+  return KFUSE_OK;
+}
+
+int kfuse_model_run(kfuse_model *m, void *stream, const void *const *inputs,
+                    void *const *outputs) {
+  if (!m)
+    return KFUSE_EARG;
+  pthread_mutex_lock(&m->lock);
+  const kfr_driver *cu = m->cu;
+  CUstream s = (CUstream)stream;
+  int rc = check_io(m, inputs, outputs);
+  if (rc)
+    goto unlock;
+  CUresult r = cu->cuCtxPushCurrent(m->ctx);
+  if (r != CUDA_SUCCESS) {
+    rc = cu_fail_run(m, r, "cuCtxPushCurrent", "device context");
+    goto unlock;
+  }
+  CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+  if ((r = cu->cuStreamIsCapturing(s, &cs)) != CUDA_SUCCESS) {
+    rc = cu_fail_run(m, r, "cuStreamIsCapturing", "the caller's stream");
+    goto pop;
+  }
+  int captured = cs != CU_STREAM_CAPTURE_STATUS_NONE;
+  if (!captured && (r = cu->cuStreamWaitEvent(s, m->done, 0)) != CUDA_SUCCESS) {
+    rc = cu_fail_run(m, r, "cuStreamWaitEvent", "ordering after the last run");
+    goto pop;
+  }
+  if (m->use_graph && !captured) {
+    rc = run_graph(m, s, inputs, outputs);
+  } else {
+    for (uint32_t i = 0; i < m->h.n_inputs; i++)
+      m->base[m->input_buf[i]] = (CUdeviceptr)(uintptr_t)inputs[i];
+    for (uint32_t i = 0; i < m->h.n_outputs; i++)
+      m->base[m->output_buf[i]] = (CUdeviceptr)(uintptr_t)outputs[i];
+    rc = run_steps(m, s);
+  }
+  /* record even after a failure: work already queued must still be ordered
+   * before the next run */
+  if (!captured && (r = cu->cuEventRecord(m->done, s)) != CUDA_SUCCESS &&
+      rc == KFUSE_OK)
+    rc = cu_fail_run(m, r, "cuEventRecord", "marking the end of the run");
+pop:;
+  CUcontext popped;
+  r = cu->cuCtxPopCurrent(&popped);
+  if (r != CUDA_SUCCESS && rc == KFUSE_OK)
+    rc = cu_fail_run(m, r, "cuCtxPopCurrent", "device context");
+unlock:
+  if (rc == KFUSE_OK)
+    m->err[0] = 0;
+  pthread_mutex_unlock(&m->lock);
+  return rc;
+}

@@ -1,0 +1,210 @@
+// tests/emu/kf_emu.h — runs kfuse's CUDA templates on the CPU, for tests on
+// machines without a GPU (tests/emu/emu_check.c).
+//
+// Included first (g++ -include) when a unit's source is compiled as host
+// C++ with -DKF_EMU. It maps CUDA's keywords and intrinsics onto C++17 and
+// executes a launch as CUDA would schedule it: blocks one after another,
+// the threads of a block concurrently (one OS thread each, from a pool), so
+// __syncthreads, __syncwarp and warp shuffles are real barriers among real
+// threads. __shared__ variables become static locals: shared by a block's
+// threads, and blocks never overlap. Only what the templates use is here.
+#ifndef KF_EMU_H
+#define KF_EMU_H
+
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+#define __align__(n) alignas(n)
+
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
+struct alignas(8) uint2 {
+  unsigned x, y;
+};
+
+inline thread_local dim3 threadIdx, blockIdx;
+inline dim3 blockDim, gridDim;
+
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
+inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+using std::erf; using std::exp; using std::exp2; using std::expm1; using std::log; using std::log2;
+using std::log10; using std::log1p; using std::sqrt; using std::sin; using std::cos; using std::tan;
+using std::asin; using std::acos; using std::atan; using std::sinh; using std::cosh; using std::tanh;
+using std::asinh; using std::acosh; using std::atanh; using std::floor; using std::ceil; using std::rint;
+using std::trunc; using std::fabs; using std::fmod; using std::pow; using std::atan2; using std::copysign;
+
+// IEEE half <-> float, round to nearest even (what cvt.rn.f16.f32 does)
+inline float kf_emu_f16_to_f32(unsigned short h) {
+  unsigned sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  unsigned bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else if (exp == 0) {
+    if (man == 0) {
+      bits = sign;
+    } else {
+      float f = std::ldexp((float)man, -24);
+      return sign ? -f : f;
+    }
+  } else {
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  }
+  return __uint_as_float(bits);
+}
+inline unsigned short kf_emu_f32_to_f16(float f) {
+  unsigned u = __float_as_uint(f);
+  unsigned short sign = (unsigned short)((u >> 16) & 0x8000u);
+  float a = std::fabs(f);
+  if (a != a) return sign | 0x7e00;
+  if (a >= 65520.0f) return sign | 0x7c00; // rounds to infinity
+  if (a < 6.103515625e-05f) {              // subnormal or zero: multiples of 2^-24
+    float q = std::nearbyint(a * 16777216.0f);
+    return sign | (unsigned short)q;
+  }
+  int e;
+  float m = std::frexp(a, &e); // a = m * 2^e, m in [0.5, 1)
+  float q = std::nearbyint(std::ldexp(m, 11)); // 11 significant bits
+  if (q >= 2048.0f) {
+    q /= 2;
+    e++;
+  }
+  if (e - 1 + 15 >= 31) return sign | 0x7c00;
+  return sign | (unsigned short)(((e - 1 + 15) << 10) | ((unsigned)q & 0x3ff));
+}
+
+// ---- barriers and the thread pool ------------------------------------------------
+
+namespace kf_emu {
+
+struct barrier {
+  std::mutex m;
+  std::condition_variable cv;
+  int count = 0, expected = 0;
+  unsigned long gen = 0;
+  void arrive_and_wait() {
+    std::unique_lock<std::mutex> l(m);
+    unsigned long g = gen;
+    if (++count == expected) {
+      count = 0;
+      gen++;
+      cv.notify_all();
+    } else {
+      cv.wait(l, [&] { return gen != g; });
+    }
+  }
+};
+
+struct block_state {
+  barrier block;
+  barrier warps[32];
+  unsigned long long xch[32][32];
+};
+
+inline block_state *g_block;
+
+inline int lane_id() { return (int)(threadIdx.x % 32); }
+inline int warp_id() { return (int)(threadIdx.x / 32); }
+
+template <class T> inline T exchange(T v, int src) {
+  block_state *b = g_block;
+  int w = warp_id(), l = lane_id();
+  unsigned long long slot = 0;
+  std::memcpy(&slot, &v, sizeof v);
+  b->xch[w][l] = slot;
+  b->warps[w].arrive_and_wait();
+  unsigned long long got = b->xch[w][src];
+  b->warps[w].arrive_and_wait();
+  T r;
+  std::memcpy(&r, &got, sizeof r);
+  return r;
+}
+
+// Runs every block of a launch; f is called by each thread of a block.
+// One OS thread per CUDA thread of a block, reused for every block: after
+// each block all of them meet at a barrier, so a block's static "shared"
+// variables are never used by two blocks at once.
+inline void launch(dim3 grid, dim3 block, const std::function<void()> &f) {
+  gridDim = grid;
+  blockDim = block;
+  unsigned nt = block.x * block.y * block.z;
+  block_state *bs = new block_state;
+  bs->block.expected = (int)nt;
+  for (int w = 0; w < 32; w++) {
+    int left = (int)nt - w * 32;
+    bs->warps[w].expected = left >= 32 ? 32 : (left > 0 ? left : 0);
+  }
+  g_block = bs;
+  std::vector<std::thread> th;
+  th.reserve(nt);
+  for (unsigned t = 0; t < nt; t++)
+    th.emplace_back([&, t] {
+      threadIdx.x = t;
+      for (unsigned bz = 0; bz < grid.z; bz++)
+        for (unsigned by = 0; by < grid.y; by++)
+          for (unsigned bx = 0; bx < grid.x; bx++) {
+            blockIdx.x = bx;
+            blockIdx.y = by;
+            blockIdx.z = bz;
+            f();
+            bs->block.arrive_and_wait();
+          }
+    });
+  for (auto &x : th) x.join();
+  g_block = nullptr;
+  delete bs;
+}
+
+template <class... P, std::size_t... I>
+void call(void (*k)(P...), void **args, std::index_sequence<I...>) {
+  k(static_cast<P>(args[I])...);
+}
+
+// kernel parameters are all pointers in the built-in units
+template <class... P> int run(void (*k)(P...), dim3 g, dim3 b, void **args, int nargs) {
+  if (nargs != (int)sizeof...(P)) return 1;
+  launch(g, b, [&] { call(k, args, std::index_sequence_for<P...>{}); });
+  return 0;
+}
+
+}  // namespace kf_emu
+
+inline void __syncthreads() { kf_emu::g_block->block.arrive_and_wait(); }
+inline void __syncwarp(unsigned = 0xffffffffu) {
+  kf_emu::g_block->warps[kf_emu::warp_id()].arrive_and_wait();
+}
+template <class T> inline T __shfl_xor_sync(unsigned, T v, int m, int w = 32) {
+  (void)w;
+  return kf_emu::exchange(v, kf_emu::lane_id() ^ m);
+}
+template <class T> inline T __shfl_sync(unsigned, T v, int src, int w = 32) {
+  int l = kf_emu::lane_id();
+  return kf_emu::exchange(v, (l / w) * w + (src % w));
+}
+template <class T> inline T __shfl_up_sync(unsigned, T v, unsigned d, int w = 32) {
+  int l = kf_emu::lane_id();
+  int s = (l % w) >= (int)d ? l - (int)d : l;
+  return kf_emu::exchange(v, s);
+}
+
+#endif
