@@ -158,14 +158,18 @@ def flops_of(model, args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kfuse", required=True, help="the kfuse binary (portable build)")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", required=True, help="bench.json, bench.md, bench.png go here")
+    ap.add_argument("--work", default=None, help="exports, modules, reports (default: a temp dir)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default="")
     ap.add_argument("--iters", type=int, default=50)
-    ap.add_argument("--no-compile-modes", action="store_true",
-                    help="skip torch.compile (saves minutes when iterating on kfuse)")
+    ap.add_argument("--modes", default="default,max-autotune-no-cudagraphs",
+                    help="torch.compile modes to time (comma-separated; '' for none)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    import tempfile
+    work = args.work or tempfile.mkdtemp(prefix="kfuse-bench-")
+    os.makedirs(work, exist_ok=True)
     torch.manual_seed(0)
     dev = torch.cuda.get_device_name()
     bw, rate = ceilings()
@@ -181,7 +185,7 @@ def main():
         model = model.eval()
         with torch.no_grad():
             cpu_args = make()
-            pt2 = os.path.join(args.out, f"{name}.pt2")
+            pt2 = os.path.join(work, f"{name}.pt2")
             kfuse.export(model, cpu_args, pt2)
             model = model.cuda()
             sets = [tuple(a.cuda() for a in make()) for _ in range(3)]
@@ -194,18 +198,18 @@ def main():
             floor = max(nbytes / bw, flops / rate) * 1e3
             row.update(bytes=nbytes, flops=flops, floor_ms=floor)
             row["eager"] = time_fn(model, sets, 10, args.iters)
-            if not args.no_compile_modes:
-                for mode in ("default", "max-autotune-no-cudagraphs"):
+            if True:
+                for mode in filter(None, args.modes.split(",")):
                     torch._dynamo.reset()
                     try:
                         cm = torch.compile(model, mode=mode)
                         row[f"compile_{mode}"] = time_fn(cm, sets, 10, args.iters)
                     except Exception as e:  # noqa: BLE001 - reported in the table
                         row[f"compile_{mode}"] = {"error": f"{type(e).__name__}: {e}"[:300]}
-            so = os.path.join(args.out, f"{name}.so")
+            so = os.path.join(work, f"{name}.so")
             t0 = time.time()
             r = subprocess.run([args.kfuse, "compile", pt2, "-o", so, "-q", "--report",
-                                os.path.join(args.out, f"{name}.report.json")],
+                                os.path.join(work, f"{name}.report.json")],
                                capture_output=True, text=True)
             row["kfuse_compile_s"] = time.time() - t0
             if r.returncode != 0:
