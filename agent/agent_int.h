@@ -103,9 +103,13 @@ void kb_def(kb_kernel *k, const char *name, const char *fmt, ...) KF_PRINTF(3, 4
  * for the new dims. */
 void kb_coalesce(kb_kernel *k, int *group);
 
-/* Define the common prelude: KF_KERNEL, KF_PARAMS, the accesses (with the
- * given per-access stride macros over dims [d0, d1) of the loop) and
- * KF_BODY. suffix names stride macros: KF_L<k>_<suffix>. */
+/* The common prelude. kb_def_params: KF_KERNEL and KF_PARAMS (one pointer
+ * per parameter, const unless written). kb_def_accesses: for each access
+ * its storage type (KF_L<k>_S), register type (_R), pointer (_P) and the
+ * strides over loop dims [d0, d1) as KF_L<k>_<suffix> (stores KF_S<k>_...,
+ * virtual indices KF_I<k>_<suffix>), and the lists KF_LOADS(X),
+ * KF_STORES(X), KF_IDXS(X); called once per stride set a template wants.
+ * kb_def_body: the body's statements as the macro `macro`. */
 void kb_def_params(kb_kernel *k);
 void kb_def_accesses(kb_kernel *k, const char *suffix, int d0, int d1);
 void kb_def_body(kb_kernel *k, const char *macro);
@@ -215,6 +219,21 @@ typedef struct kb_rules {
  * access has elem_bytes bytes. */
 kb_rules kb_rules_elementwise(const kf_builtin_options *o, int64_t n, int elem_bytes, bool can_vec);
 
+/* Layout of a row reduction (agent/templates/reduce.cu). */
+typedef struct kb_row_rules {
+  bool rowlayout;  /* a row's threads consecutive (else a column layout) */
+  int block, tpr;  /* threads per block, per row */
+  int split;       /* blocks per row (1: none) */
+  int64_t chunk;   /* elements per split */
+  uint32_t grid;   /* blocks over the rows */
+  int cache;       /* row values kept per thread between phases (0: none) */
+} kb_row_rules;
+
+kb_row_rules kb_rules_rows(const kf_builtin_options *o, int64_t rows, int64_t rlen, bool rowlayout,
+                           bool phase2);
+/* cuBLASLt workspace for a product of m x n x k, batch times */
+int64_t kb_rules_workspace(int64_t m, int64_t n, int64_t k, int64_t batch);
+
 /* Units for each group kind. */
 kf_status kb_unit_elementwise(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
                               kf_unit *u, kf_strbuf *src, kf_diag *diag);
@@ -254,6 +273,9 @@ typedef struct kb_ew_launch {
   /* an addmm whose bias the library step did not add: its result is
    * bound_vals[0] (alpha * a @ b as computed) + beta * bias, broadcast */
   const kf_op *addmm;
+  /* a convolution computed as a GEMM: its result is bound_vals[0] plus its
+   * bias (operand 2, per channel: dim 1) when it has one */
+  const kf_op *conv;
 } kb_ew_launch;
 
 kf_status kb_ew_emit(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,

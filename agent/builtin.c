@@ -23,15 +23,32 @@ void kf_builtin_options_init(kf_builtin_options *o) {
 }
 
 /* ---- rules ------------------------------------------------------------------
- * The choices a GPU search would make, fixed by rule for an H100/H200-class
- * GPU (132 SMs):
+ * Every choice a GPU search would make, fixed by rule for an H100/H200-class
+ * GPU (132 SMs), in this one place:
+ *   element-wise (kb_rules_elementwise)
  *   - 256 threads per block: 8 warps, enough to hide latency at full
  *     occupancy (8 blocks per SM) without limiting registers;
- *   - 16-byte vector accesses when every access is contiguous and aligned:
- *     4 f32, 8 f16/bf16 elements per thread and step;
- *   - a grid-stride loop over min(ceil(n / (block * vec)), 132 * 8) blocks:
- *     every SM gets several resident blocks, and large tensors reuse the
- *     blocks rather than launching millions.
+ *   - 16-byte vector accesses when every access is contiguous along the
+ *     innermost dim (or broadcast along it) and aligned: 4 f32, 8 f16/bf16
+ *     elements per thread and step;
+ *   - a grid-stride loop over min(ceil(n / (block * vec)), 132 * 8)
+ *     blocks: every SM gets several resident blocks, and large tensors
+ *     reuse the blocks rather than launching millions;
+ *   rows of a reduction or normalisation (kb_rules_rows)
+ *   - rows contiguous along the reduced dims: a warp per row up to 4096
+ *     elements (fewer lanes for rows under 32), a 256-thread block beyond;
+ *     normalisations keep the row in registers (at most 16 values a
+ *     thread), so a row over 512 elements gets ceil(len / 16) threads
+ *     rounded up to a power of two (at most 1024);
+ *   - reductions over an outer dim (the kept dim is the contiguous one):
+ *     a column layout, 32 rows per block and 8 threads splitting each row;
+ *   - fewer row blocks than 2 per SM: long rows split over up to 1024
+ *     blocks (about 4 blocks per SM in all, at least 16 elements a thread),
+ *     partial states combined by a second launch;
+ *   - up to 132 * 16 blocks over the rows (grid-stride);
+ *   GEMM workspace (kb_rules_workspace)
+ *   - 32 MiB for products of 2^27 multiply-adds or more (cuBLASLt's
+ *     split-K kernels on Hopper), 4 MiB below.
  * Options override block size and vector width when non-zero. */
 #define KB_SMS 132
 #define KB_BLOCKS_PER_SM 8
@@ -56,6 +73,64 @@ kb_rules kb_rules_elementwise(const kf_builtin_options *o, int64_t n, int elem_b
   if (blocks > KB_SMS * KB_BLOCKS_PER_SM) blocks = KB_SMS * KB_BLOCKS_PER_SM;
   r.grid = (uint32_t)blocks;
   return r;
+}
+
+static int64_t pow2ceil(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+kb_row_rules kb_rules_rows(const kf_builtin_options *o, int64_t rows, int64_t rlen, bool rowlayout,
+                           bool phase2) {
+  kb_row_rules r;
+  memset(&r, 0, sizeof r);
+  r.rowlayout = rowlayout;
+  int block = o->block_size > 0 ? o->block_size : 256;
+  if (rowlayout) {
+    if (rlen <= 32)
+      r.tpr = (int)pow2ceil(rlen);
+    else if (phase2)
+      r.tpr = rlen <= 512 ? 32 : (int)(pow2ceil((rlen + 15) / 16) > 1024 ? 1024 : pow2ceil((rlen + 15) / 16));
+    else
+      r.tpr = rlen <= 4096 ? 32 : 256;
+    if (r.tpr > block) block = r.tpr;
+  } else {
+    r.tpr = 8;
+    block = 256;
+  }
+  /* a multiple of the threads per row and of a warp */
+  if (block % r.tpr) block = r.tpr;
+  if (block < 32) block = 32;
+  r.block = block;
+  int rpb = block / r.tpr;
+  int64_t row_blocks = (rows + rpb - 1) / rpb;
+  r.split = 1;
+  r.chunk = rlen;
+  if (row_blocks < KB_SMS * 2 && rlen >= (int64_t)r.tpr * 64) {
+    int64_t want = (KB_SMS * 4 + row_blocks - 1) / row_blocks;
+    int64_t most = rlen / ((int64_t)r.tpr * 16);
+    if (want > most) want = most;
+    if (want > 1024) want = 1024;
+    if (want >= 2) {
+      r.split = (int)want;
+      r.chunk = (rlen + want - 1) / want;
+    }
+  }
+  int64_t gx = row_blocks < 1 ? 1 : row_blocks;
+  if (gx > KB_SMS * 16) gx = KB_SMS * 16;
+  r.grid = (uint32_t)gx;
+  r.cache = 0;
+  if (phase2 && r.split == 1) {
+    int64_t per = (rlen + r.tpr - 1) / r.tpr;
+    if (per <= 16) r.cache = (int)per;
+  }
+  return r;
+}
+
+int64_t kb_rules_workspace(int64_t m, int64_t n, int64_t k, int64_t batch) {
+  double work = (double)m * (double)n * (double)k * (double)batch;
+  return work >= (double)(1 << 27) ? (int64_t)32 << 20 : (int64_t)4 << 20;
 }
 
 /* ---- the policy --------------------------------------------------------------- */

@@ -42,7 +42,10 @@ kf_status kb_unit_attention(const kf_partition *p, const kf_group *g, const kf_b
   if (!kf_type_is_contiguous(r)) return kb_unsupported(diag, g, a, "non-contiguous result");
   int R = q->rank, nb = R - 2;
   int64_t L = q->shape[R - 2], E = q->shape[R - 1], S = k->shape[R - 2], EV = v->shape[R - 1];
-  if (E > 1024) return kb_unsupported(diag, g, a, "head size %lld over 1024", (long long)E);
+  /* q rows are staged in static shared memory: 8 warps x E values */
+  size_t acc_bytes = (o->fp64 || q->dtype == KF_DTYPE_F64) ? 8 : 4;
+  if ((size_t)E * 8 * acc_bytes > 48 * 1024)
+    return kb_unsupported(diag, g, a, "head size %lld too large for the attention kernel", (long long)E);
   int64_t bshape[KF_MAX_RANK], qbs[KF_MAX_RANK], kbs[KF_MAX_RANK], vbs[KF_MAX_RANK], mbs[KF_MAX_RANK];
   for (int i = 0; i < nb; i++) bshape[i] = r->shape[i];
   batch_strides(q, nb, bshape, qbs);

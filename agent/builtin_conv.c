@@ -1,21 +1,238 @@
-/* agent/builtin_conv.c — CONV groups on the direct-convolution template
- * (agent/templates/conv.cu): any 1-3d convolution (stride, padding,
- * dilation, groups, transposed), accumulated in fp32 (fp64 for f64 and the
- * reference), with the group's element-wise epilogue applied per output
- * element before the store. This is the correct-everywhere per-op
- * lowering; it makes no attempt at cuDNN's speed (the lead decides on a
- * cuDNN library step for the fast path). */
+/* agent/builtin_conv.c — CONV groups.
+ *
+ * Two lowerings, chosen by rule:
+ *   - as a GEMM per sample (one group, not transposed, not the fp64
+ *     reference): W [Cout, Cin*K] @ cols [Cin*K, P] on cuBLASLt, the columns
+ *     gathered by an im2col launch into scratch (skipped for 1x1 stride-1
+ *     unpadded convolutions, where each sample already is [Cin, P]); bias and
+ *     the group's element-wise epilogue follow as one element-wise launch;
+ *   - the direct template (agent/templates/conv.cu) for everything else:
+ *     any 1-3d convolution (stride, padding, dilation, groups, transposed),
+ *     accumulated in fp32 (fp64 for f64 and the reference), epilogue applied
+ *     per output element before the store. Correct everywhere, not fast.
+ * cuDNN would be the fast path for the second kind (the lead decides). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent_int.h"
+#include "kfr_plan.h"
 
 static void list(char *buf, size_t n, const int64_t *v, int k) {
   size_t o = 0;
   buf[0] = '\0';
   for (int i = 0; i < k && o < n; i++)
     o += (size_t)snprintf(buf + o, n - o, "%s%lldLL", i ? ", " : "", (long long)v[i]);
+}
+
+/* Precision of a convolution computed as a GEMM. PyTorch's default allows
+ * TF32 in convolutions; kfuse computes them in full fp32 under the default
+ * policy all the same, so that default-precision results verify against
+ * fp32 references at fp32 tolerances; the TF32 policy (and the 16-bit
+ * ones) select the faster tensor-core compute types. */
+static int conv_compute(kf_dtype dt, kf_precision p) {
+  if (dt != KF_DTYPE_F32) return KFR_COMPUTE_32F;
+  switch (p) {
+  case KF_PRECISION_TF32: return KFR_COMPUTE_32F_TF32;
+  case KF_PRECISION_BF16: return KFR_COMPUTE_32F_BF16;
+  case KF_PRECISION_FP16: return KFR_COMPUTE_32F_F16;
+  default: return KFR_COMPUTE_32F;
+  }
+}
+
+typedef struct conv_geom {
+  int64_t IN[3], K[3], S[3], P[3], D[3], OUT[3], XST[5];
+  int64_t n, cin, cout, kc, pix;
+} conv_geom;
+
+/* the im2col launch: cols[n, ci * K + k, p] = x at the window position, or
+ * 0 in the padding */
+static kf_status im2col(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                        const kf_value *xv, const conv_geom *c, int sidx, kf_unit *u, kf_strbuf *src,
+                        kf_diag *diag) {
+  char name[96];
+  snprintf(name, sizeof name, "%s_k%d", u->name, u->n_steps);
+  int64_t shape[3] = {c->n, c->kc, c->pix};
+  kb_kernel k;
+  kb_init(&k, o, name, 3, shape);
+  int64_t zero[KF_MAX_RANK] = {0}, cst[KF_MAX_RANK] = {c->kc * c->pix, c->pix, 1};
+  int px = kb_use_param(&k, KF_UARG_INPUT, kb_group_input(g, xv), xv->type.dtype, false);
+  int a = kb_load(&k, px, zero);
+  int pc = kb_use_param(&k, KF_UARG_SCRATCH, sidx, xv->type.dtype, true);
+  (void)kb_store(&k, pc, cst);
+  int64_t kk = c->K[0] * c->K[1] * c->K[2];
+  kb_emit(&k, "const I kf_ci = c[1] / (I)%lldLL, kf_kr = c[1] %% (I)%lldLL;", (long long)kk, (long long)kk);
+  kb_emit(&k, "const I kf_k[3] = {kf_kr / (I)%lldLL, (kf_kr / (I)%lldLL) %% (I)%lldLL, kf_kr %% (I)%lldLL};",
+          (long long)(c->K[1] * c->K[2]), (long long)c->K[2], (long long)c->K[1], (long long)c->K[2]);
+  kb_emit(&k, "const I kf_o[3] = {c[2] / (I)%lldLL, (c[2] / (I)%lldLL) %% (I)%lldLL, c[2] %% (I)%lldLL};",
+          (long long)(c->OUT[1] * c->OUT[2]), (long long)c->OUT[2], (long long)c->OUT[1],
+          (long long)c->OUT[2]);
+  for (int d = 0; d < 3; d++)
+    kb_emit(&k, "const I kf_i%d = kf_o[%d] * (I)%lldLL - (I)%lldLL + kf_k[%d] * (I)%lldLL;", d, d,
+            (long long)c->S[d], (long long)c->P[d], d, (long long)c->D[d]);
+  kb_emit(&k, "const bool kf_ok = kf_i0 >= 0 && kf_i0 < (I)%lldLL && kf_i1 >= 0 && kf_i1 < (I)%lldLL && "
+              "kf_i2 >= 0 && kf_i2 < (I)%lldLL;",
+          (long long)c->IN[0], (long long)c->IN[1], (long long)c->IN[2]);
+  const char *rt = kb_reg_type(xv->type.dtype, o->fp64);
+  kb_emit(&k, "const %s kf_v = kf_ok ? KF_LDX(%d, c[0] * (I)%lldLL + kf_ci * (I)%lldLL + kf_i0 * (I)%lldLL + "
+              "kf_i1 * (I)%lldLL + kf_i2 * (I)%lldLL) : (%s)0;",
+          rt, a, (long long)c->XST[0], (long long)c->XST[1], (long long)c->XST[2], (long long)c->XST[3],
+          (long long)c->XST[4], rt);
+  kb_emit(&k, "KF_ST(0, kf_v);");
+  int64_t numel = c->n * c->kc * c->pix;
+  int64_t xext = 1;
+  for (int i = 0; i < xv->type.rank; i++) xext += (xv->type.shape[i] - 1) * xv->type.strides[i];
+  kb_rules r = kb_rules_elementwise(o, numel, 4, false);
+  kb_def_params(&k);
+  kb_def_accesses(&k, "ST", 0, 3);
+  kb_def(&k, "KF_RANK", "3");
+  kb_def(&k, "KF_SHAPE", "%lldLL, %lldLL, %lldLL", (long long)c->n, (long long)c->kc, (long long)c->pix);
+  kb_def(&k, "KF_NUMEL", "%lldLL", (long long)numel);
+  kb_def(&k, "KF_BLOCK", "%d", r.block);
+  kb_def(&k, "KF_VEC", "1");
+  int64_t lim = ((int64_t)1 << 31) - ((int64_t)1 << 26);
+  kb_def(&k, "KF_INDEX", "%s", numel < lim && xext < lim ? "int" : "long long");
+  kb_def(&k, "KF_L0_B", "0");
+  kb_def_body(&k, "KF_BODY");
+  uint32_t grid[3] = {r.grid, 1, 1}, block[3] = {(uint32_t)r.block, 1, 1};
+  kf_status st = kb_finish(&k, u, src, "elementwise.cu", grid, block, 0, diag);
+  kb_fini(&k);
+  (void)p;
+  return st;
+}
+
+/* The GEMM lowering; *taken = false when the rule says direct. */
+static kf_status conv_gemm(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                           const kf_op *a, kf_unit *u, kf_strbuf *src, kf_diag *diag, bool *taken) {
+  *taken = false;
+  const kf_value *xv = a->operands[0], *wv = a->operands[1];
+  const kf_value *bv = a->n_operands > 2 ? a->operands[2] : NULL;
+  const kf_value *res = a->results[0];
+  const kf_type *x = &xv->type, *w = &wv->type, *r = &res->type;
+  if (o->fp64 || kf_op_get_bool(a, "transposed") || kf_op_get_int(a, "groups") != 1) return KF_OK;
+  if (x->dtype != w->dtype || x->dtype == KF_DTYPE_F64 || !kf_type_is_contiguous(w) ||
+      !kf_type_is_contiguous(r))
+    return KF_OK;
+  if (kb_group_input(g, xv) < 0 || kb_group_input(g, wv) < 0 || (bv && kb_group_input(g, bv) < 0))
+    return KF_OK;
+  conv_geom c;
+  memset(&c, 0, sizeof c);
+  int sp = x->rank - 2, n;
+  const int64_t *st = kf_op_get_ints(a, "stride", &n);
+  const int64_t *pd = kf_op_get_ints(a, "padding", &n);
+  const int64_t *dl = kf_op_get_ints(a, "dilation", &n);
+  for (int d = 0; d < 3; d++) {
+    c.IN[d] = c.K[d] = c.S[d] = c.D[d] = c.OUT[d] = 1;
+    c.P[d] = 0;
+  }
+  c.XST[0] = x->strides[0];
+  c.XST[1] = x->strides[1];
+  for (int i = 0; i < sp; i++) {
+    int j = 3 - sp + i;
+    c.IN[j] = x->shape[2 + i];
+    c.K[j] = w->shape[2 + i];
+    c.S[j] = st[i];
+    c.P[j] = pd[i];
+    c.D[j] = dl[i];
+    c.OUT[j] = r->shape[2 + i];
+    c.XST[2 + j] = x->strides[2 + i];
+  }
+  c.n = x->shape[0];
+  c.cin = x->shape[1];
+  c.cout = r->shape[1];
+  c.kc = c.cin * c.K[0] * c.K[1] * c.K[2];
+  c.pix = c.OUT[0] * c.OUT[1] * c.OUT[2];
+  int64_t es = (int64_t)kf_dtype_size(x->dtype);
+  /* 1x1, stride 1, unpadded, each sample's channels rows of contiguous pixels */
+  bool direct_b = c.K[0] * c.K[1] * c.K[2] == 1 && c.S[0] * c.S[1] * c.S[2] == 1 &&
+                  c.P[0] + c.P[1] + c.P[2] == 0 && (c.IN[2] == 1 || c.XST[4] == 1) &&
+                  (c.IN[1] == 1 || c.XST[3] == c.IN[2]) && (c.IN[0] == 1 || c.XST[2] == c.IN[1] * c.IN[2]) &&
+                  (c.cin == 1 || c.XST[1] >= c.pix);
+  int64_t col_bytes = direct_b ? 0 : c.n * c.kc * c.pix * es;
+  if (col_bytes > ((int64_t)1 << 30)) return KF_OK; /* too large a scratch: direct */
+  *taken = true;
+  kf_status s;
+  int col = -1;
+  if (!direct_b) {
+    col = kf_unit_add_scratch(u, col_bytes);
+    if (col < 0) return KF_ERR_NOMEM;
+    if ((s = im2col(p, g, o, xv, &c, col, u, src, diag))) return s;
+  }
+  /* where the product goes: the result's own output when nothing follows */
+  bool epi = bv || g->n_ops > 1 || !(g->n_outputs == 1 && g->outputs[0] == res);
+  kf_unit_arg_kind dkind = KF_UARG_OUTPUT;
+  int dindex = kb_group_output(g, res);
+  kf_type dt_t;
+  kf_type_init_tensor(&dt_t, r->dtype, r->rank, r->shape);
+  if (dindex < 0) {
+    dkind = KF_UARG_SCRATCH;
+    dindex = kf_unit_add_scratch(u, kf_type_numel(r) * es);
+    if (dindex < 0) return KF_ERR_NOMEM;
+  }
+  kf_unit_step *q = kf_unit_add_step(u, KF_USTEP_GEMM);
+  if (!q || !kf_unit_step_args(q, 6)) return KF_ERR_NOMEM;
+  q->gemm.m = c.cout;
+  q->gemm.n = c.pix;
+  q->gemm.k = c.kc;
+  q->gemm.batch = c.n;
+  q->gemm.trans_a = false;
+  q->gemm.lda = c.kc;
+  q->gemm.stride_a = 0;
+  q->gemm.trans_b = false;
+  q->gemm.ldb = direct_b ? (c.cin == 1 ? c.pix : c.XST[1]) : c.pix;
+  q->gemm.stride_b = c.n > 1 ? (direct_b ? c.XST[0] : c.kc * c.pix) : 0;
+  q->gemm.ldd = c.pix;
+  q->gemm.stride_d = c.n > 1 ? c.cout * c.pix : 0;
+  q->gemm.ldc = c.pix;
+  q->gemm.dtype = r->dtype;
+  q->gemm.compute = conv_compute(r->dtype, o->precision);
+  q->gemm.epilogue = KFR_EPI_NONE;
+  q->gemm.alpha = 1.0;
+  q->gemm.beta = 0.0;
+  q->gemm.workspace_bytes = kb_rules_workspace(c.cout, c.pix, c.kc, c.n);
+  int ws = kf_unit_add_scratch(u, q->gemm.workspace_bytes);
+  if (ws < 0) return KF_ERR_NOMEM;
+  q->args[0].kind = KF_UARG_INPUT;
+  q->args[0].index = kb_group_input(g, wv);
+  if (direct_b) {
+    q->args[1].kind = KF_UARG_INPUT;
+    q->args[1].index = kb_group_input(g, xv);
+  } else {
+    q->args[1].kind = KF_UARG_SCRATCH;
+    q->args[1].index = col;
+  }
+  q->args[2].kind = KF_UARG_NONE;
+  q->args[3].kind = dkind;
+  q->args[3].index = dindex;
+  q->args[4].kind = KF_UARG_NONE;
+  q->args[5].kind = KF_UARG_SCRATCH;
+  q->args[5].index = ws;
+  if (!epi) return KF_OK;
+  kb_ew_launch l;
+  memset(&l, 0, sizeof l);
+  l.rank = r->rank;
+  memcpy(l.shape, r->shape, sizeof l.shape);
+  l.n_ops = g->n_ops;
+  l.ops = g->ops;
+  l.n_bound = 1;
+  l.bound_vals[0] = res;
+  l.bound_kind[0] = dkind;
+  l.bound_index[0] = dindex;
+  l.bound_type[0] = dkind == KF_UARG_OUTPUT ? r : &dt_t;
+  l.conv = a;
+  for (int i = 0; i < g->n_outputs; i++) {
+    const kf_value *v = g->outputs[i];
+    if (!kf_type_same_shape(&v->type, r))
+      return kb_unsupported(diag, g, v->def, "convolution epilogue output of another shape");
+    if (v == res && dkind == KF_UARG_OUTPUT && !bv) continue; /* already final */
+    l.out_vals[l.n_out] = v;
+    l.out_kind[l.n_out] = KF_UARG_OUTPUT;
+    l.out_index[l.n_out] = i;
+    l.out_type[l.n_out] = &v->type;
+    l.n_out++;
+  }
+  if (l.n_out == 0) return KF_OK;
+  return kb_ew_emit(p, g, o, &l, u, src, diag);
 }
 
 kf_status kb_unit_conv(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
@@ -28,6 +245,9 @@ kf_status kb_unit_conv(const kf_partition *p, const kf_group *g, const kf_builti
   const kf_type *x = &xv->type, *w = &wv->type, *r = &res->type;
   if (!kf_dtype_is_float(x->dtype)) return kb_unsupported(diag, g, a, "convolution of a non-float tensor");
   if (kf_type_numel(r) == 0) return KF_OK;
+  bool taken = false;
+  kf_status gs = conv_gemm(p, g, o, a, u, src, diag, &taken);
+  if (gs || taken) return gs;
   int sp = x->rank - 2;
   int ns, np, nd, nop;
   const int64_t *st = kf_op_get_ints(a, "stride", &ns);

@@ -72,6 +72,17 @@ kf_status kb_ew_emit(const kf_partition *p, const kf_group *g, const kf_builtin_
         snprintf(expr, sizeof expr, "kf::add(%s, %s, %s)", raw, bc, beta);
       }
       st = kb_bind_local(&e, r, r->type.dtype, expr);
+    } else if (i == 0 && l->conv && l->conv->n_operands > 2 && l->conv->operands[2]) {
+      /* the convolution's bias, per output channel */
+      const kf_value *r = l->conv->results[0], *bias = l->conv->operands[2];
+      int64_t bs[KF_MAX_RANK];
+      kb_frame_channel_strides(&f, 1, &bias->type, bs);
+      char bn[32], raw[128], bc[600], expr[1000];
+      if ((st = kb_expr_load(&e, bias, bs, bn, sizeof bn))) break;
+      kb_reg_convert(&e, nm, l->bound_type[i]->dtype, r->type.dtype, raw, sizeof raw);
+      kb_convert(&e, bn, bias->type.dtype, r->type.dtype, bc, sizeof bc);
+      snprintf(expr, sizeof expr, "kf::add(%s, %s)", raw, bc);
+      st = kb_bind_local(&e, r, r->type.dtype, expr);
     } else {
       st = kb_expr_bind(&e, l->bound_vals[i], nm);
     }

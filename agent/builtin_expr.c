@@ -260,9 +260,8 @@ void kb_def_params(kb_kernel *k) {
     kf_strbuf_printf(&s, "%s%s%s *__restrict__ kf_p%d", i ? ", " : "", p->written ? "" : "const ",
                      kb_storage_type(p->dtype), i);
   }
-  if (k->n_params == 0) kf_strbuf_printf(&s, "int kf_unused");
   kb_def(k, "KF_KERNEL", "%s", k->name);
-  kb_def(k, "KF_PARAMS", "%s", s.data ? s.data : "");
+  kb_def(k, "KF_PARAMS", "%s", s.data ? s.data : ""); /* may be empty: no arguments */
   if (s.failed) k->overflow = true;
   kf_strbuf_fini(&s);
 }
@@ -363,6 +362,12 @@ kf_status kb_finish(kb_kernel *k, kf_unit *u, kf_strbuf *src, const char *tmpl,
                   "(%d parameters, %d accesses)", u->name, k->name, KB_MAX_PARAMS, KB_MAX_ACCESS);
     return KF_ERR_LIMIT;
   }
+  for (int i = 0; i < k->n_params; i++)
+    if (k->params[i].index < 0) {
+      kf_diag_error(diag, "internal error: unit %s: kernel %s reads a value that is neither a group "
+                    "input nor output", u->name, k->name);
+      return KF_ERR_INTERNAL;
+    }
   const kf_template *t = kf_template_find(tmpl);
   if (!t) {
     kf_diag_error(diag, "internal error: template %s is not embedded", tmpl);

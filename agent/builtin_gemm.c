@@ -58,13 +58,6 @@ static int compute_of(kf_dtype dt, kf_precision p) {
   }
 }
 
-/* Workspace by rule: cuBLASLt's split-K and stream-K kernels want up to
- * 32 MiB on Hopper for large problems; small ones get 4 MiB. */
-static int64_t workspace_of(int64_t m, int64_t n, int64_t k, int64_t batch) {
-  double work = (double)m * (double)n * (double)k * (double)batch;
-  return work >= (double)(1 << 27) ? (int64_t)32 << 20 : (int64_t)4 << 20;
-}
-
 static void contiguous(kf_type *t, kf_dtype dt, int rank, const int64_t *shape) {
   kf_type_init_tensor(t, dt, rank, shape);
 }
@@ -209,7 +202,7 @@ kf_status kb_unit_gemm(const kf_partition *p, const kf_group *g, const kf_builti
   q->epilogue = epi;
   q->alpha = a->code == KF_OP_ADDMM ? kf_number_as_double(kf_op_get_number(a, "alpha")) : 1.0;
   q->beta = 0.0;
-  q->workspace_bytes = workspace_of(m, n, kdim, batch);
+  q->workspace_bytes = kb_rules_workspace(m, n, kdim, batch);
   int ws = kf_unit_add_scratch(u, q->workspace_bytes);
   if (ws < 0) return KF_ERR_NOMEM;
   /* operands */

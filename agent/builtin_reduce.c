@@ -26,8 +26,6 @@
 
 #include "agent_int.h"
 
-#define KB_SMS 132
-
 typedef struct rctx {
   const kf_partition *p;
   const kf_group *g;
@@ -70,12 +68,6 @@ static void mark_pro(rctx *c, const kf_value *v, int depth) {
 static kf_dtype float_acc(kf_dtype t, bool fp64) {
   if (fp64) return KF_DTYPE_F64;
   return t == KF_DTYPE_F64 ? KF_DTYPE_F64 : KF_DTYPE_F32;
-}
-
-static int64_t pow2ceil(int64_t v) {
-  int64_t p = 1;
-  while (p < v) p *= 2;
-  return p;
 }
 
 /* ---- the anchor ----------------------------------------------------------- */
@@ -299,47 +291,15 @@ static void plan_layout(rctx *c) {
       inner_kept = st[i];
       break;
     }
-  c->rowlayout = !(inner_red != 1 && inner_kept == 1 && c->rlen > 1);
-  int block = c->o->block_size > 0 ? c->o->block_size : 256;
-  if (c->rowlayout) {
-    if (c->rlen <= 32)
-      c->tpr = (int)pow2ceil(c->rlen);
-    else if (c->phase2)
-      c->tpr = c->rlen <= 512 ? 32 : (int)(pow2ceil((c->rlen + 15) / 16) > 1024 ? 1024 : pow2ceil((c->rlen + 15) / 16));
-    else
-      c->tpr = c->rlen <= 4096 ? 32 : 256;
-    if (c->tpr > block) block = c->tpr;
-  } else {
-    c->tpr = 8;
-    block = 256;
-  }
-  /* block must be a multiple of tpr and of 32 */
-  if (block % c->tpr) block = c->tpr;
-  if (block < 32) block = 32;
-  c->block = block;
-  int rpb = block / c->tpr;
-  int64_t row_blocks = (c->rows + rpb - 1) / rpb;
-  c->split = 1;
-  c->chunk = c->rlen;
-  /* too few rows to fill the GPU: split long rows over several blocks */
-  if (row_blocks < KB_SMS * 2 && c->rlen >= (int64_t)c->tpr * 64) {
-    int64_t want = (KB_SMS * 4 + row_blocks - 1) / row_blocks;
-    int64_t most = c->rlen / ((int64_t)c->tpr * 16);
-    if (want > most) want = most;
-    if (want > 1024) want = 1024;
-    if (want >= 2) {
-      c->split = (int)want;
-      c->chunk = (c->rlen + want - 1) / want;
-    }
-  }
-  int64_t gx = row_blocks < 1 ? 1 : row_blocks;
-  if (gx > KB_SMS * 16) gx = KB_SMS * 16;
-  c->grid_x = (uint32_t)gx;
-  c->cache = 0;
-  if (c->phase2 && c->split == 1) {
-    int64_t per = (c->rlen + c->tpr - 1) / c->tpr;
-    if (per <= 16) c->cache = (int)per;
-  }
+  bool rowlayout = !(inner_red != 1 && inner_kept == 1 && c->rlen > 1);
+  kb_row_rules r = kb_rules_rows(c->o, c->rows, c->rlen, rowlayout, c->phase2);
+  c->rowlayout = r.rowlayout;
+  c->block = r.block;
+  c->tpr = r.tpr;
+  c->split = r.split;
+  c->chunk = r.chunk;
+  c->grid_x = r.grid;
+  c->cache = r.cache;
 }
 
 /* ---- bodies -------------------------------------------------------------------- */
@@ -347,9 +307,11 @@ static void plan_layout(rctx *c) {
 static kf_status emit_epilogue(rctx *c, kb_expr *e, bool row_frame) {
   const kf_group *g = c->g;
   kf_status st = KF_OK;
-  int ai = op_index(g, c->anchor);
-  for (int i = ai + 1; i < g->n_ops && !st; i++) {
-    if (c->pro[i]) continue;
+  /* every op that neither computes the anchor's input nor is the anchor,
+   * in program order (the partitioner may also have merged independent
+   * element-wise ops of the same shape) */
+  for (int i = 0; i < g->n_ops && !st; i++) {
+    if (c->pro[i] || g->ops[i] == c->anchor) continue;
     const kf_op *op = g->ops[i];
     if (!kb_expr_can(op)) return kb_unsupported(e->diag, g, op, "not element-wise (in a reduction epilogue)");
     /* an epilogue op belongs to the frame its result has */
@@ -468,6 +430,10 @@ static kf_status elem_body(rctx *c, kb_kernel *k, kf_diag *diag) {
   kb_expr e;
   kf_status st = kb_expr_init(&e, k, c->p, c->g, &c->elem, diag);
   if (st) return st;
+  /* the prologue's values again, for epilogues that read them (unused
+   * ones are dead code) */
+  for (int i = 0; i < c->g->n_ops && !st; i++)
+    if (c->pro[i]) st = kb_expr_op(&e, c->g->ops[i]);
   const kf_op *a = c->anchor;
   char y[1600], w[512], b[512], eps[96], expr[1800];
   switch (a->code) {
@@ -560,6 +526,40 @@ static kf_status build_kernel(rctx *c, int stage, int scratch, kf_unit *u, kf_st
   kb_def(&k, "KF_RED_INIT", "%s", c->red_init);
   kb_def(&k, "KF_ACC", "%s", kb_storage_type(c->acc));
   kb_def(&k, "KF_CACHE", "%d", stage == 0 ? c->cache : 0);
+  /* vector loads along a contiguous row (phase 1 without the cache): one
+   * reduced dim, every load walking it with stride 1 or 0, row starts and
+   * chunk bounds multiples of the width */
+  int rvec = 1;
+  if (c->rowlayout && k.rank - nk == 1 && (stage == 1 || (stage == 0 && c->cache == 0))) {
+    int min_bytes = 16;
+    bool ok = k.n_loads > 0, any = false;
+    for (int i = 0; i < k.n_loads && ok; i++) {
+      int64_t sr = k.loads[i].st[nk];
+      if (sr != 0 && sr != 1) ok = false;
+      if (sr == 1) {
+        any = true;
+        int b = (int)kf_dtype_size(k.params[k.loads[i].param].dtype);
+        if (b < min_bytes) min_bytes = b;
+      }
+    }
+    if (ok && any) {
+      rvec = 16 / min_bytes;
+      if (rvec > 8) rvec = 8;
+      if (c->o->vector_width > 0) rvec = c->o->vector_width;
+      for (int i = 0; i < k.n_loads; i++) {
+        if (k.loads[i].st[nk] != 1) continue;
+        for (int d = 0; d < nk; d++)
+          if (k.loads[i].st[d] % rvec) rvec = 1;
+      }
+      if (c->rlen % rvec || c->chunk % rvec || c->rlen < (int64_t)c->tpr * rvec) rvec = 1;
+    }
+  }
+  kb_def(&k, "KF_RVEC", "%d", rvec);
+  for (int i = 0; i < k.n_loads; i++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "KF_L%d_RB", i);
+    kb_def(&k, nm, "%d", k.rank > nk && k.loads[i].st[nk] == 0 ? 1 : 0);
+  }
   kb_def(&k, "KF_PHASE2", "%d", c->phase2 ? 1 : 0);
   if (sp >= 0) kb_def(&k, "KF_SCRATCH", "kf_p%d", sp);
   int64_t ext = kb_extent(&k);
@@ -642,7 +642,15 @@ kf_status kb_unit_reduce(const kf_partition *p, const kf_group *g, const kf_buil
   if (!st) {
     mark_pro(&c, a->operands[0], 0);
     int64_t n = kf_type_numel(&c.x->type);
-    if (n == 0) goto done; /* nothing to reduce: outputs are empty or fills */
+    if (n == 0) {
+      /* nothing to read: fine when nothing is written either */
+      for (int i = 0; i < g->n_outputs; i++)
+        if (kf_type_numel(&g->outputs[i]->type) > 0) {
+          st = kb_unsupported(diag, g, a, "reduction of an empty tensor");
+          goto done;
+        }
+      goto done;
+    }
     plan_layout(&c);
     st = prologue_outputs(&c, u, src, diag);
   }

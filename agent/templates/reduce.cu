@@ -20,7 +20,10 @@
 //   KF_ELEM  (KF_PHASE2) once per element after the row statistics: the
 //            element value KF_X, KF_RES0/1, KF_LD, KF_ST
 // With KF_CACHE > 0 each thread keeps its KF_CACHE element values in
-// registers between the two phases instead of recomputing them.
+// registers between the two phases instead of recomputing them. With
+// KF_RVEC > 1 (one contiguous reduced dim) phase 1 loads KF_RVEC elements
+// per access at once (16 bytes), KF_L<k>_RB marking accesses broadcast
+// along the row.
 //
 // KF_STAGE splits long rows over several blocks (grid.y = KF_SPLIT chunks
 // of KF_CHUNK elements): 0 = whole rows in one kernel; 1 = partial states
@@ -38,6 +41,11 @@
   constexpr long long kf_ssr_##k[KF_RRANK] = {KF_S##k##_SR};
 #define KF_ROWOFF_L(k) const I kf_lro_##k = kf::dot(kc, kf_lsk_##k); (void)kf_lro_##k;
 #define KF_ROWOFF_S(k) const I kf_sro_##k = kf::dot(kc, kf_ssk_##k); (void)kf_sro_##k;
+#define KF_RCHECK(k)                                                            \
+  kf_al = kf_al && (KF_L##k##_RB || kf::vec_aligned<KF_L##k##_S, KF_RVEC>(KF_L##k##_P + kf_lro_##k + r_begin));
+#define KF_RVLOAD(k)                                                            \
+  KF_L##k##_R kf_rv_##k[KF_RVEC];                                               \
+  kf::vload<KF_L##k##_RB, KF_L##k##_S, KF_RVEC>(kf_rv_##k, KF_L##k##_P + kf_lro_##k + (KF_L##k##_RB ? 0 : r0));
 
 // element accesses (rc: the element's coordinates in the reduced dims)
 #define KF_LD(k) kf::ld<KF_L##k##_R>(KF_L##k##_P + kf_lro_##k + kf::dot(rc, kf_lsr_##k))
@@ -51,6 +59,7 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
   typedef KF_INDEX I;
   typedef KF_RED RED;
   typedef typename RED::state S;
+  static_assert(sizeof(S) <= 32, "split partial states are 32-byte slots");
   const RED red KF_RED_INIT;
   constexpr long long kshape[KF_KRANK] = {KF_KSHAPE};
   constexpr long long rshape[KF_RRANK] = {KF_RSHAPE};
@@ -101,8 +110,32 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
 #undef KF_YIELD
 #else
 #define KF_YIELD(v) red.add(st, (KF_ACC)(v), (long long)r)
+      I r_first = r_begin + (I)lane;
+      I r_step = KF_TPR;
+#if KF_RVEC > 1
+      // KF_RVEC consecutive elements per step and thread: the single
+      // reduced dim is contiguous (or broadcast, KF_L<k>_RB) for every
+      // load; rows whose pointers are not aligned take the scalar loop
+      bool kf_al = true;
+      KF_LOADS(KF_RCHECK)
+      if (kf_al) {
+        for (I r0 = r_begin + (I)lane * KF_RVEC; r0 < r_end; r0 += (I)KF_TPR * KF_RVEC) {
+          KF_LOADS(KF_RVLOAD)
+#undef KF_LD
+#define KF_LD(k) kf_rv_##k[j]
+#pragma unroll
+          for (int j = 0; j < KF_RVEC; j++) {
+            const I r = r0 + j;
+            KF_PRO
+          }
+#undef KF_LD
+#define KF_LD(k) kf::ld<KF_L##k##_R>(KF_L##k##_P + kf_lro_##k + kf::dot(rc, kf_lsr_##k))
+        }
+        r_first = r_end; // done
+      }
+#endif
 #pragma unroll 4
-      for (I r = r_begin + (I)lane; r < r_end; r += KF_TPR) {
+      for (I r = r_first; r < r_end; r += r_step) {
         I rc[KF_RRANK];
         kf::unravel(r, rshape, rc);
         KF_PRO
@@ -166,6 +199,8 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
 #undef KF_DECL_S
 #undef KF_ROWOFF_L
 #undef KF_ROWOFF_S
+#undef KF_RCHECK
+#undef KF_RVLOAD
 #undef KF_LD
 #undef KF_ST
 #undef KF_RIDX

@@ -20,7 +20,8 @@
  * Buffers are poisoned (all bits set: NaN for floats) before each group
  * runs, so an element a kernel fails to write shows up as a mismatch. The
  * emulator checks logic (indexing, reductions, epilogues, dtype handling),
- * not GPU timing or memory-model subtleties beyond barriers. */
+ * not GPU timing or memory-model subtleties beyond barriers. The host
+ * compiler is $KFUSE_EMU_CXX (default g++). */
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <math.h>
@@ -219,9 +220,10 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   kf_strbuf_fini(&names);
   if (fclose(f)) goto done;
   char cmd[4096];
+  const char *cxx = getenv("KFUSE_EMU_CXX");
   snprintf(cmd, sizeof cmd,
-           "g++ -std=c++17 -O1 -shared -fPIC -pthread -w -DKF_EMU -include %s -I %s %s -o %s",
-           hdr, tdir, cpp, sopath);
+           "'%s' -std=c++17 -O1 -shared -fPIC -w -DKF_EMU -include '%s' -I '%s' '%s' -o '%s'",
+           cxx && *cxx ? cxx : "g++", hdr, tdir, cpp, sopath);
   if (system(cmd) != 0) {
     fprintf(stderr, "FAIL: host compile failed: %s\n", cmd);
     goto done;

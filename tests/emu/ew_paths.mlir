@@ -1,11 +1,12 @@
 // Element-wise paths the fixtures do not reach: 16-byte vector accesses
 // with a broadcast bias (inner-dim vectors), f16/bf16 loads, stores and
 // casts, a transposed (strided) operand, a sliced operand at an odd offset
-// (misaligned: generic path at run time), an int-to-float promotion, and
-// an output broadcast smaller than the group's shape.
+// (not vectorisable), a 1-d slice at offset 1 (vector width chosen, the
+// run-time alignment check falls back to the generic path), and an
+// int-to-float promotion.
 "builtin.module"() ({
-  "func.func"() <{arg_attrs = [{kf.name = "x"}, {kf.name = "b"}, {kf.name = "h"}, {kf.name = "bb"}, {kf.name = "c"}, {kf.name = "xt"}, {kf.name = "n"}], function_type = (tensor<256x384xf32>, tensor<384xf32>, tensor<256x384xf16>, tensor<256x384xbf16>, tensor<256x1xf32>, tensor<384x256xf32>, tensor<256x384xi32>) -> (tensor<256x384xf32>, tensor<256x384xf16>, tensor<256x384xbf16>, tensor<256x384xf32>, tensor<255x383xf32>, tensor<256x384xf32>), sym_name = "ew_paths"}> ({
-  ^bb0(%x: tensor<256x384xf32>, %b: tensor<384xf32>, %h: tensor<256x384xf16>, %bb: tensor<256x384xbf16>, %c: tensor<256x1xf32>, %xt: tensor<384x256xf32>, %n: tensor<256x384xi32>):
+  "func.func"() <{arg_attrs = [{kf.name = "x"}, {kf.name = "b"}, {kf.name = "h"}, {kf.name = "bb"}, {kf.name = "c"}, {kf.name = "xt"}, {kf.name = "n"}, {kf.name = "lin"}], function_type = (tensor<256x384xf32>, tensor<384xf32>, tensor<256x384xf16>, tensor<256x384xbf16>, tensor<256x1xf32>, tensor<384x256xf32>, tensor<256x384xi32>, tensor<1001xf32>) -> (tensor<256x384xf32>, tensor<256x384xf16>, tensor<256x384xbf16>, tensor<256x384xf32>, tensor<255x383xf32>, tensor<256x384xf32>, tensor<1000xf32>), sym_name = "ew_paths"}> ({
+  ^bb0(%x: tensor<256x384xf32>, %b: tensor<384xf32>, %h: tensor<256x384xf16>, %bb: tensor<256x384xbf16>, %c: tensor<256x1xf32>, %xt: tensor<384x256xf32>, %n: tensor<256x384xi32>, %lin: tensor<1001xf32>):
     %a0 = "kf.add"(%x, %b) : (tensor<256x384xf32>, tensor<384xf32>) -> tensor<256x384xf32> loc("a0")
     %a1 = "kf.relu"(%a0) : (tensor<256x384xf32>) -> tensor<256x384xf32> loc("a1")
     %a2 = "kf.mul"(%a1, %c) : (tensor<256x384xf32>, tensor<256x1xf32>) -> tensor<256x384xf32> loc("a2")
@@ -25,6 +26,8 @@
     %o4 = "kf.mul"(%sl1, %two) : (tensor<255x383xf32, #kf.strided<[384, 1], offset: 385>>, i64) -> tensor<255x383xf32> loc("o4")
     %nd = "kf.div"(%n, %two) : (tensor<256x384xi32>, i64) -> tensor<256x384xf32> loc("nd")
     %o5 = "kf.sub"(%nd, %x) {alpha = 3 : i64} : (tensor<256x384xf32>, tensor<256x384xf32>) -> tensor<256x384xf32> loc("o5")
-    "func.return"(%o0, %o1, %o2, %o3, %o4, %o5) : (tensor<256x384xf32>, tensor<256x384xf16>, tensor<256x384xbf16>, tensor<256x384xf32>, tensor<255x383xf32>, tensor<256x384xf32>) -> ()
+    %ls = "kf.slice"(%lin) {dim = 0 : i64, start = 1 : i64, end = 1001 : i64, step = 1 : i64} : (tensor<1001xf32>) -> tensor<1000xf32, #kf.strided<[1], offset: 1>> loc("ls")
+    %o6 = "kf.tanh"(%ls) : (tensor<1000xf32, #kf.strided<[1], offset: 1>>) -> tensor<1000xf32> loc("o6")
+    "func.return"(%o0, %o1, %o2, %o3, %o4, %o5, %o6) : (tensor<256x384xf32>, tensor<256x384xf16>, tensor<256x384xbf16>, tensor<256x384xf32>, tensor<255x383xf32>, tensor<256x384xf32>, tensor<1000xf32>) -> ()
   }) : () -> ()
 }) : () -> ()

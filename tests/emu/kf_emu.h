@@ -3,21 +3,20 @@
 //
 // Included first (g++ -include) when a unit's source is compiled as host
 // C++ with -DKF_EMU. It maps CUDA's keywords and intrinsics onto C++17 and
-// executes a launch as CUDA would schedule it: blocks one after another,
-// the threads of a block concurrently (one OS thread each, from a pool), so
-// __syncthreads, __syncwarp and warp shuffles are real barriers among real
-// threads. __shared__ variables become static locals: shared by a block's
-// threads, and blocks never overlap. Only what the templates use is here.
+// executes a launch as CUDA may schedule it: blocks one after another, the
+// threads of a block as coroutines that run until they finish or reach a
+// barrier (__syncthreads, __syncwarp, each warp shuffle), so every barrier
+// really waits for all its threads. __shared__ variables become static
+// locals: shared by a block's threads, and blocks never overlap. Only what
+// the templates use is here.
 #ifndef KF_EMU_H
 #define KF_EMU_H
 
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <mutex>
-#include <thread>
+#include <ucontext.h>
 #include <utility>
 #include <vector>
 
@@ -39,7 +38,7 @@ struct alignas(8) uint2 {
   unsigned x, y;
 };
 
-inline thread_local dim3 threadIdx, blockIdx;
+inline dim3 threadIdx, blockIdx; // set by the scheduler before each switch
 inline dim3 blockDim, gridDim;
 
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
@@ -93,32 +92,27 @@ inline unsigned short kf_emu_f32_to_f16(float f) {
   return sign | (unsigned short)(((e - 1 + 15) << 10) | ((unsigned)q & 0x3ff));
 }
 
-// ---- barriers and the thread pool ------------------------------------------------
+// ---- CUDA threads as coroutines ---------------------------------------------------
+// A launch runs its blocks one after another; within a block every CUDA
+// thread is a coroutine (ucontext) on one OS thread, switched at barriers:
+// deterministic, and cheap enough for fixture-sized launches.
 
 namespace kf_emu {
 
 struct barrier {
-  std::mutex m;
-  std::condition_variable cv;
   int count = 0, expected = 0;
   unsigned long gen = 0;
-  void arrive_and_wait() {
-    std::unique_lock<std::mutex> l(m);
-    unsigned long g = gen;
-    if (++count == expected) {
-      count = 0;
-      gen++;
-      cv.notify_all();
-    } else {
-      cv.wait(l, [&] { return gen != g; });
-    }
-  }
 };
 
 struct block_state {
   barrier block;
   barrier warps[32];
   unsigned long long xch[32][32];
+  std::vector<ucontext_t> ctx;
+  std::vector<char> done;
+  ucontext_t sched;
+  unsigned cur = 0;
+  const std::function<void()> *f = nullptr;
 };
 
 inline block_state *g_block;
@@ -126,24 +120,40 @@ inline block_state *g_block;
 inline int lane_id() { return (int)(threadIdx.x % 32); }
 inline int warp_id() { return (int)(threadIdx.x / 32); }
 
+// give the other coroutines a turn until the barrier's generation moves
+inline void arrive_and_wait(barrier &b) {
+  unsigned long g = b.gen;
+  if (++b.count == b.expected) {
+    b.count = 0;
+    b.gen++;
+    return;
+  }
+  block_state *bs = g_block;
+  while (b.gen == g) swapcontext(&bs->ctx[bs->cur], &bs->sched);
+}
+
 template <class T> inline T exchange(T v, int src) {
   block_state *b = g_block;
   int w = warp_id(), l = lane_id();
   unsigned long long slot = 0;
   std::memcpy(&slot, &v, sizeof v);
   b->xch[w][l] = slot;
-  b->warps[w].arrive_and_wait();
+  arrive_and_wait(b->warps[w]);
   unsigned long long got = b->xch[w][src];
-  b->warps[w].arrive_and_wait();
+  arrive_and_wait(b->warps[w]);
   T r;
   std::memcpy(&r, &got, sizeof r);
   return r;
 }
 
+inline void trampoline() {
+  block_state *bs = g_block;
+  (*bs->f)();
+  bs->done[bs->cur] = 1;
+  swapcontext(&bs->ctx[bs->cur], &bs->sched);
+}
+
 // Runs every block of a launch; f is called by each thread of a block.
-// One OS thread per CUDA thread of a block, reused for every block: after
-// each block all of them meet at a barrier, so a block's static "shared"
-// variables are never used by two blocks at once.
 inline void launch(dim3 grid, dim3 block, const std::function<void()> &f) {
   gridDim = grid;
   blockDim = block;
@@ -154,23 +164,37 @@ inline void launch(dim3 grid, dim3 block, const std::function<void()> &f) {
     int left = (int)nt - w * 32;
     bs->warps[w].expected = left >= 32 ? 32 : (left > 0 ? left : 0);
   }
+  bs->ctx.resize(nt);
+  bs->done.resize(nt);
+  bs->f = &f;
+  const size_t stack = 64 * 1024;
+  std::vector<char> stacks(stack * nt);
   g_block = bs;
-  std::vector<std::thread> th;
-  th.reserve(nt);
-  for (unsigned t = 0; t < nt; t++)
-    th.emplace_back([&, t] {
-      threadIdx.x = t;
-      for (unsigned bz = 0; bz < grid.z; bz++)
-        for (unsigned by = 0; by < grid.y; by++)
-          for (unsigned bx = 0; bx < grid.x; bx++) {
-            blockIdx.x = bx;
-            blockIdx.y = by;
-            blockIdx.z = bz;
-            f();
-            bs->block.arrive_and_wait();
+  for (unsigned bz = 0; bz < grid.z; bz++)
+    for (unsigned by = 0; by < grid.y; by++)
+      for (unsigned bx = 0; bx < grid.x; bx++) {
+        blockIdx.x = bx;
+        blockIdx.y = by;
+        blockIdx.z = bz;
+        for (unsigned t = 0; t < nt; t++) {
+          getcontext(&bs->ctx[t]);
+          bs->ctx[t].uc_stack.ss_sp = &stacks[stack * t];
+          bs->ctx[t].uc_stack.ss_size = stack;
+          bs->ctx[t].uc_link = nullptr;
+          makecontext(&bs->ctx[t], trampoline, 0);
+          bs->done[t] = 0;
+        }
+        unsigned left = nt;
+        while (left) {
+          for (unsigned t = 0; t < nt; t++) {
+            if (bs->done[t]) continue;
+            bs->cur = t;
+            threadIdx.x = t;
+            swapcontext(&bs->sched, &bs->ctx[t]);
+            if (bs->done[t]) left--;
           }
-    });
-  for (auto &x : th) x.join();
+        }
+      }
   g_block = nullptr;
   delete bs;
 }
@@ -189,9 +213,9 @@ template <class... P> int run(void (*k)(P...), dim3 g, dim3 b, void **args, int 
 
 }  // namespace kf_emu
 
-inline void __syncthreads() { kf_emu::g_block->block.arrive_and_wait(); }
+inline void __syncthreads() { kf_emu::arrive_and_wait(kf_emu::g_block->block); }
 inline void __syncwarp(unsigned = 0xffffffffu) {
-  kf_emu::g_block->warps[kf_emu::warp_id()].arrive_and_wait();
+  kf_emu::arrive_and_wait(kf_emu::g_block->warps[kf_emu::warp_id()]);
 }
 template <class T> inline T __shfl_xor_sync(unsigned, T v, int m, int w = 32) {
   (void)w;

@@ -13,8 +13,12 @@
  *                                 unfused (the fp64 per-op reference); list
  *                                 unsupported groups; fail on any build or
  *                                 compile error
- * No GPU is needed: NVRTC compiles for sm_90 on any machine. Numerical
- * correctness is checked on the GPU (scripts/gpu_test.sh). */
+ * No GPU is needed: NVRTC compiles for sm_90 on any machine. Numerics are
+ * checked by tests/emu (CPU emulation) and on the GPU (scripts/gpu_test.sh).
+ * In fixture mode KFUSE_DUMP_STEPS=1 prints every unit's steps,
+ * KFUSE_DUMP_ALL=1 its source, KFUSE_DUMP_FAILED=1 the source of units
+ * NVRTC rejects; KFUSE_ALLOW_UNSUPPORTED=1 lists unsupported groups without
+ * failing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -183,11 +187,317 @@ static int fixture_main(int argc, char **argv) {
 
 /* ---- unit tests -------------------------------------------------------------------- */
 
+#include "../../runtime/kfr_plan.h"
+
+typedef struct built {
+  kf_graph *g;
+  kf_partition *p;
+  kf_unit *u;
+  const kf_group *grp;
+} built;
+
+static void built_fini(built *b) {
+  kf_unit_destroy(b->u);
+  kf_partition_destroy(b->p);
+  kf_graph_destroy(b->g);
+  memset(b, 0, sizeof *b);
+}
+
+/* Parse a one-function module (inputs `args`, body `body`, results `rets`),
+ * run the compile passes, partition, and build the unit of the first group
+ * of kind `kind`. Returns the unit's status. */
+static kf_status build_from(const char *args, const char *types, const char *rtypes, const char *body,
+                            const char *rets, kf_group_kind kind, const kf_builtin_options *o,
+                            built *out) {
+  memset(out, 0, sizeof *out);
+  char text[8192];
+  snprintf(text, sizeof text,
+           "\"builtin.module\"() ({\n"
+           "  \"func.func\"() <{function_type = (%s) -> (%s), sym_name = \"t\"}> ({\n"
+           "  ^bb0(%s):\n%s"
+           "    \"func.return\"(%s) : (%s) -> ()\n"
+           "  }) : () -> ()\n"
+           "}) : () -> ()\n",
+           types, rtypes, args, body, rets, rtypes);
+  kf_diag d;
+  kf_diag_init(&d, NULL, NULL);
+  kf_status st = kf_mlir_parse(text, strlen(text), "test", &out->g, &d);
+  assert_int_equal(st, KF_OK);
+  assert_int_equal(kf_pass_run_pipeline(out->g, kf_compile_pipeline(), true, &d), KF_OK);
+  kf_partition_options po;
+  kf_partition_options_init(&po);
+  po.precision = o->precision;
+  assert_int_equal(kf_partition_graph(out->g, &po, &out->p, &d), KF_OK);
+  for (int i = 0; i < out->p->n_groups && !out->grp; i++)
+    if (out->p->groups[i].kind == kind) out->grp = &out->p->groups[i];
+  assert_non_null(out->grp);
+  return kf_builtin_unit(out->p, out->grp, o, &out->u, &d);
+}
+
+static bool has(const char *src, const char *needle) { return src && strstr(src, needle) != NULL; }
+
+static const kf_unit_step *gemm_step(const kf_unit *u) {
+  for (int i = 0; i < u->n_steps; i++)
+    if (u->steps[i].kind == KF_USTEP_GEMM) return &u->steps[i];
+  return NULL;
+}
+
+static int n_launches(const kf_unit *u) {
+  int n = 0;
+  for (int i = 0; i < u->n_steps; i++) n += u->steps[i].kind == KF_USTEP_LAUNCH;
+  return n;
+}
+
+/* a row bias [8] and a column scale [4, 1] broadcast into [4, 8]: strides
+ * 0 where broadcast; vectors along the contiguous inner dim still apply,
+ * the column operand being broadcast along the vector (_B 1) */
+static void test_broadcast_strides(void **state) {
+  (void)state;
+  kf_builtin_options o;
+  kf_builtin_options_init(&o);
+  built b;
+  kf_status st = build_from(
+      "%x: tensor<4x8xf32>, %r: tensor<8xf32>, %c: tensor<4x1xf32>",
+      "tensor<4x8xf32>, tensor<8xf32>, tensor<4x1xf32>", "tensor<4x8xf32>",
+      "    %a = \"kf.add\"(%x, %r) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>\n"
+      "    %m = \"kf.mul\"(%a, %c) : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>\n",
+      "%m", KF_GROUP_ELEMENTWISE, &o, &b);
+  assert_int_equal(st, KF_OK);
+  const char *s = b.u->source;
+  assert_true(has(s, "#define KF_RANK 2\n"));
+  assert_true(has(s, "#define KF_SHAPE 4LL, 8LL\n"));
+  assert_true(has(s, "#define KF_L0_ST 8LL, 1LL\n")); /* x */
+  assert_true(has(s, "#define KF_L1_ST 0LL, 1LL\n")); /* the row bias */
+  assert_true(has(s, "#define KF_L2_ST 1LL, 0LL\n")); /* the column */
+  assert_true(has(s, "#define KF_S0_ST 8LL, 1LL\n"));
+  assert_true(has(s, "#define KF_VEC 4\n"));
+  assert_true(has(s, "#define KF_L2_B 1\n"));
+  assert_true(has(s, "#define KF_L1_B 0\n"));
+  assert_int_equal(n_launches(b.u), 1);
+  built_fini(&b);
+}
+
+/* vector width by rule: 4 f32, 8 f16, 2 f64 per 16 bytes; none for a
+ * transposed operand or an inner size that is not a multiple */
+static void test_vector_choice(void **state) {
+  (void)state;
+  kf_builtin_options o;
+  kf_builtin_options_init(&o);
+  struct { const char *ty; const char *want; } cases[] = {
+    {"tensor<1024xf32>", "#define KF_VEC 4\n"},
+    {"tensor<1024xf16>", "#define KF_VEC 8\n"},
+    {"tensor<1024xf64>", "#define KF_VEC 2\n"},
+    {"tensor<3x5xf32>", "#define KF_VEC 4\n"}, /* coalesced to 15: rank 1, tail loop */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char args[128], body[512];
+    snprintf(args, sizeof args, "%%x: %s", cases[i].ty);
+    snprintf(body, sizeof body, "    %%y = \"kf.neg\"(%%x) : (%s) -> %s\n", cases[i].ty, cases[i].ty);
+    built b;
+    assert_int_equal(build_from(args, cases[i].ty, cases[i].ty, body, "%y", KF_GROUP_ELEMENTWISE, &o, &b), KF_OK);
+    assert_true(has(b.u->source, cases[i].want));
+    built_fini(&b);
+  }
+  built b;
+  assert_int_equal(build_from("%x: tensor<8x6xf32>", "tensor<8x6xf32>", "tensor<6x8xf32>",
+                              "    %t = \"kf.permute\"(%x) {dims = array<i64: 1, 0>} : (tensor<8x6xf32>) -> tensor<6x8xf32, #kf.strided<[1, 6]>>\n"
+                              "    %y = \"kf.neg\"(%t) : (tensor<6x8xf32, #kf.strided<[1, 6]>>) -> tensor<6x8xf32>\n",
+                              "%y", KF_GROUP_ELEMENTWISE, &o, &b),
+                   KF_OK);
+  assert_true(has(b.u->source, "#define KF_VEC 1\n"));
+  assert_true(has(b.u->source, "#define KF_L0_ST 1LL, 6LL\n"));
+  built_fini(&b);
+  /* block size and vector width from the options override the rule */
+  o.block_size = 128;
+  o.vector_width = 2;
+  assert_int_equal(build_from("%x: tensor<1024xf32>", "tensor<1024xf32>", "tensor<1024xf32>",
+                              "    %y = \"kf.neg\"(%x) : (tensor<1024xf32>) -> tensor<1024xf32>\n", "%y",
+                              KF_GROUP_ELEMENTWISE, &o, &b),
+                   KF_OK);
+  assert_true(has(b.u->source, "#define KF_VEC 2\n"));
+  assert_true(has(b.u->source, "#define KF_BLOCK 128\n"));
+  assert_int_equal(b.u->steps[0].block[0], 128);
+  assert_int_equal(b.u->steps[0].grid[0], 4); /* 1024 / (128 * 2) */
+  built_fini(&b);
+}
+
+/* linear: x @ permute(w) — the permuted weight is a transposed operand,
+ * no copy; full fp32 by default, TF32 under that policy */
+static void test_gemm_linear(void **state) {
+  (void)state;
+  kf_builtin_options o;
+  kf_builtin_options_init(&o);
+  for (int tf32 = 0; tf32 < 2; tf32++) {
+    o.precision = tf32 ? KF_PRECISION_TF32 : KF_PRECISION_DEFAULT;
+    built b;
+    assert_int_equal(
+        build_from("%x: tensor<4x16xf32>, %w: tensor<32x16xf32>", "tensor<4x16xf32>, tensor<32x16xf32>",
+                   "tensor<4x32xf32>",
+                   "    %t = \"kf.permute\"(%w) {dims = array<i64: 1, 0>} : (tensor<32x16xf32>) -> tensor<16x32xf32, #kf.strided<[1, 16]>>\n"
+                   "    %y = \"kf.mm\"(%x, %t) : (tensor<4x16xf32>, tensor<16x32xf32, #kf.strided<[1, 16]>>) -> tensor<4x32xf32>\n",
+                   "%y", KF_GROUP_GEMM, &o, &b),
+        KF_OK);
+    assert_int_equal(b.u->n_steps, 1);
+    assert_null(b.u->source);
+    const kf_unit_step *s = gemm_step(b.u);
+    assert_non_null(s);
+    assert_int_equal(s->gemm.m, 4);
+    assert_int_equal(s->gemm.n, 32);
+    assert_int_equal(s->gemm.k, 16);
+    assert_false(s->gemm.trans_a);
+    assert_int_equal(s->gemm.lda, 16);
+    assert_true(s->gemm.trans_b);
+    assert_int_equal(s->gemm.ldb, 16);
+    assert_int_equal(s->gemm.ldd, 32);
+    assert_int_equal(s->gemm.compute, tf32 ? KFR_COMPUTE_32F_TF32 : KFR_COMPUTE_32F);
+    assert_int_equal(s->gemm.epilogue, KFR_EPI_NONE);
+    assert_int_equal(s->args[0].kind, KF_UARG_INPUT);
+    assert_int_equal(s->args[2].kind, KF_UARG_NONE);
+    assert_int_equal(s->args[3].kind, KF_UARG_OUTPUT);
+    assert_int_equal(s->args[4].kind, KF_UARG_NONE);
+    assert_int_equal(s->args[5].kind, KF_UARG_SCRATCH);
+    assert_true(b.u->scratch_bytes[s->args[5].index] >= s->gemm.workspace_bytes);
+    built_fini(&b);
+  }
+}
+
+/* bmm with an expanded operand: batch stride 0, no copy */
+static void test_bmm_expand(void **state) {
+  (void)state;
+  kf_builtin_options o;
+  kf_builtin_options_init(&o);
+  built b;
+  assert_int_equal(
+      build_from("%a: tensor<3x5x7xf32>, %w: tensor<7x2xf32>", "tensor<3x5x7xf32>, tensor<7x2xf32>",
+                 "tensor<3x5x2xf32>",
+                 "    %r = \"kf.reshape\"(%w) : (tensor<7x2xf32>) -> tensor<1x7x2xf32>\n"
+                 "    %e = \"kf.expand\"(%r) : (tensor<1x7x2xf32>) -> tensor<3x7x2xf32, #kf.strided<[0, 2, 1]>>\n"
+                 "    %y = \"kf.bmm\"(%a, %e) : (tensor<3x5x7xf32>, tensor<3x7x2xf32, #kf.strided<[0, 2, 1]>>) -> tensor<3x5x2xf32>\n",
+                 "%y", KF_GROUP_GEMM, &o, &b),
+      KF_OK);
+  const kf_unit_step *s = gemm_step(b.u);
+  assert_non_null(s);
+  assert_int_equal(b.u->n_steps, 1);
+  assert_int_equal(s->gemm.batch, 3);
+  assert_int_equal(s->gemm.stride_a, 35);
+  assert_int_equal(s->gemm.stride_b, 0);
+  assert_int_equal(s->gemm.stride_d, 10);
+  assert_int_equal(s->gemm.ldb, 2);
+  assert_false(s->gemm.trans_b);
+  built_fini(&b);
+}
+
+static void addmm_case(const char *epi, int want_epi, int want_launches, double beta) {
+  kf_builtin_options o;
+  kf_builtin_options_init(&o);
+  char body[2048];
+  snprintf(body, sizeof body,
+           "    %%t = \"kf.permute\"(%%w) {dims = array<i64: 1, 0>} : (tensor<32x16xf32>) -> tensor<16x32xf32, #kf.strided<[1, 16]>>\n"
+           "    %%m = \"kf.addmm\"(%%b, %%x, %%t) {alpha = 1 : i64, beta = %s} : (tensor<32xf32>, tensor<4x16xf32>, tensor<16x32xf32, #kf.strided<[1, 16]>>) -> tensor<4x32xf32>\n"
+           "%s",
+           beta == 1 ? "1 : i64" : "0.5 : f64", epi);
+  built b;
+  assert_int_equal(build_from("%x: tensor<4x16xf32>, %w: tensor<32x16xf32>, %b: tensor<32xf32>",
+                              "tensor<4x16xf32>, tensor<32x16xf32>, tensor<32xf32>", "tensor<4x32xf32>",
+                              body, epi[0] ? "%y" : "%m", KF_GROUP_GEMM, &o, &b),
+                   KF_OK);
+  const kf_unit_step *s = gemm_step(b.u);
+  assert_non_null(s);
+  assert_int_equal(s->gemm.epilogue, want_epi);
+  assert_int_equal(n_launches(b.u), want_launches);
+  if (want_epi != KFR_EPI_NONE) {
+    assert_int_equal(s->args[4].kind, KF_UARG_INPUT);
+  } else {
+    assert_int_equal(s->args[4].kind, KF_UARG_NONE);
+  }
+  built_fini(&b);
+}
+
+/* cuBLASLt epilogues: bias, bias+relu, bias+gelu(tanh); erf-gelu and a
+ * scaled bias run as a second launch */
+static void test_addmm_epilogue(void **state) {
+  (void)state;
+  addmm_case("", KFR_EPI_BIAS, 0, 1);
+  addmm_case("    %y = \"kf.relu\"(%m) : (tensor<4x32xf32>) -> tensor<4x32xf32>\n", KFR_EPI_RELU_BIAS, 0, 1);
+  addmm_case("    %y = \"kf.gelu\"(%m) {approximate = \"tanh\"} : (tensor<4x32xf32>) -> tensor<4x32xf32>\n",
+             KFR_EPI_GELU_BIAS, 0, 1);
+  addmm_case("    %y = \"kf.gelu\"(%m) {approximate = \"none\"} : (tensor<4x32xf32>) -> tensor<4x32xf32>\n",
+             KFR_EPI_BIAS, 1, 1);
+  addmm_case("    %y = \"kf.relu\"(%m) : (tensor<4x32xf32>) -> tensor<4x32xf32>\n", KFR_EPI_NONE, 1, 0.5);
+  addmm_case("", KFR_EPI_NONE, 1, 0.5);
+}
+
+/* NVRTC: each kind of unit compiles to a cubin; a broken source returns
+ * KF_ERR_INVALID with the compiler's log; the fp64 reference computes in
+ * double; templates carry their #line */
+static void test_nvrtc(void **state) {
+  (void)state;
+  char why[512];
+  if (!kf_nvrtc_available(why, sizeof why)) fail_msg("NVRTC missing: %s", why);
+  kf_builtin_options o;
+  kf_builtin_options_init(&o);
+  built b;
+  assert_int_equal(build_from("%x: tensor<64x100xf32>", "tensor<64x100xf32>", "tensor<64x100xf32>",
+                              "    %y = \"kf.softmax\"(%x) {dim = 1 : i64} : (tensor<64x100xf32>) -> tensor<64x100xf32>\n",
+                              "%y", KF_GROUP_REDUCE, &o, &b),
+                   KF_OK);
+  assert_true(has(b.u->source, "#line 1 \"agent/templates/reduce.cu\""));
+  assert_true(has(b.u->policy, "builtin:reduce"));
+  kf_diag d;
+  kf_diag_init(&d, NULL, NULL);
+  assert_int_equal(kf_unit_compile(b.u, &o.target, &d), KF_OK);
+  assert_non_null(b.u->cubin);
+  assert_true(b.u->cubin_bytes > 16);
+  assert_memory_equal(b.u->cubin, "\177ELF", 4);
+  built_fini(&b);
+
+  o.fp64 = true;
+  assert_int_equal(build_from("%x: tensor<64x100xf32>", "tensor<64x100xf32>", "tensor<64xf32>",
+                              "    %y = \"kf.sum\"(%x) {dims = array<i64: 1>, keepdim = false} : (tensor<64x100xf32>) -> tensor<64xf32>\n",
+                              "%y", KF_GROUP_REDUCE, &o, &b),
+                   KF_OK);
+  assert_true(has(b.u->source, "#define KF_ACC double\n"));
+  assert_true(has(b.u->source, "#define KF_L0_R double\n"));
+  assert_true(has(b.u->policy, "fp64"));
+  assert_int_equal(kf_unit_compile(b.u, &o.target, &d), KF_OK);
+  /* a broken unit: the log comes back */
+  free(b.u->source);
+  b.u->source = strdup("extern \"C\" __global__ void k() { undefined_thing(); }\n");
+  collect c = {{0}};
+  kf_diag_init(&d, collect_fn, &c);
+  assert_int_equal(kf_unit_compile(b.u, &o.target, &d), KF_ERR_INVALID);
+  assert_non_null(b.u->compile_log);
+  assert_true(has(b.u->compile_log, "undefined_thing"));
+  assert_true(has(c.last, "undefined_thing"));
+  assert_null(b.u->cubin);
+  built_fini(&b);
+}
+
+/* unsupported groups name the op */
+static void test_unsupported(void **state) {
+  (void)state;
+  kf_builtin_options o;
+  kf_builtin_options_init(&o);
+  built b;
+  kf_status st = build_from("%a: tensor<3x4xi64>, %c: tensor<4x5xi64>", "tensor<3x4xi64>, tensor<4x5xi64>",
+                            "tensor<3x5xi64>",
+                            "    %y = \"kf.mm\"(%a, %c) : (tensor<3x4xi64>, tensor<4x5xi64>) -> tensor<3x5xi64>\n",
+                            "%y", KF_GROUP_GEMM, &o, &b);
+  assert_int_equal(st, KF_ERR_UNSUPPORTED);
+  assert_null(b.u);
+  built_fini(&b);
+}
+
 int main(int argc, char **argv) {
   if (argc >= 3 && strcmp(argv[1], "--fixture") == 0) return fixture_main(argc, argv);
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(NULL),
+    cmocka_unit_test(test_broadcast_strides),
+    cmocka_unit_test(test_vector_choice),
+    cmocka_unit_test(test_gemm_linear),
+    cmocka_unit_test(test_bmm_expand),
+    cmocka_unit_test(test_addmm_epilogue),
+    cmocka_unit_test(test_nvrtc),
+    cmocka_unit_test(test_unsupported),
   };
-  (void)tests;
-  return 0;
+  return cmocka_run_group_tests(tests, NULL, NULL);
 }
