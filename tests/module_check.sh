@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# tests/module_check.sh KFUSE MODEL OUTDIR [obj]
+# CI has no GPU, so this checks what a compiled module is, not what it
+# computes (scripts/gpu_test.sh does that on the GPU machine):
+#   so:  `kfuse compile` succeeds; the module exports exactly the module API;
+#        it needs nothing beyond libc at load time; the weights sidecar exists
+#        and the report says the kernels were not verified here.
+#   obj: `--emit obj` writes an object and a header; a C program using the
+#        header compiles and links against libkfuse_runtime.a.
+set -euo pipefail
+k=$1 model=$2 dir=$3 mode=${4:-so}
+mkdir -p "$dir"
+fail() { echo "module_check: $*" >&2; exit 1; }
+if [ "$mode" = so ]; then
+  "$k" compile "$model" -o "$dir/m.so" -q --report "$dir/r.json"
+  want="kfuse_last_error kfuse_model_create kfuse_model_destroy kfuse_model_error kfuse_model_input_info kfuse_model_num_inputs kfuse_model_num_outputs kfuse_model_output_info kfuse_model_run kfuse_options_init"
+  got=$(nm -D --defined-only "$dir/m.so" | awk '$2 == "T" { print $3 }' | sort | tr '\n' ' ' | sed 's/ $//')
+  [ "$got" = "$want" ] || fail "exports are '$got', expected '$want'"
+  needed=$(readelf -d "$dir/m.so" | awk '/NEEDED/ { print $5 }' | tr -d '[]' | sort | tr '\n' ' ')
+  for n in $needed; do
+    case $n in libc.so.6|ld-linux-x86-64.so.2|libdl.so.2|libpthread.so.0) ;;
+      *) fail "the module needs $n at load time";;
+    esac
+  done
+  [ -s "$dir/m.so.weights" ] || [ "$(python3 -c "import json;print(json.load(open('$dir/r.json'))['weights_bytes'])")" = 0 ] \
+    || fail "no weights sidecar"
+  grep -q '"verified":[[:space:]]*false' "$dir/r.json" || fail "the report must say the kernels were not verified"
+else
+  "$k" compile "$model" -o "$dir/m.o" --emit obj --prefix mymodel -q
+  [ -s "$dir/m.h" ] || fail "no header next to the object"
+  cat > "$dir/main.c" <<'C'
+#include "m.h"
+#include <stdio.h>
+int main(void) {
+  kfuse_options o;
+  kfuse_options_init(&o);
+  kfuse_model *m = NULL;
+  int rc = mymodel_create(&o, &m); /* fails cleanly without a GPU */
+  if (rc == 0) kfuse_model_destroy(m);
+  else printf("create: %d %s\n", rc, kfuse_last_error());
+  return 0;
+}
+C
+  rt="$(dirname "$k")/libkfuse_runtime.a"
+  cc -std=c11 -Wall -Werror -I"$dir" "$dir/main.c" "$dir/m.o" "$rt" -ldl -lpthread -o "$dir/main"
+  "$dir/main"
+fi
+echo "module_check: ok ($mode)"
