@@ -197,6 +197,14 @@ def main():
             flops = flops_of(model, sets[0])
             floor = max(nbytes / bw, flops / rate) * 1e3
             row.update(bytes=nbytes, flops=flops, floor_ms=floor)
+            # eager's peak: memory allocated while one forward runs, beyond
+            # what the inputs and weights already hold
+            torch.cuda.synchronize()
+            base = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+            model(*sets[0])
+            torch.cuda.synchronize()
+            row["eager_peak_bytes"] = torch.cuda.max_memory_allocated() - base
             row["eager"] = time_fn(model, sets, 10, args.iters)
             if True:
                 for mode in filter(None, args.modes.split(",")):
@@ -212,6 +220,13 @@ def main():
                                 os.path.join(work, f"{name}.report.json")],
                                capture_output=True, text=True)
             row["kfuse_compile_s"] = time.time() - t0
+            try:
+                with open(os.path.join(work, f"{name}.report.json")) as rf:
+                    rep = json.load(rf)
+                row["kfuse_arena_bytes"] = rep.get("arena_bytes")
+                row["kfuse_groups"] = rep.get("groups")
+            except (OSError, ValueError):
+                pass
             if r.returncode != 0:
                 row["kfuse"] = {"error": (r.stderr or r.stdout).strip().splitlines()[0][:300]}
                 print(f"{name}: kfuse compile failed: {row['kfuse']['error']}", flush=True)
@@ -266,6 +281,14 @@ def main():
     lines.append("")
     lines.append(f"Geometric mean speedup over the workloads kfuse ran: vs eager {gm(sp_e):.2f}x "
                  f"({len(sp_e)}), vs torch.compile default {gm(sp_c):.2f}x ({len(sp_c)}).")
+    lines += ["", "| workload | eager peak MiB (beyond inputs and weights) | kfuse arena MiB (incl. scratch) | kfuse groups | kfuse compile s |",
+              "|---|---|---|---|---|"]
+    for r in rows:
+        mib = lambda b: f"{b / 2**20:.1f}" if isinstance(b, (int, float)) else "—"  # noqa: E731
+        cs = r.get("kfuse_compile_s")
+        lines.append(f"| {r['name']} | {mib(r.get('eager_peak_bytes'))} | {mib(r.get('kfuse_arena_bytes'))} | "
+                     f"{r.get('kfuse_groups', '—')} | {cs:.2f} |" if cs is not None else
+                     f"| {r['name']} | {mib(r.get('eager_peak_bytes'))} | — | — | — |")
     table = "\n".join(lines)
     print(table)
     with open(os.path.join(args.out, "bench.md"), "w") as f:
