@@ -42,7 +42,9 @@ int main(void) {
 }
 C
   rt="$(dirname "$k")/libkfuse_runtime.a"
-  cc -std=c11 -Wall -Werror -I"$dir" "$dir/main.c" "$dir/m.o" "$rt" -ldl -lpthread -o "$dir/main"
+  # KFUSE_TEST_LDFLAGS: the sanitizer runtimes when the tree is built with them
+  # shellcheck disable=SC2086
+  cc -std=c11 -Wall -Werror -I"$dir" "$dir/main.c" "$dir/m.o" "$rt" -ldl -lpthread ${KFUSE_TEST_LDFLAGS:-} -o "$dir/main"
   "$dir/main"
 fi
 echo "module_check: ok ($mode)"
