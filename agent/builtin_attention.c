@@ -1,8 +1,13 @@
-/* agent/builtin_attention.c — ATTENTION groups (kf.sdpa) on the warp-per-
- * query-row kernel agent/templates/attention.cu: every layout of q, k, v
- * (strides, broadcast batch dims), boolean or additive masks, causal
- * masking, an explicit scale, grouped-query attention. Computed in fp32
- * (fp64 for f64 and the reference). */
+/* agent/builtin_attention.c — ATTENTION groups (kf.sdpa) on agent/
+ * templates/attention.cu: every layout of q, k, v (strides, broadcast batch
+ * dims), boolean or additive masks, causal masking, an explicit scale,
+ * grouped-query attention.
+ *
+ * With fp32 accumulation and head sizes up to 128 the tiled kernel runs:
+ * 64 query rows x 64-key tiles per block of 256 threads, q/k/v tiles in
+ * dynamic shared memory, 16-byte loads where an operand's feature stride is
+ * 1 and its offsets are multiples of 4 elements. Otherwise (the fp64
+ * reference, f64 inputs, larger heads) the warp-per-query-row kernel. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +21,26 @@ static void list(char *buf, size_t n, const int64_t *v, int k) {
   for (int i = 0; i < k && o < n; i++)
     o += (size_t)snprintf(buf + o, n - o, "%s%lldLL", i ? ", " : "", (long long)v[i]);
   if (k == 0) snprintf(buf, n, "0LL");
+}
+
+/* The tiled kernel's tile sizes and threads (fixed by its thread grid). */
+enum { TILE_M = 64, TILE_N = 64, TILE_THREADS = 256 };
+
+/* 16-byte (4-element) loads along t's last dim: stride 1, the row stride
+ * and every batch stride a multiple of 4 (the base pointer's alignment is
+ * checked by the kernel at run time) */
+static bool vec4(const kf_type *t, int64_t n, const int64_t *bs, int nb) {
+  int R = t->rank;
+  if (n % 4 || t->strides[R - 1] != 1 || t->strides[R - 2] % 4) return false;
+  for (int i = 0; i < nb; i++)
+    if (bs[i] % 4) return false;
+  return true;
+}
+
+/* element loads walk rows first when the row stride is the smaller one */
+static int rows_first(const kf_type *t) {
+  int64_t rs = t->strides[t->rank - 2], cs = t->strides[t->rank - 1];
+  return llabs(rs) < llabs(cs) ? 1 : 0;
 }
 
 /* batch strides of t over the output's batch dims (right-aligned, 0 where
@@ -42,9 +67,15 @@ kf_status kb_unit_attention(const kf_partition *p, const kf_group *g, const kf_b
   if (!kf_type_is_contiguous(r)) return kb_unsupported(diag, g, a, "non-contiguous result");
   int R = q->rank, nb = R - 2;
   int64_t L = q->shape[R - 2], E = q->shape[R - 1], S = k->shape[R - 2], EV = v->shape[R - 1];
-  /* q rows are staged in static shared memory: 8 warps x E values */
-  size_t acc_bytes = (o->fp64 || q->dtype == KF_DTYPE_F64) ? 8 : 4;
-  if ((size_t)E * 8 * acc_bytes > 48 * 1024)
+  bool fp64 = o->fp64;
+  kf_dtype acc = fp64 || q->dtype == KF_DTYPE_F64 ? KF_DTYPE_F64 : KF_DTYPE_F32;
+  int64_t rows = L;
+  for (int i = 0; i < nb; i++) rows *= r->shape[i];
+  int64_t qtiles = (L + TILE_M - 1) / TILE_M;
+  bool tiled = acc == KF_DTYPE_F32 && E <= 128 && EV <= 128 && rows / L * qtiles <= INT32_MAX;
+  /* simple kernel: q rows are staged in static shared memory, 8 warps x E values */
+  size_t acc_bytes = acc == KF_DTYPE_F64 ? 8 : 4;
+  if (!tiled && (size_t)E * 8 * acc_bytes > 48 * 1024)
     return kb_unsupported(diag, g, a, "head size %lld too large for the attention kernel", (long long)E);
   int64_t bshape[KF_MAX_RANK], qbs[KF_MAX_RANK], kbs[KF_MAX_RANK], vbs[KF_MAX_RANK], mbs[KF_MAX_RANK];
   for (int i = 0; i < nb; i++) bshape[i] = r->shape[i];
@@ -80,8 +111,6 @@ kf_status kb_unit_attention(const kf_partition *p, const kf_group *g, const kf_b
   } else {
     for (int i = 0; i < nb; i++) mbs[i] = 0;
   }
-  bool fp64 = o->fp64;
-  kf_dtype acc = fp64 || q->dtype == KF_DTYPE_F64 ? KF_DTYPE_F64 : KF_DTYPE_F32;
   double scale = kf_op_has_attr(a, "scale") ? kf_op_get_float(a, "scale") : 1.0 / sqrt((double)E);
 
   char name[96];
@@ -94,8 +123,6 @@ kf_status kb_unit_attention(const kf_partition *p, const kf_group *g, const kf_b
   int pm = mv ? kb_use_param(&kk, KF_UARG_INPUT, kb_group_input(g, mv), mv->type.dtype, false) : -1;
   int po = kb_use_param(&kk, KF_UARG_OUTPUT, oi, r->dtype, true);
   char b[512];
-  int64_t rows = L;
-  for (int i = 0; i < nb; i++) rows *= bshape[i];
   kb_def_params(&kk);
   kb_def(&kk, "KF_NB", "%d", nb ? nb : 1);
   list(b, sizeof b, bshape, nb);
@@ -147,12 +174,35 @@ kf_status kb_unit_attention(const kf_partition *p, const kf_group *g, const kf_b
     if (x > ext) ext = x;
   }
   kb_def(&kk, "KF_INDEX", "%s", ext < ((int64_t)1 << 30) && rows < ((int64_t)1 << 30) ? "int" : "long long");
-  int block = 256;
-  kb_def(&kk, "KF_BLOCK", "%d", block);
-  int64_t blocks = (rows + block / 32 - 1) / (block / 32);
-  if (blocks > 132 * 8) blocks = 132 * 8;
-  uint32_t grid[3] = {(uint32_t)(blocks < 1 ? 1 : blocks), 1, 1}, blk[3] = {(uint32_t)block, 1, 1};
-  kf_status s = kb_finish(&kk, u, src, "attention.cu", grid, blk, 0, diag);
+  uint32_t grid[3] = {1, 1, 1}, blk[3] = {1, 1, 1}, smem = 0;
+  kb_def(&kk, "KF_TILED", "%d", tiled ? 1 : 0);
+  if (tiled) {
+    /* q and k tiles: E padded to 4, pitch + 4; v: 64-feature groups; p: pitch + 4 */
+    int64_t ep = (E + 3) / 4 * 4, evt = (EV + 63) / 64;
+    smem = (uint32_t)((TILE_M * (ep + 4) + TILE_N * (ep + 4) + TILE_N * 64 * evt +
+                       TILE_M * (TILE_N + 4)) * 4);
+    kb_def(&kk, "KF_BM", "%d", TILE_M);
+    kb_def(&kk, "KF_BN", "%d", TILE_N);
+    kb_def(&kk, "KF_EVT", "%lld", (long long)evt);
+    kb_def(&kk, "KF_SMEM", "%u", smem);
+    kb_def(&kk, "KF_QVEC", "%d", vec4(q, E, qbs, nb) ? 1 : 0);
+    kb_def(&kk, "KF_KVEC", "%d", vec4(k, E, kbs, nb) ? 1 : 0);
+    kb_def(&kk, "KF_VVEC", "%d", vec4(v, EV, vbs, nb) ? 1 : 0);
+    kb_def(&kk, "KF_QRF", "%d", rows_first(q));
+    kb_def(&kk, "KF_KRF", "%d", rows_first(k));
+    kb_def(&kk, "KF_VRF", "%d", rows_first(v));
+    kb_def(&kk, "KF_BLOCK", "%d", TILE_THREADS);
+    grid[0] = (uint32_t)(rows / L * qtiles);
+    blk[0] = TILE_THREADS;
+  } else {
+    int block = 256;
+    kb_def(&kk, "KF_BLOCK", "%d", block);
+    int64_t blocks = (rows + block / 32 - 1) / (block / 32);
+    if (blocks > 132 * 8) blocks = 132 * 8;
+    grid[0] = (uint32_t)(blocks < 1 ? 1 : blocks);
+    blk[0] = (uint32_t)block;
+  }
+  kf_status s = kb_finish(&kk, u, src, "attention.cu", grid, blk, smem, diag);
   kb_fini(&kk);
   (void)p;
   return s;
