@@ -525,12 +525,13 @@ static kf_status build_kernel(rctx *c, int stage, int scratch, kf_unit *u, kf_st
   kb_def(&k, "KF_RED", "%s", c->reducer);
   kb_def(&k, "KF_RED_INIT", "%s", c->red_init);
   kb_def(&k, "KF_ACC", "%s", kb_storage_type(c->acc));
-  kb_def(&k, "KF_CACHE", "%d", stage == 0 ? c->cache : 0);
-  /* vector loads along a contiguous row (phase 1 without the cache): one
-   * reduced dim, every load walking it with stride 1 or 0, row starts and
-   * chunk bounds multiples of the width */
+  /* vector accesses along a contiguous row: one reduced dim, every load
+   * (and with the row cached in registers, every store of phase 2) walking
+   * it with stride 1 or 0, row starts and chunk bounds multiples of the
+   * width */
+  int cache = stage == 0 ? c->cache : 0;
   int rvec = 1;
-  if (c->rowlayout && k.rank - nk == 1 && (stage == 1 || (stage == 0 && c->cache == 0))) {
+  if (c->rowlayout && k.rank - nk == 1 && (stage == 1 || stage == 0)) {
     int min_bytes = 16;
     bool ok = k.n_loads > 0, any = false;
     for (int i = 0; i < k.n_loads && ok; i++) {
@@ -552,9 +553,28 @@ static kf_status build_kernel(rctx *c, int stage, int scratch, kf_unit *u, kf_st
           if (k.loads[i].st[d] % rvec) rvec = 1;
       }
       if (c->rlen % rvec || c->chunk % rvec || c->rlen < (int64_t)c->tpr * rvec) rvec = 1;
+      for (int i = 0; i < k.n_stores && cache > 0 && rvec > 1; i++) {
+        int64_t sr = k.stores[i].st[nk];
+        if (sr != 0 && sr != 1) rvec = 1;
+        for (int d = 0; d < nk; d++)
+          if (k.stores[i].st[d] % rvec) rvec = 1;
+      }
     }
   }
+  if (cache > 0 && rvec > 1) {
+    /* the vector mapping's values a thread, rounded to whole vectors; the
+     * scalar fallback (rows not aligned at run time) needs c->cache */
+    int64_t per = ((c->rlen + (int64_t)c->tpr * rvec - 1) / ((int64_t)c->tpr * rvec)) * rvec;
+    if (per > cache) cache = (int)per;
+    cache = (cache + rvec - 1) / rvec * rvec;
+  }
+  kb_def(&k, "KF_CACHE", "%d", cache);
   kb_def(&k, "KF_RVEC", "%d", rvec);
+  for (int i = 0; i < k.n_stores; i++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "KF_S%d_RB", i);
+    kb_def(&k, nm, "%d", k.rank > nk && k.stores[i].st[nk] == 0 ? 1 : 0);
+  }
   for (int i = 0; i < k.n_loads; i++) {
     char nm[32];
     snprintf(nm, sizeof nm, "KF_L%d_RB", i);

@@ -36,6 +36,15 @@
   kf::vload<KF_L##k##_B, KF_L##k##_S, KF_VEC>(kf_vl_##k, KF_L##k##_P + kf::dot(c, kf_lst_##k));
 #define KF_VDECL(k) KF_S##k##_R kf_vs_##k[KF_VEC];
 #define KF_VSTORE(k) kf::vst<KF_S##k##_S, KF_VEC>(KF_S##k##_P + kf::dot(c, kf_sst_##k), kf_vs_##k);
+#define KF_VLOADU(k)                                                            \
+  KF_L##k##_R kf_vu_##k[KF_UNROLL][KF_VEC];                                     \
+  for (int u = 0; u < KF_UNROLL; u++)                                           \
+    kf::vload<KF_L##k##_B, KF_L##k##_S, KF_VEC>(kf_vu_##k[u], KF_L##k##_P + kf::dot(cu[u], kf_lst_##k));
+#define KF_VSTOREU(k) kf::vst<KF_S##k##_S, KF_VEC>(KF_S##k##_P + kf::dot(cu[u], kf_sst_##k), kf_vs_##k);
+// vectors a thread loads before its first store (the unrolled steps)
+#ifndef KF_UNROLL
+#define KF_UNROLL 4
+#endif
 
 extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
   typedef KF_INDEX I;
@@ -65,8 +74,37 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
   KF_STORES(KF_CHECK_S)
   if (aligned) {
     // KF_VEC consecutive elements along the innermost dim per step: every
-    // access walks it with stride 1 (vector) or 0 (broadcast, KF_L<k>_B)
-    for (I v = tid; v < (I)(KF_NUMEL / KF_VEC); v += nthreads) {
+    // access walks it with stride 1 (vector) or 0 (broadcast, KF_L<k>_B).
+    // While a thread has KF_UNROLL vectors left, it issues all their loads
+    // before the first store (more bytes in flight per thread), then
+    // finishes one vector per step.
+    I v = tid;
+#if KF_UNROLL > 1
+    for (; v + (I)(KF_UNROLL - 1) * nthreads < (I)(KF_NUMEL / KF_VEC); v += (I)KF_UNROLL * nthreads) {
+      I cu[KF_UNROLL][KF_RANK];
+#pragma unroll
+      for (int u = 0; u < KF_UNROLL; u++) kf::unravel((v + (I)u * nthreads) * (I)KF_VEC, shape, cu[u]);
+      KF_LOADS(KF_VLOADU)
+#pragma unroll
+      for (int u = 0; u < KF_UNROLL; u++) {
+        KF_STORES(KF_VDECL)
+#undef KF_LD
+#undef KF_ST
+#define KF_LD(k) kf_vu_##k[u][j]
+#define KF_ST(k, v) kf_vs_##k[j] = (v)
+#pragma unroll
+        for (int j = 0; j < KF_VEC; j++) {
+          KF_BODY
+        }
+#undef KF_LD
+#undef KF_ST
+#define KF_LD(k) kf::ld<KF_L##k##_R>(KF_L##k##_P + kf::dot(c, kf_lst_##k))
+#define KF_ST(k, v) kf::st(KF_S##k##_P + kf::dot(c, kf_sst_##k), (v))
+        KF_STORES(KF_VSTOREU)
+      }
+    }
+#endif
+    for (; v < (I)(KF_NUMEL / KF_VEC); v += nthreads) {
       I c[KF_RANK];
       kf::unravel(v * (I)KF_VEC, shape, c);
       KF_LOADS(KF_VLOAD)
@@ -105,3 +143,6 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
 #undef KF_VLOAD
 #undef KF_VDECL
 #undef KF_VSTORE
+#undef KF_VLOADU
+#undef KF_VSTOREU
+#undef KF_UNROLL

@@ -276,6 +276,82 @@ __device__ __forceinline__ typename RED::state row_allreduce(const RED &red, typ
   }
 }
 
+// max with NaN winning, for the first pass of a softmax over registers
+template <class T> struct red_maxnan {
+  typedef T state;
+  __device__ state init() const { return lowest_<T>(); }
+  __device__ void add(state &s, T v, long long) const { s = (isnan_(v) || v > s) ? v : s; }
+  __device__ state combine(state a, state b) const { return (isnan_(b) || b > a) ? b : a; }
+  __device__ state shfl(state s, int m) const { return shfl_xor(s, m); }
+  __device__ state bcast(state s, int l) const { return shfl_idx(s, l); }
+};
+
+// The row's state from values a thread holds in registers (cache[0..n),
+// the rest of the array is padding), all-reduced over the row's threads.
+// The generic form adds the values one by one; softmax and Welford take
+// two passes over the registers instead (maximum, then the sum of
+// exponentials; mean, then the sum of squared deviations): no division or
+// rescaling per element, and the two-pass variance is the more accurate.
+// Value i is the row's element first + (i / rv) * TPR * rv + i % rv (rv
+// consecutive elements per vector access; rv = 1: every TPR-th element).
+// Called by every thread of the block, at one place (the barriers);
+// smem holds BLOCK states.
+template <class RED, int BLOCK, int TPR, bool ROWLAYOUT, class A, int N>
+__device__ __forceinline__ typename RED::state cached_reduce(const RED &red, const A (&cache)[N], int n,
+                                                             long long first, int rv, long long,
+                                                             typename RED::state *smem) {
+  typename RED::state s = red.init();
+#pragma unroll
+  for (int i = 0; i < N; i++)
+    if (i < n) red.add(s, cache[i], first + (long long)(i / rv) * TPR * rv + i % rv);
+  return row_allreduce<RED, BLOCK, TPR, ROWLAYOUT>(red, s, smem);
+}
+
+template <class RED, int BLOCK, int TPR, bool ROWLAYOUT, class T, int N>
+__device__ __forceinline__ typename red_softmax<T>::state
+cached_reduce(const red_softmax<T> &, const T (&cache)[N], int n, long long, int, long long,
+              typename red_softmax<T>::state *smem) {
+  T *const tmp = reinterpret_cast<T *>(smem);
+  const red_maxnan<T> mx;
+  T m = mx.init();
+#pragma unroll
+  for (int i = 0; i < N; i++)
+    if (i < n) mx.add(m, cache[i], 0);
+  m = row_allreduce<red_maxnan<T>, BLOCK, TPR, ROWLAYOUT>(mx, m, tmp);
+  T sum = T(0);
+#pragma unroll
+  for (int i = 0; i < N; i++)
+    if (i < n && cache[i] != lowest_<T>()) sum += exp_(cache[i] - m);
+  sum = row_allreduce<red_sum<T>, BLOCK, TPR, ROWLAYOUT>(red_sum<T>(), sum, tmp);
+  typename red_softmax<T>::state r;
+  r.m = m;
+  r.s = sum;
+  return r;
+}
+
+template <class RED, int BLOCK, int TPR, bool ROWLAYOUT, class T, int N>
+__device__ __forceinline__ typename red_welford<T>::state
+cached_reduce(const red_welford<T> &, const T (&cache)[N], int n, long long, int, long long len,
+              typename red_welford<T>::state *smem) {
+  T *const tmp = reinterpret_cast<T *>(smem);
+  T sum = T(0);
+#pragma unroll
+  for (int i = 0; i < N; i++)
+    if (i < n) sum += cache[i];
+  sum = row_allreduce<red_sum<T>, BLOCK, TPR, ROWLAYOUT>(red_sum<T>(), sum, tmp);
+  const T mean = sum / T(len);
+  T m2 = T(0);
+#pragma unroll
+  for (int i = 0; i < N; i++)
+    if (i < n) m2 += (cache[i] - mean) * (cache[i] - mean);
+  m2 = row_allreduce<red_sum<T>, BLOCK, TPR, ROWLAYOUT>(red_sum<T>(), m2, tmp);
+  typename red_welford<T>::state r;
+  r.mean = mean;
+  r.m2 = m2;
+  r.n = T(len);
+  return r;
+}
+
 }  // namespace kf
 
 #endif

@@ -20,10 +20,12 @@
 //   KF_ELEM  (KF_PHASE2) once per element after the row statistics: the
 //            element value KF_X, KF_RES0/1, KF_LD, KF_ST
 // With KF_CACHE > 0 each thread keeps its KF_CACHE element values in
-// registers between the two phases instead of recomputing them. With
-// KF_RVEC > 1 (one contiguous reduced dim) phase 1 loads KF_RVEC elements
-// per access at once (16 bytes), KF_L<k>_RB marking accesses broadcast
-// along the row.
+// registers between the two phases instead of recomputing them, and the
+// row statistics come from two passes over the registers (kf::
+// cached_reduce). With KF_RVEC > 1 (one contiguous reduced dim) the loads
+// move KF_RVEC elements per access (16 bytes), KF_L<k>_RB marking accesses
+// broadcast along the row; with the cache, phase 2 also stores KF_RVEC
+// elements at once (KF_S<k>_RB marks row results, stored by KF_ROW).
 //
 // KF_STAGE splits long rows over several blocks (grid.y = KF_SPLIT chunks
 // of KF_CHUNK elements): 0 = whole rows in one kernel; 1 = partial states
@@ -43,6 +45,12 @@
 #define KF_ROWOFF_S(k) const I kf_sro_##k = kf::dot(kc, kf_ssk_##k); (void)kf_sro_##k;
 #define KF_RCHECK(k)                                                            \
   kf_al = kf_al && (KF_L##k##_RB || kf::vec_aligned<KF_L##k##_S, KF_RVEC>(KF_L##k##_P + kf_lro_##k + r_begin));
+#define KF_SCHECK(k)                                                            \
+  kf_al = kf_al && (KF_S##k##_RB || kf::vec_aligned<KF_S##k##_S, KF_RVEC>(KF_S##k##_P + kf_sro_##k + r_begin));
+// phase 2 vector stores: element outputs only (_RB: a row result, stored in KF_ROW)
+#define KF_RVDECL(k) KF_S##k##_R kf_vs_##k[KF_RVEC];
+#define KF_RVSTORE(k)                                                           \
+  if (!KF_S##k##_RB) kf::vst<KF_S##k##_S, KF_RVEC>(KF_S##k##_P + kf_sro_##k + r0, kf_vs_##k);
 #define KF_RVLOAD(k)                                                            \
   KF_L##k##_R kf_rv_##k[KF_RVEC];                                               \
   kf::vload<KF_L##k##_RB, KF_L##k##_S, KF_RVEC>(kf_rv_##k, KF_L##k##_P + kf_lro_##k + (KF_L##k##_RB ? 0 : r0));
@@ -93,22 +101,60 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
     KF_ACC kf_cache[KF_CACHE];
 #endif
 
-#if KF_STAGE == 0 || KF_STAGE == 1
-    // ---- phase 1: the row's (or chunk's) elements into one state
-    if (valid) {
 #if KF_CACHE > 0
-#define KF_YIELD(v) do { const KF_ACC kf_v_ = (KF_ACC)(v); kf_cache[it] = kf_v_; red.add(st, kf_v_, (long long)r); } while (0)
+    // ---- phase 1 with the row in registers (stage 0): KF_CACHE values a
+    // thread; with KF_RVEC > 1 and aligned rows, KF_RVEC consecutive
+    // elements per access (value i is element (lane + i / KF_RVEC * KF_TPR)
+    // * KF_RVEC + i % KF_RVEC), else every KF_TPR-th element. The rows of a
+    // block may take different paths; the barriers are outside them.
+    int kf_n = 0;
+#define KF_YIELD(v) kf_cache[it] = (KF_ACC)(v)
+#if KF_RVEC > 1
+    bool kf_al = true;
+    KF_LOADS(KF_RCHECK)
+    KF_STORES(KF_SCHECK)
+    if (kf_al) {
+#pragma unroll
+      for (int iv = 0; iv < KF_CACHE / KF_RVEC; iv++) {
+        const I r0 = r_begin + ((I)lane + (I)iv * KF_TPR) * KF_RVEC;
+        if (valid && r0 < r_end) {
+          KF_LOADS(KF_RVLOAD)
+#undef KF_LD
+#define KF_LD(k) kf_rv_##k[j]
+#pragma unroll
+          for (int j = 0; j < KF_RVEC; j++) {
+            const I r = r0 + j;
+            const int it = iv * KF_RVEC + j;
+            KF_PRO
+          }
+#undef KF_LD
+#define KF_LD(k) kf::ld<KF_L##k##_R>(KF_L##k##_P + kf_lro_##k + kf::dot(rc, kf_lsr_##k))
+          kf_n = (iv + 1) * KF_RVEC;
+        }
+      }
+    } else
+#else
+    const bool kf_al = false;
+#endif
+    {
 #pragma unroll
       for (int it = 0; it < KF_CACHE; it++) {
         const I r = r_begin + (I)lane + (I)it * KF_TPR;
-        if (r < r_end) {
+        if (valid && r < r_end) {
           I rc[KF_RRANK];
           kf::unravel(r, rshape, rc);
           KF_PRO
+          kf_n = it + 1;
         }
       }
+    }
 #undef KF_YIELD
-#else
+    st = kf::cached_reduce<RED, KF_BLOCK, KF_TPR, KF_ROWLAYOUT>(
+        red, kf_cache, kf_n, (long long)r_begin + (long long)lane * (kf_al ? KF_RVEC : 1), kf_al ? KF_RVEC : 1,
+        (long long)KF_RLEN, kf_smem);
+#elif KF_STAGE == 0 || KF_STAGE == 1
+    // ---- phase 1: the row's (or chunk's) elements into one state
+    if (valid) {
 #define KF_YIELD(v) red.add(st, (KF_ACC)(v), (long long)r)
       I r_first = r_begin + (I)lane;
       I r_step = KF_TPR;
@@ -141,14 +187,15 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
         KF_PRO
       }
 #undef KF_YIELD
-#endif
     }
 #else
     // ---- the partial states of the row's chunks
     if (valid)
       for (int j = lane; j < KF_SPLIT; j += KF_TPR) st = red.combine(st, scratch[row * KF_SPLIT + j]);
 #endif
+#if KF_CACHE == 0
     st = kf::row_allreduce<RED, KF_BLOCK, KF_TPR, KF_ROWLAYOUT>(red, st, kf_smem);
+#endif
 
 #if KF_STAGE == 1
     if (valid && lane == 0) scratch[row * KF_SPLIT + blockIdx.y] = st;
@@ -168,6 +215,35 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
     // ---- phase 2: every element again, with the row's statistics
     if (valid) {
 #if KF_CACHE > 0 && KF_STAGE == 0
+#if KF_RVEC > 1
+      if (kf_al) {
+#pragma unroll
+        for (int iv = 0; iv < KF_CACHE / KF_RVEC; iv++) {
+          const I r0 = r_begin + ((I)lane + (I)iv * KF_TPR) * KF_RVEC;
+          if (r0 < r_end) {
+            KF_LOADS(KF_RVLOAD)
+            KF_STORES(KF_RVDECL)
+#undef KF_LD
+#undef KF_ST
+#define KF_LD(k) kf_rv_##k[j]
+#define KF_ST(k, v) kf_vs_##k[j] = (v)
+#pragma unroll
+            for (int j = 0; j < KF_RVEC; j++) {
+              const I r = r0 + j;
+              const I rc[KF_RRANK] = {r};
+              (void)rc;
+              const KF_ACC kf_x = kf_cache[iv * KF_RVEC + j];
+              KF_ELEM
+            }
+#undef KF_LD
+#undef KF_ST
+#define KF_LD(k) kf::ld<KF_L##k##_R>(KF_L##k##_P + kf_lro_##k + kf::dot(rc, kf_lsr_##k))
+#define KF_ST(k, v) kf::st(KF_S##k##_P + kf_sro_##k + kf::dot(rc, kf_ssr_##k), (v))
+            KF_STORES(KF_RVSTORE)
+          }
+        }
+      } else
+#endif
 #pragma unroll
       for (int it = 0; it < KF_CACHE; it++) {
         const I r = r_begin + (I)lane + (I)it * KF_TPR;
@@ -200,6 +276,9 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
 #undef KF_ROWOFF_L
 #undef KF_ROWOFF_S
 #undef KF_RCHECK
+#undef KF_SCHECK
+#undef KF_RVDECL
+#undef KF_RVSTORE
 #undef KF_RVLOAD
 #undef KF_LD
 #undef KF_ST
