@@ -11,15 +11,22 @@ events: warm-up, then many runs, median and p10/p90. Inputs rotate across
 several sets so the working set is not served from L2 when it fits there.
 Before the workloads it measures the two ceilings of the roofline on this
 GPU: device-to-device copy bandwidth (bytes read + written) and the fp32 GEMM
-rate (full fp32, TF32 off, as PyTorch's default). The floor of a workload is
-max(bytes / bandwidth, flops / rate) with bytes = inputs + weights + outputs
-read or written once and flops from torch.utils.flop_counter.
+rate (full fp32, TF32 off, as PyTorch's default for matmul) and the TF32 GEMM
+rate (what convolutions may use: PyTorch allows TF32 in cuDNN by default).
+The floor of a workload is max(bytes / bandwidth, flops / rate + conv flops /
+TF32 rate) with bytes = inputs + weights + outputs read or written once and
+flops from torch.utils.flop_counter.
+
+    --fixtures tests/fixtures  also times every committed fixture model (the
+                               exported program's module as eager); they are
+                               summarised apart from the workloads
 
 Writes DIR/bench.json, DIR/bench.md (the table) and DIR/bench.png, and prints
 the table. A workload kfuse cannot compile or that mismatches is reported as
 such (with the reason), never silently dropped.
 """
 import argparse
+import glob
 import json
 import math
 import os
@@ -101,6 +108,33 @@ class ResNetBlock(nn.Module):
         return F.relu(self.b2(self.c2(F.relu(self.b1(self.c1(x))))) + x)
 
 
+class LinearGelu(nn.Module):
+    """GEMM with a bias + GELU epilogue (fused in kfuse, separate kernels in eager)"""
+
+    def __init__(self, d=4096):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, x):
+        return F.gelu(self.fc(x), approximate="tanh")
+
+
+class MatMul(nn.Module):
+    """a plain GEMM: eager is cuBLAS alone"""
+
+    def forward(self, a, b):
+        return a @ b
+
+
+class ConvBnRelu(nn.Module):
+    def __init__(self, c=128):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return F.relu(self.bn(self.conv(x)))
+
+
 def workloads(quick):
     s = 4 if quick else 1  # --quick shrinks the big ones
     return [
@@ -110,7 +144,43 @@ def workloads(quick):
         ("softmax_rows", SoftmaxRows(), lambda: (torch.randn(8192 // s, 4096),)),
         ("gpt_block", GPTBlock(), lambda: (torch.randn(8, 1024 // s, 1024),)),
         ("resnet_block", ResNetBlock(), lambda: (torch.randn(32 // s, 64, 56, 56),)),
+        ("gemm_4096", MatMul(), lambda: (torch.randn(4096 // s, 4096), torch.randn(4096, 4096))),
+        ("linear_gelu", LinearGelu(), lambda: (torch.randn(4096 // s, 4096),)),
+        ("conv_bn_relu", ConvBnRelu(), lambda: (torch.randn(32 // s, 128, 28, 28),)),
     ]
+
+
+def read_kfio_inputs(path):
+    """the recorded inputs of a fixture (.kfio, written by scripts/make_fixtures.py)"""
+    with open(path, "rb") as f:
+        blob = f.read()
+    if blob[:8] != b"KFIO0001":
+        raise SystemExit(f"{path}: not a .kfio file")
+    n = int.from_bytes(blob[8:16], "little")
+    hdr = json.loads(blob[16:16 + n])
+    align = 64
+    start = (16 + n + align - 1) // align * align
+    dts = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
+           "i64": torch.int64, "i32": torch.int32, "i16": torch.int16, "i8": torch.int8,
+           "ui8": torch.uint8, "i1": torch.bool}
+    out = []
+    for e in hdr["inputs"]:
+        raw = bytearray(blob[start + e["offset"]:start + e["offset"] + e["nbytes"]])
+        t = torch.frombuffer(raw, dtype=dts[e["dtype"]]) if raw else torch.empty(0, dtype=dts[e["dtype"]])
+        out.append(t.reshape(e["shape"]).clone())
+    return tuple(out)
+
+
+def fixture_workloads(fixdir):
+    """the committed fixture models (tests/fixtures/*.core.pt2): eager is the
+    exported program's module, inputs the ones recorded in the fixture (valid
+    indices, no integer division by zero)"""
+    out = []
+    for p in sorted(glob.glob(os.path.join(fixdir, "*.core.pt2"))):
+        base = os.path.basename(p)[:-len(".core.pt2")]
+        inputs = read_kfio_inputs(os.path.join(fixdir, base + ".kfio"))
+        out.append(("fx:" + base, torch.export.load(p).module(), lambda inputs=inputs: inputs, p))
+    return out
 
 
 # ---- measurement ---------------------------------------------------------------------
@@ -145,14 +215,35 @@ def ceilings():
     x, y = torch.randn(m, m, device="cuda"), torch.randn(m, m, device="cuda")
     t = time_fn(lambda: x @ y, [()], 3, 10)["median"]
     rate = 2 * m ** 3 / (t * 1e-3)
-    return bw, rate
+    # TF32: the rate convolutions run at (cuDNN, TF32 allowed by default)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    t = time_fn(lambda: x @ y, [()], 3, 10)["median"]
+    torch.backends.cuda.matmul.allow_tf32 = False
+    rate_tf32 = 2 * m ** 3 / (t * 1e-3)
+    return bw, rate, rate_tf32
+
+
+def rel_err(got, want):
+    """relative error in norm over the elements where eager is finite; inf
+    if a non-finite element of eager's is not reproduced (NaN where NaN, the
+    same infinity)"""
+    g, w = got.double().flatten(), want.double().flatten()
+    if g.shape != w.shape:
+        return float("inf")
+    fin = torch.isfinite(w)
+    if not torch.equal(g[~fin].isnan(), w[~fin].isnan()) or \
+            not torch.equal(g[~fin].nan_to_num(0.0), w[~fin].nan_to_num(0.0)):
+        return float("inf")
+    return ((g[fin] - w[fin]).norm() / max(w[fin].norm().item(), 1e-30)).item()
 
 
 def flops_of(model, args):
+    """(all flops, convolution flops)"""
     from torch.utils.flop_counter import FlopCounterMode
     with FlopCounterMode(display=False) as fc:
         model(*args)
-    return fc.get_total_flops()
+    conv = sum(n for op, n in fc.get_flop_counts().get("Global", {}).items() if "convolution" in str(op))
+    return fc.get_total_flops(), conv
 
 
 def main():
@@ -163,6 +254,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default="")
     ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--fixtures", default="",
+                    help="also time the fixture models in this directory (tests/fixtures)")
     ap.add_argument("--modes", default="default,max-autotune-no-cudagraphs",
                     help="torch.compile modes to time (comma-separated; '' for none)")
     args = ap.parse_args()
@@ -172,21 +265,26 @@ def main():
     os.makedirs(work, exist_ok=True)
     torch.manual_seed(0)
     dev = torch.cuda.get_device_name()
-    bw, rate = ceilings()
-    print(f"device: {dev}; measured copy bandwidth {bw / 1e12:.2f} TB/s, fp32 GEMM {rate / 1e12:.1f} TFLOP/s",
-          flush=True)
+    bw, rate, rate_tf32 = ceilings()
+    print(f"device: {dev}; measured copy bandwidth {bw / 1e12:.2f} TB/s, fp32 GEMM {rate / 1e12:.1f} TFLOP/s, "
+          f"TF32 GEMM {rate_tf32 / 1e12:.1f} TFLOP/s", flush=True)
     rows = []
     only = set(filter(None, args.only.split(",")))
-    for name, model, make in workloads(args.quick):
+    todo = [(n, m, mk, None) for n, m, mk in workloads(args.quick)]
+    if args.fixtures:
+        todo += fixture_workloads(args.fixtures)
+    for name, model, make, given_pt2 in todo:
         if only and name not in only:
             continue
         row = {"name": name}
         rows.append(row)
-        model = model.eval()
+        if given_pt2 is None:
+            model = model.eval()
         with torch.no_grad():
             cpu_args = make()
-            pt2 = os.path.join(work, f"{name}.pt2")
-            kfuse.export(model, cpu_args, pt2)
+            pt2 = given_pt2 or os.path.join(work, f"{name}.pt2")
+            if given_pt2 is None:
+                kfuse.export(model, cpu_args, pt2)
             model = model.cuda()
             sets = [tuple(a.cuda() for a in make()) for _ in range(3)]
             nbytes = sum(a.numel() * a.element_size() for a in sets[0])
@@ -194,9 +292,9 @@ def main():
             out = model(*sets[0])
             outs = out if isinstance(out, tuple) else (out,)
             nbytes += sum(o.numel() * o.element_size() for o in outs)
-            flops = flops_of(model, sets[0])
-            floor = max(nbytes / bw, flops / rate) * 1e3
-            row.update(bytes=nbytes, flops=flops, floor_ms=floor)
+            flops, conv_flops = flops_of(model, sets[0])
+            floor = max(nbytes / bw, (flops - conv_flops) / rate + conv_flops / rate_tf32) * 1e3
+            row.update(bytes=nbytes, flops=flops, conv_flops=conv_flops, floor_ms=floor)
             # eager's peak: memory allocated while one forward runs, beyond
             # what the inputs and weights already hold
             torch.cuda.synchronize()
@@ -214,14 +312,15 @@ def main():
                         row[f"compile_{mode}"] = time_fn(cm, sets, 10, args.iters)
                     except Exception as e:  # noqa: BLE001 - reported in the table
                         row[f"compile_{mode}"] = {"error": f"{type(e).__name__}: {e}"[:300]}
-            so = os.path.join(work, f"{name}.so")
+            fname = name.replace(":", "_")
+            so = os.path.join(work, f"{fname}.so")
             t0 = time.time()
-            r = subprocess.run([args.kfuse, "compile", pt2, "-o", so, "-q", "--report",
-                                os.path.join(work, f"{name}.report.json")],
+            rep_path = os.path.join(work, f"{fname}.report.json")
+            r = subprocess.run([args.kfuse, "compile", pt2, "-o", so, "-q", "--report", rep_path],
                                capture_output=True, text=True)
             row["kfuse_compile_s"] = time.time() - t0
             try:
-                with open(os.path.join(work, f"{name}.report.json")) as rf:
+                with open(rep_path) as rf:
                     rep = json.load(rf)
                 row["kfuse_arena_bytes"] = rep.get("arena_bytes")
                 row["kfuse_groups"] = rep.get("groups")
@@ -237,12 +336,11 @@ def main():
                 got = got if isinstance(got, tuple) else (got,)
                 want = model(*sets[1])
                 want = want if isinstance(want, tuple) else (want,)
-                err = max(((g.double() - w.double()).norm() / max(w.double().norm(), 1e-30)).item()
-                          for g, w in zip(got, want))
+                err = max(rel_err(g, w) for g, w in zip(got, want))
                 row["rel_err"] = err
                 # fp32 kernels: 1e-4 relative (norm); modules with TF32
                 # convolutions (allowed by the default policy, as in eager): 2e-3
-                with open(os.path.join(work, f"{name}.report.json")) as rf:
+                with open(rep_path) as rf:
                     tol = 2e-3 if "tf32" in rf.read().lower() else 1e-4
                 row["tolerance"] = tol
                 if not math.isfinite(err) or err > tol:
@@ -252,35 +350,47 @@ def main():
             except Exception as e:  # noqa: BLE001 - reported
                 row["kfuse"] = {"error": f"{type(e).__name__}: {e}"[:300]}
         print(json.dumps(row)[:400], flush=True)
+        write_outputs(args.out, dev, (bw, rate, rate_tf32), rows, False)
 
+    write_outputs(args.out, dev, (bw, rate, rate_tf32), rows, True)
+
+
+def write_outputs(out, dev, ceil, rows, final):
+    """bench.md (table), bench.json (every figure), bench.png; rewritten after
+    every workload so a cut-off run keeps what it measured"""
     def med(r, k):
         v = r.get(k)
         return v.get("median") if isinstance(v, dict) else None
 
+    bw, rate, rate_tf32 = ceil
     lines = [f"Device: {dev}; torch {torch.__version__}; copy bandwidth {bw / 1e12:.2f} TB/s, "
-             f"fp32 GEMM {rate / 1e12:.1f} TFLOP/s (measured in this run).", "",
-             "| workload | eager ms | compile ms | max-autotune ms | kfuse ms | vs eager | vs compile | floor ms | kfuse / floor |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    sp_e, sp_c = [], []
+             f"fp32 GEMM {rate / 1e12:.1f} TFLOP/s, TF32 GEMM {rate_tf32 / 1e12:.1f} TFLOP/s "
+             "(measured in this run; the floor counts convolutions at the TF32 rate).", "",
+             "| workload | eager ms | compile ms | max-autotune ms | kfuse ms | vs eager | vs compile "
+             "| vs max-autotune | floor ms | kfuse / floor |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    sp = {}  # (set, baseline) -> speedups
     for r in rows:
         e, c, ma, k = (med(r, "eager"), med(r, "compile_default"),
                        med(r, "compile_max-autotune-no-cudagraphs"), med(r, "kfuse"))
         fl = r.get("floor_ms")
         fmt = lambda v: f"{v:.3f}" if v is not None else "—"  # noqa: E731
-        ve = f"{e / k:.2f}x" if e and k else "—"
-        vc = f"{c / k:.2f}x" if c and k else "—"
-        if e and k:
-            sp_e.append(e / k)
-        if c and k:
-            sp_c.append(c / k)
+        ratio = lambda b: f"{b / k:.2f}x" if b and k else "—"  # noqa: E731
+        which = "fixtures" if r["name"].startswith("fx:") else "workloads"
+        for base, v in (("eager", e), ("compile", c), ("max-autotune", ma)):
+            if v and k:
+                sp.setdefault((which, base), []).append(v / k)
         eff = f"{fl / k:.0%}" if fl and k else "—"
         note = "" if k else f" ({r.get('kfuse', {}).get('error', 'not run')})"
-        lines.append(f"| {r['name']}{note} | {fmt(e)} | {fmt(c)} | {fmt(ma)} | {fmt(k)} | {ve} | {vc} | "
-                     f"{fmt(fl)} | {eff} |")
+        lines.append(f"| {r['name']}{note} | {fmt(e)} | {fmt(c)} | {fmt(ma)} | {fmt(k)} | {ratio(e)} | "
+                     f"{ratio(c)} | {ratio(ma)} | {fmt(fl)} | {eff} |")
     gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")  # noqa: E731
-    lines.append("")
-    lines.append(f"Geometric mean speedup over the workloads kfuse ran: vs eager {gm(sp_e):.2f}x "
-                 f"({len(sp_e)}), vs torch.compile default {gm(sp_c):.2f}x ({len(sp_c)}).")
+    for which in ("workloads", "fixtures"):
+        parts = [f"vs {b} {gm(sp[(which, b)]):.2f}x ({len(sp[(which, b)])})"
+                 for b in ("eager", "compile", "max-autotune") if (which, b) in sp]
+        if parts:
+            lines.append("")
+            lines.append(f"Geometric mean speedup of kfuse over the {which}: " + ", ".join(parts) + ".")
     lines += ["", "| workload | eager peak MiB (beyond inputs and weights) | kfuse arena MiB (incl. scratch) | kfuse groups | kfuse compile s |",
               "|---|---|---|---|---|"]
     for r in rows:
@@ -290,28 +400,31 @@ def main():
                      f"{r.get('kfuse_groups', '—')} | {cs:.2f} |" if cs is not None else
                      f"| {r['name']} | {mib(r.get('eager_peak_bytes'))} | — | — | — |")
     table = "\n".join(lines)
-    print(table)
-    with open(os.path.join(args.out, "bench.md"), "w") as f:
+    if final:
+        print(table)
+    with open(os.path.join(out, "bench.md"), "w") as f:
         f.write(table + "\n")
-    with open(os.path.join(args.out, "bench.json"), "w") as f:
+    with open(os.path.join(out, "bench.json"), "w") as f:
         json.dump({"device": dev, "torch": torch.__version__, "copy_bw": bw, "gemm_rate": rate,
-                   "rows": rows}, f, indent=1)
+                   "gemm_rate_tf32": rate_tf32, "rows": rows}, f, indent=1)
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         names = [r["name"] for r in rows]
-        fig, ax = plt.subplots(figsize=(10, 4))
-        keys = [("eager", "eager"), ("compile_default", "torch.compile"), ("kfuse", "kfuse")]
+        fig, ax = plt.subplots(figsize=(max(10, len(rows) * 0.6), 4))
+        keys = [("eager", "eager"), ("compile_default", "torch.compile"),
+                ("compile_max-autotune-no-cudagraphs", "max-autotune"), ("kfuse", "kfuse")]
         for j, (k, label) in enumerate(keys):
             vals = [med(r, "eager") / med(r, k) if med(r, k) and med(r, "eager") else 0 for r in rows]
-            ax.bar([i + 0.27 * (j - 1) for i in range(len(rows))], vals, width=0.27, label=label)
+            ax.bar([i + 0.2 * (j - 1.5) for i in range(len(rows))], vals, width=0.2, label=label)
         ax.set_xticks(range(len(rows)))
         ax.set_xticklabels(names, rotation=20)
         ax.set_ylabel("speedup over eager")
+        ax.set_yscale("log")
         ax.legend()
         fig.tight_layout()
-        fig.savefig(os.path.join(args.out, "bench.png"), dpi=120)
+        fig.savefig(os.path.join(out, "bench.png"), dpi=120)
     except Exception as e:  # noqa: BLE001
         print(f"chart not written: {e}")
 
