@@ -1,6 +1,16 @@
 /* agent/builtin_conv.c — CONV groups.
  *
- * Two lowerings, chosen by rule:
+ * Three lowerings, chosen by rule:
+ *   - cuDNN (the default; not for the fp64 reference, transposed
+ *     convolutions or kfuse compile --no-cudnn): one library step
+ *     (runtime/kfr_plan.h, kfr_conv) for f32/f16/bf16 1-3d convolutions with
+ *     dense operands. When the group's epilogue is exactly "add the conv's
+ *     own per-channel bias, then optionally add a same-shaped residual
+ *     tensor, then optionally relu", cuDNN's fused
+ *     y = act(conv + z + bias) computes the whole group; otherwise the step
+ *     writes the bare convolution and the bias and epilogue follow as one
+ *     element-wise launch. f32 convolutions may use TF32 (PyTorch's default
+ *     for cuDNN convolutions), so the report says tf32 for them;
  *   - as a GEMM per sample (one group, not transposed, not the fp64
  *     reference): W [Cout, Cin*K] @ cols [Cin*K, P] on cuBLASLt, the columns
  *     gathered by an im2col launch into scratch (skipped for 1x1 stride-1
@@ -9,8 +19,8 @@
  *   - the direct template (agent/templates/conv.cu) for everything else:
  *     any 1-3d convolution (stride, padding, dilation, groups, transposed),
  *     accumulated in fp32 (fp64 for f64 and the reference), epilogue applied
- *     per output element before the store. Correct everywhere, not fast.
- * cuDNN would be the fast path for the second kind (the lead decides). */
+ *     per output element before the store. Correct everywhere, not fast. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +109,217 @@ static kf_status im2col(const kf_partition *p, const kf_group *g, const kf_built
   kb_fini(&k);
   (void)p;
   return st;
+}
+
+/* Bias and the group's element-wise epilogue as one launch, reading the
+ * bare convolution (no bias) from (dkind, dindex): the group output, or a
+ * contiguous scratch of layout dt_t. */
+static kf_status epilogue(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                          const kf_op *a, kf_unit_arg_kind dkind, int dindex, const kf_type *dt_t,
+                          kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+  const kf_value *bv = a->n_operands > 2 ? a->operands[2] : NULL;
+  const kf_value *res = a->results[0];
+  const kf_type *r = &res->type;
+  kb_ew_launch l;
+  memset(&l, 0, sizeof l);
+  l.rank = r->rank;
+  memcpy(l.shape, r->shape, sizeof l.shape);
+  l.n_ops = g->n_ops;
+  l.ops = g->ops;
+  l.n_bound = 1;
+  l.bound_vals[0] = res;
+  l.bound_kind[0] = dkind;
+  l.bound_index[0] = dindex;
+  l.bound_type[0] = dkind == KF_UARG_OUTPUT ? r : dt_t;
+  l.conv = a;
+  for (int i = 0; i < g->n_outputs; i++) {
+    const kf_value *v = g->outputs[i];
+    if (!kf_type_same_shape(&v->type, r))
+      return kb_unsupported(diag, g, v->def, "convolution epilogue output of another shape");
+    if (v == res && dkind == KF_UARG_OUTPUT && !bv) continue; /* already final */
+    l.out_vals[l.n_out] = v;
+    l.out_kind[l.n_out] = KF_UARG_OUTPUT;
+    l.out_index[l.n_out] = i;
+    l.out_type[l.n_out] = &v->type;
+    l.n_out++;
+  }
+  if (l.n_out == 0) return KF_OK;
+  return kb_ew_emit(p, g, o, &l, u, src, diag);
+}
+
+/* ---- cuDNN ------------------------------------------------------------------ */
+
+/* Math of a cuDNN convolution: PyTorch lets cuDNN use TF32 for f32
+ * convolutions by default, and so does every kfuse policy (none asks for
+ * strict fp32 convolutions yet; KFR_COMPUTE_32F would be it); 16-bit data
+ * computes on tensor cores with fp32 accumulation. */
+static int cudnn_compute(kf_dtype dt) {
+  switch (dt) {
+  case KF_DTYPE_F16: return KFR_COMPUTE_32F_F16;
+  case KF_DTYPE_BF16: return KFR_COMPUTE_32F_BF16;
+  default: return KFR_COMPUTE_32F_TF32;
+  }
+}
+
+/* Workspace the runtime may give cuDNN's algorithm (it picks the fastest
+ * that fits): the sizes of x and y together, between 16 and 256 MiB —
+ * room for the implicit-GEMM and most FFT/Winograd variants without
+ * letting one step's scratch dominate the arena. */
+static int64_t cudnn_workspace(int64_t x_bytes, int64_t y_bytes) {
+  int64_t ws = x_bytes + y_bytes;
+  if (ws < ((int64_t)16 << 20)) ws = (int64_t)16 << 20;
+  if (ws > ((int64_t)256 << 20)) ws = (int64_t)256 << 20;
+  return ws;
+}
+
+static bool dense_of(const kf_type *t, kf_dtype dt) {
+  return t->kind == KF_TYPE_TENSOR && t->dtype == dt && kf_type_is_contiguous(t) &&
+         kf_type_numel(t) > 0 && kf_type_numel(t) <= INT32_MAX;
+}
+
+/* The group's epilogue as cuDNN's fused form, if it is exactly: conv (with
+ * its own bias), then optionally add(conv, z) of a dense same-shaped group
+ * input z, then optionally relu, nothing else, with only the last value
+ * leaving the group. Sets *z (or NULL), *relu and *final. */
+static bool fusable_epilogue(const kf_group *g, const kf_op *a, const kf_value **z, bool *relu,
+                             const kf_value **final) {
+  const kf_value *res = a->results[0];
+  const kf_type *r = &res->type;
+  const kf_value *cur = res;
+  *z = NULL;
+  *relu = false;
+  int at = 0;
+  const kf_op *rest[2];
+  int n_rest = 0;
+  for (int i = 0; i < g->n_ops; i++) {
+    if (g->ops[i] == a) continue;
+    if (n_rest == 2) return false;
+    rest[n_rest++] = g->ops[i];
+  }
+  if (at < n_rest && rest[at]->code == KF_OP_ADD && rest[at]->n_operands == 2) {
+    const kf_op *op = rest[at];
+    if (kf_op_has_attr(op, "alpha") && kf_number_as_double(kf_op_get_number(op, "alpha")) != 1.0)
+      return false;
+    const kf_value *other = op->operands[0] == cur ? op->operands[1] : op->operands[1] == cur ? op->operands[0] : NULL;
+    if (!other || other == cur || kb_group_input(g, other) < 0 || !dense_of(&other->type, r->dtype) ||
+        !kf_type_same_shape(&other->type, r) || op->results[0]->type.dtype != r->dtype)
+      return false;
+    *z = other;
+    cur = op->results[0];
+    at++;
+  }
+  if (at < n_rest && rest[at]->code == KF_OP_RELU && rest[at]->operands[0] == cur &&
+      rest[at]->results[0]->type.dtype == r->dtype) {
+    *relu = true;
+    cur = rest[at]->results[0];
+    at++;
+  }
+  if (at != n_rest || g->n_outputs != 1 || g->outputs[0] != cur) return false;
+  if (!dense_of(&cur->type, r->dtype)) return false;
+  *final = cur;
+  return true;
+}
+
+/* The cuDNN lowering; *taken = false when it does not apply. */
+static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                            const kf_op *a, kf_unit *u, kf_strbuf *src, kf_diag *diag, bool *taken) {
+  *taken = false;
+  if (o->fp64 || o->no_cudnn || kf_op_get_bool(a, "transposed")) return KF_OK;
+  const kf_value *xv = a->operands[0], *wv = a->operands[1];
+  const kf_value *bv = a->n_operands > 2 ? a->operands[2] : NULL;
+  const kf_value *res = a->results[0];
+  const kf_type *x = &xv->type, *w = &wv->type, *r = &res->type;
+  kf_dtype dt = r->dtype;
+  if (dt != KF_DTYPE_F32 && dt != KF_DTYPE_F16 && dt != KF_DTYPE_BF16) return KF_OK;
+  int sp = x->rank - 2;
+  if (sp < 1 || sp > 3 || w->rank != x->rank || r->rank != x->rank) return KF_OK;
+  if (!dense_of(x, dt) || !dense_of(w, dt) || (r->rank > 0 && kf_type_numel(r) > INT32_MAX)) return KF_OK;
+  if (bv && (bv->type.rank != 1 || !dense_of(&bv->type, dt))) return KF_OK;
+  if (kb_group_input(g, xv) < 0 || kb_group_input(g, wv) < 0 || (bv && kb_group_input(g, bv) < 0))
+    return KF_OK;
+  int ns, np, nd;
+  const int64_t *st = kf_op_get_ints(a, "stride", &ns);
+  const int64_t *pd = kf_op_get_ints(a, "padding", &np);
+  const int64_t *dl = kf_op_get_ints(a, "dilation", &nd);
+  int64_t groups = kf_op_get_int(a, "groups");
+  if (ns != sp || np != sp || nd != sp || groups < 1) return KF_OK;
+  kf_unit_conv c;
+  memset(&c, 0, sizeof c);
+  c.nd = sp;
+  c.dtype = dt;
+  c.compute = cudnn_compute(dt);
+  c.n = x->shape[0];
+  c.c = x->shape[1];
+  c.k = r->shape[1];
+  c.groups = groups;
+  if (w->shape[0] != c.k || w->shape[1] * groups != c.c || c.k % groups) return KF_OK;
+  for (int d = 0; d < 3; d++) {
+    c.in[d] = c.filter[d] = c.out[d] = c.stride[d] = c.dilation[d] = 1;
+    c.pad[d] = 0;
+  }
+  for (int d = 0; d < sp; d++) {
+    c.in[d] = x->shape[2 + d];
+    c.filter[d] = w->shape[2 + d];
+    c.out[d] = r->shape[2 + d];
+    c.pad[d] = pd[d];
+    c.stride[d] = st[d];
+    c.dilation[d] = dl[d];
+    int64_t span = c.in[d] + 2 * c.pad[d] - c.dilation[d] * (c.filter[d] - 1);
+    if (c.stride[d] < 1 || c.dilation[d] < 1 || c.pad[d] < 0 || c.pad[d] > INT32_MAX || span < 1 ||
+        (span - 1) / c.stride[d] + 1 != c.out[d])
+      return KF_OK; /* not cuDNN's geometry (the direct template decides) */
+  }
+  int64_t es = (int64_t)kf_dtype_size(dt);
+  c.alpha1 = 1.0;
+  c.workspace_bytes = cudnn_workspace(kf_type_numel(x) * es, kf_type_numel(r) * es);
+  const kf_value *z = NULL, *final = NULL;
+  bool relu = false;
+  bool fused = bv && fusable_epilogue(g, a, &z, &relu, &final);
+  *taken = true;
+  int ws = kf_unit_add_scratch(u, c.workspace_bytes);
+  if (ws < 0) return KF_ERR_NOMEM;
+  kf_unit_step *q = kf_unit_add_step(u, KF_USTEP_CONV);
+  if (!q || !kf_unit_step_args(q, 6)) return KF_ERR_NOMEM;
+  q->args[0].kind = KF_UARG_INPUT;
+  q->args[0].index = kb_group_input(g, xv);
+  q->args[1].kind = KF_UARG_INPUT;
+  q->args[1].index = kb_group_input(g, wv);
+  q->args[3].kind = KF_UARG_NONE;
+  q->args[4].kind = KF_UARG_NONE;
+  q->args[5].kind = KF_UARG_SCRATCH;
+  q->args[5].index = ws;
+  if (fused) {
+    c.has_bias = true;
+    c.activation = relu ? KFR_ACT_RELU : KFR_ACT_NONE;
+    q->args[2].kind = KF_UARG_OUTPUT;
+    q->args[2].index = 0;
+    q->args[3].kind = KF_UARG_INPUT;
+    q->args[3].index = kb_group_input(g, bv);
+    if (z) {
+      c.has_z = true;
+      c.alpha2 = 1.0;
+      q->args[4].kind = KF_UARG_INPUT;
+      q->args[4].index = kb_group_input(g, z);
+    }
+    q->conv = c;
+    return KF_OK;
+  }
+  /* the bare convolution, then bias and epilogue in one launch */
+  q->conv = c;
+  bool epi = bv || g->n_ops > 1 || !(g->n_outputs == 1 && g->outputs[0] == res);
+  kf_unit_arg_kind dkind = KF_UARG_OUTPUT;
+  int dindex = kb_group_output(g, res);
+  kf_type dt_t;
+  kf_type_init_tensor(&dt_t, dt, r->rank, r->shape);
+  if (dindex < 0 || !kf_type_is_contiguous(r)) {
+    dkind = KF_UARG_SCRATCH;
+    dindex = kf_unit_add_scratch(u, kf_type_numel(r) * es);
+    if (dindex < 0) return KF_ERR_NOMEM;
+  }
+  q->args[2].kind = dkind;
+  q->args[2].index = dindex;
+  if (!epi) return KF_OK;
+  return epilogue(p, g, o, a, dkind, dindex, &dt_t, u, src, diag);
 }
 
 /* The GEMM lowering; *taken = false when the rule says direct. */
@@ -208,31 +429,7 @@ static kf_status conv_gemm(const kf_partition *p, const kf_group *g, const kf_bu
   q->args[5].kind = KF_UARG_SCRATCH;
   q->args[5].index = ws;
   if (!epi) return KF_OK;
-  kb_ew_launch l;
-  memset(&l, 0, sizeof l);
-  l.rank = r->rank;
-  memcpy(l.shape, r->shape, sizeof l.shape);
-  l.n_ops = g->n_ops;
-  l.ops = g->ops;
-  l.n_bound = 1;
-  l.bound_vals[0] = res;
-  l.bound_kind[0] = dkind;
-  l.bound_index[0] = dindex;
-  l.bound_type[0] = dkind == KF_UARG_OUTPUT ? r : &dt_t;
-  l.conv = a;
-  for (int i = 0; i < g->n_outputs; i++) {
-    const kf_value *v = g->outputs[i];
-    if (!kf_type_same_shape(&v->type, r))
-      return kb_unsupported(diag, g, v->def, "convolution epilogue output of another shape");
-    if (v == res && dkind == KF_UARG_OUTPUT && !bv) continue; /* already final */
-    l.out_vals[l.n_out] = v;
-    l.out_kind[l.n_out] = KF_UARG_OUTPUT;
-    l.out_index[l.n_out] = i;
-    l.out_type[l.n_out] = &v->type;
-    l.n_out++;
-  }
-  if (l.n_out == 0) return KF_OK;
-  return kb_ew_emit(p, g, o, &l, u, src, diag);
+  return epilogue(p, g, o, a, dkind, dindex, &dt_t, u, src, diag);
 }
 
 kf_status kb_unit_conv(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
@@ -246,7 +443,9 @@ kf_status kb_unit_conv(const kf_partition *p, const kf_group *g, const kf_builti
   if (!kf_dtype_is_float(x->dtype)) return kb_unsupported(diag, g, a, "convolution of a non-float tensor");
   if (kf_type_numel(r) == 0) return KF_OK;
   bool taken = false;
-  kf_status gs = conv_gemm(p, g, o, a, u, src, diag, &taken);
+  kf_status gs = conv_cudnn(p, g, o, a, u, src, diag, &taken);
+  if (gs || taken) return gs;
+  gs = conv_gemm(p, g, o, a, u, src, diag, &taken);
   if (gs || taken) return gs;
   int sp = x->rank - 2;
   int ns, np, nd, nop;

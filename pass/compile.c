@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "emit_int.h"
+#include "kfr_plan.h"
 #include "kfuse/compile.h"
 #include "plan_int.h"
 
@@ -126,6 +127,7 @@ static kf_status build_units(const kf_partition *p, const kf_compile_options *o,
   kf_builtin_options_init(&bo);
   bo.target = o->target;
   bo.precision = o->precision;
+  bo.no_cudnn = o->no_cudnn;
   kf_unit **units = calloc((size_t)p->n_groups + 1, sizeof *units);
   unit_slot *slots = calloc((size_t)p->n_groups + 1, sizeof *slots);
   if (!units || !slots) {
@@ -173,6 +175,38 @@ static kf_status build_units(const kf_partition *p, const kf_compile_options *o,
 }
 
 /* ---- report -------------------------------------------------------------- */
+
+static const char *compute_name(int c) {
+  switch (c) {
+  case KFR_COMPUTE_32F: return "fp32";
+  case KFR_COMPUTE_32F_TF32: return "tf32";
+  case KFR_COMPUTE_32F_BF16: return "bf16";
+  case KFR_COMPUTE_32F_F16: return "fp16";
+  default: return "?";
+  }
+}
+
+/* The unit's library steps and the math they may use: "library": ["cudnn
+ * conv tf32", "cublaslt gemm fp32", ...]. A cuDNN convolution of f32 with a
+ * compute other than fp32 may use TF32 tensor cores, and says "tf32". */
+static void add_library_steps(cJSON *e, const kf_unit *u) {
+  cJSON *lib = NULL;
+  for (int s = 0; s < u->n_steps; s++) {
+    const kf_unit_step *q = &u->steps[s];
+    char buf[64];
+    if (q->kind == KF_USTEP_GEMM)
+      snprintf(buf, sizeof buf, "cublaslt gemm %s",
+               q->gemm.dtype == KF_DTYPE_F64 ? "fp64" : compute_name(q->gemm.compute));
+    else if (q->kind == KF_USTEP_CONV)
+      snprintf(buf, sizeof buf, "cudnn conv %s",
+               q->conv.dtype == KF_DTYPE_F32 ? compute_name(q->conv.compute)
+                                             : kf_dtype_name(q->conv.dtype));
+    else
+      continue;
+    if (!lib) lib = cJSON_AddArrayToObject(e, "library");
+    if (lib) cJSON_AddItemToArray(lib, cJSON_CreateString(buf));
+  }
+}
 
 static kf_status write_report(const char *path, const kf_graph *g, const kf_partition *p,
                               const kf_memplan *mp, kf_unit **units, const unit_slot *slots, int ns,
@@ -222,6 +256,7 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
       cJSON_AddStringToObject(e, "unit", units[i]->name ? units[i]->name : "");
       cJSON_AddStringToObject(e, "policy", units[i]->policy ? units[i]->policy : "");
       cJSON_AddNumberToObject(e, "cubin_bytes", (double)units[i]->cubin_bytes);
+      add_library_steps(e, units[i]);
       for (int s = 0; s < ns; s++)
         if (slots[s].unit == units[i] && slots[s].first == grp) {
           cJSON_AddNumberToObject(e, "build_seconds", slots[s].build_s);

@@ -168,6 +168,31 @@ static void gemm_of(const kf_unit_gemm *q, kfr_gemm *r) {
   r->workspace_bytes = (uint64_t)q->workspace_bytes;
 }
 
+static void conv_of(const kf_unit_conv *q, kfr_conv *r) {
+  memset(r, 0, sizeof *r);
+  r->nd = (uint32_t)q->nd;
+  r->dtype = dtype_code(q->dtype);
+  r->compute = (uint32_t)q->compute;
+  r->activation = (uint32_t)q->activation;
+  r->has_bias = q->has_bias;
+  r->has_z = q->has_z;
+  r->n = q->n;
+  r->c = q->c;
+  r->k = q->k;
+  r->groups = q->groups;
+  for (int d = 0; d < 3; d++) {
+    r->in[d] = q->in[d];
+    r->filter[d] = q->filter[d];
+    r->out[d] = q->out[d];
+    r->pad[d] = q->pad[d];
+    r->stride[d] = q->stride[d];
+    r->dilation[d] = q->dilation[d];
+  }
+  r->alpha1 = q->alpha1;
+  r->alpha2 = q->alpha2;
+  r->workspace_bytes = (uint64_t)q->workspace_bytes;
+}
+
 /* The embedded weights image: every used storage region at its offset. */
 static kf_status weights_image(const kf_plan_input *in, unsigned char **out, kf_diag *diag) {
   const kf_graph *g = in->graph;
@@ -282,6 +307,13 @@ kf_status kf_plan_build(const kf_plan_input *in, void **blob_out, size_t *bytes_
         kfr_gemm q;
         gemm_of(&s->gemm, &q);
         kfr_writer_gemm(w.w, &q, name);
+        st = add_args(&w, grp, u, s);
+        break;
+      }
+      case KF_USTEP_CONV: {
+        kfr_conv q;
+        conv_of(&s->conv, &q);
+        kfr_writer_conv(w.w, &q, name);
         st = add_args(&w, grp, u, s);
         break;
       }

@@ -96,6 +96,98 @@ typedef struct kfr_cublaslt {
 KFR_HIDDEN int kfr_cublaslt_load(const kfr_cublaslt **out, char *msg,
                                  size_t n);
 
+/* ---- cuDNN -------------------------------------------------------------- */
+
+/* The few cuDNN 9 declarations the runtime uses, from its legacy (v7-style)
+ * API, so that building needs no cudnn.h; values as in cudnn_graph.h,
+ * cudnn_ops.h and cudnn_cnn.h of cuDNN 9. */
+typedef int kfr_dnn_status;  /* cudnnStatus_t; 0 is CUDNN_STATUS_SUCCESS */
+typedef struct cudnnContext *kfr_dnn_handle;
+typedef struct cudnnTensorStruct *kfr_dnn_tensor;
+typedef struct cudnnFilterStruct *kfr_dnn_filter;
+typedef struct cudnnConvolutionStruct *kfr_dnn_conv;
+typedef struct cudnnActivationStruct *kfr_dnn_act;
+enum {
+  KFR_DNN_DATA_FLOAT = 0, KFR_DNN_DATA_HALF = 2, KFR_DNN_DATA_BFLOAT16 = 9,
+  KFR_DNN_TENSOR_NCHW = 0,
+  KFR_DNN_CROSS_CORRELATION = 1,
+  KFR_DNN_DEFAULT_MATH = 0, KFR_DNN_TENSOR_OP_MATH = 1, KFR_DNN_FMA_MATH = 3,
+  KFR_DNN_PROPAGATE_NAN = 1,
+  KFR_DNN_ACTIVATION_RELU = 1, KFR_DNN_ACTIVATION_IDENTITY = 5,
+  KFR_DNN_FWD_ALGO_IMPLICIT_PRECOMP_GEMM = 1, KFR_DNN_FWD_ALGO_COUNT = 8,
+};
+/* cudnnConvolutionFwdAlgoPerf_t */
+typedef struct kfr_dnn_perf {
+  int algo;
+  kfr_dnn_status status;
+  float time;
+  size_t memory;
+  int determinism;
+  int math_type;
+  int reserved[3];
+} kfr_dnn_perf;
+
+#define KFR_DNN_FUNCS(X)                                                     \
+  X(size_t, cudnnGetVersion, (void))                                         \
+  X(const char *, cudnnGetErrorString, (kfr_dnn_status))                     \
+  X(kfr_dnn_status, cudnnCreate, (kfr_dnn_handle *))                         \
+  X(kfr_dnn_status, cudnnDestroy, (kfr_dnn_handle))                          \
+  X(kfr_dnn_status, cudnnSetStream, (kfr_dnn_handle, CUstream))              \
+  X(kfr_dnn_status, cudnnCreateTensorDescriptor, (kfr_dnn_tensor *))         \
+  X(kfr_dnn_status, cudnnSetTensorNdDescriptor,                              \
+    (kfr_dnn_tensor, int, int, const int *, const int *))                    \
+  X(kfr_dnn_status, cudnnDestroyTensorDescriptor, (kfr_dnn_tensor))          \
+  X(kfr_dnn_status, cudnnCreateFilterDescriptor, (kfr_dnn_filter *))         \
+  X(kfr_dnn_status, cudnnSetFilterNdDescriptor,                              \
+    (kfr_dnn_filter, int, int, int, const int *))                            \
+  X(kfr_dnn_status, cudnnDestroyFilterDescriptor, (kfr_dnn_filter))          \
+  X(kfr_dnn_status, cudnnCreateConvolutionDescriptor, (kfr_dnn_conv *))      \
+  X(kfr_dnn_status, cudnnSetConvolutionNdDescriptor,                         \
+    (kfr_dnn_conv, int, const int *, const int *, const int *, int, int))    \
+  X(kfr_dnn_status, cudnnSetConvolutionMathType, (kfr_dnn_conv, int))        \
+  X(kfr_dnn_status, cudnnSetConvolutionGroupCount, (kfr_dnn_conv, int))      \
+  X(kfr_dnn_status, cudnnDestroyConvolutionDescriptor, (kfr_dnn_conv))       \
+  X(kfr_dnn_status, cudnnGetConvolutionNdForwardOutputDim,                   \
+    (kfr_dnn_conv, kfr_dnn_tensor, kfr_dnn_filter, int, int *))              \
+  X(kfr_dnn_status, cudnnCreateActivationDescriptor, (kfr_dnn_act *))        \
+  X(kfr_dnn_status, cudnnSetActivationDescriptor,                            \
+    (kfr_dnn_act, int, int, double))                                         \
+  X(kfr_dnn_status, cudnnDestroyActivationDescriptor, (kfr_dnn_act))         \
+  X(kfr_dnn_status, cudnnGetConvolutionForwardAlgorithm_v7,                  \
+    (kfr_dnn_handle, kfr_dnn_tensor, kfr_dnn_filter, kfr_dnn_conv,           \
+     kfr_dnn_tensor, int, int *, kfr_dnn_perf *))                            \
+  X(kfr_dnn_status, cudnnFindConvolutionForwardAlgorithmEx,                  \
+    (kfr_dnn_handle, kfr_dnn_tensor, const void *, kfr_dnn_filter,           \
+     const void *, kfr_dnn_conv, kfr_dnn_tensor, void *, int, int *,         \
+     kfr_dnn_perf *, void *, size_t))                                        \
+  X(kfr_dnn_status, cudnnGetConvolutionForwardWorkspaceSize,                 \
+    (kfr_dnn_handle, kfr_dnn_tensor, kfr_dnn_filter, kfr_dnn_conv,           \
+     kfr_dnn_tensor, int, size_t *))                                         \
+  X(kfr_dnn_status, cudnnConvolutionForward,                                 \
+    (kfr_dnn_handle, const void *, kfr_dnn_tensor, const void *,             \
+     kfr_dnn_filter, const void *, kfr_dnn_conv, int, void *, size_t,        \
+     const void *, kfr_dnn_tensor, void *))                                  \
+  X(kfr_dnn_status, cudnnConvolutionBiasActivationForward,                   \
+    (kfr_dnn_handle, const void *, kfr_dnn_tensor, const void *,             \
+     kfr_dnn_filter, const void *, kfr_dnn_conv, int, void *, size_t,        \
+     const void *, kfr_dnn_tensor, const void *, kfr_dnn_tensor,             \
+     const void *, kfr_dnn_act, kfr_dnn_tensor, void *))
+
+typedef struct kfr_cudnn {
+#define KFR_DNN_FIELD(ret, name, params) ret(*name) params;
+  KFR_DNN_FUNCS(KFR_DNN_FIELD)
+#undef KFR_DNN_FIELD
+  size_t version; /* cudnnGetVersion(), e.g. 91000 */
+  char path[512]; /* where it was found, for messages */
+} kfr_cudnn;
+
+/* Load cuDNN 9 (libcudnn.so.9) once per process: $KFUSE_CUDNN_LIBRARY if
+ * set, else the loader's search path (which finds the copy PyTorch already
+ * loaded), $CUDA_HOME/lib64, /usr/local/cuda/lib64 and the nvidia/cudnn/lib
+ * directories of Python installations. KFUSE_ELIBRARY naming the library,
+ * the places tried and the variable on failure. */
+KFR_HIDDEN int kfr_cudnn_load(const kfr_cudnn **out, char *msg, size_t n);
+
 /* ---- the plan ----------------------------------------------------------- */
 
 /* Bytes per element of a KFUSE_DTYPE_*, 0 if unknown. */
@@ -132,6 +224,21 @@ typedef struct kfr_gemm_rt {
   } alpha, beta;
 } kfr_gemm_rt;
 
+/* A CONV step's cuDNN state (see kfr_cudnn.c). */
+typedef struct kfr_conv_rt {
+  kfr_dnn_tensor xd, yd, bd; /* z shares y's descriptor */
+  kfr_dnn_filter wd;
+  kfr_dnn_conv cd;
+  kfr_dnn_act ad;
+  int algo;
+  int math;  /* cudnnMathType_t set on cd */
+  int fused; /* cudnnConvolutionBiasActivationForward (else ConvolutionForward) */
+  union {
+    float f;
+    double d;
+  } alpha1, alpha2, zero;
+} kfr_conv_rt;
+
 struct kfuse_model {
   /* Serialises run (the arena, the launch parameters and the graph are
    * shared by every run of an instance). */
@@ -165,6 +272,10 @@ struct kfuse_model {
   cublasLtHandle_t lt;
   kfr_gemm_rt *gemm; /* per step; used by GEMM steps only */
 
+  const kfr_cudnn *dnn_api;
+  kfr_dnn_handle dnn;  /* per instance, used under lock like lt */
+  kfr_conv_rt *conv;   /* per step; used by CONV steps only */
+
   int use_graph;
   CUdeviceptr *gin, *gout; /* fixed input/output buffers (graph mode) */
   CUstream cap;            /* capture stream (graph mode) */
@@ -182,5 +293,12 @@ KFR_HIDDEN int kfr_fail(kfuse_model *m, int rc, const char *fmt, ...)
  * (create time). */
 KFR_HIDDEN int kfr_gemm_prepare(kfuse_model *m, uint32_t s);
 KFR_HIDDEN void kfr_gemm_release(kfuse_model *m, uint32_t s);
+
+/* cuDNN state of the model's CONV steps: the handle, each step's
+ * descriptors and algorithm (create time); the release of all of it; and
+ * running CONV step s on a stream. */
+KFR_HIDDEN int kfr_conv_prepare_all(kfuse_model *m);
+KFR_HIDDEN void kfr_conv_release_all(kfuse_model *m);
+KFR_HIDDEN int kfr_conv_run(kfuse_model *m, uint32_t s, CUstream stream);
 
 #endif

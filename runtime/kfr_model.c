@@ -4,8 +4,8 @@
  * Create checks the whole plan before touching CUDA, then: driver, device
  * and architecture, the device's primary context, cubins and kernels, one
  * arena allocation, the weights (mapped from their file, or from the plan)
- * and constants, the fixed buffers of CUDA-graph mode, and the cuBLASLt
- * state of GEMM steps. Everything it needs from the plan is copied, so the
+ * and constants, the fixed buffers of CUDA-graph mode, the cuBLASLt state
+ * of GEMM steps and the cuDNN state of CONV steps. Everything it needs from the plan is copied, so the
  * plan only has to live until create returns. Any failure undoes what was
  * done and leaves a message for kfuse_last_error. */
 #include <dlfcn.h>
@@ -346,7 +346,8 @@ static int prepare_args(kfuse_model *m) {
   m->vals = calloc(h->n_args + 1, sizeof(kfr_value));
   m->params = calloc(h->n_args + 1, sizeof(void *));
   m->gemm = calloc(h->n_steps + 1, sizeof(kfr_gemm_rt));
-  if (!m->base || !m->vals || !m->params || !m->gemm)
+  m->conv = calloc(h->n_steps + 1, sizeof(kfr_conv_rt));
+  if (!m->base || !m->vals || !m->params || !m->gemm || !m->conv)
     return kfr_fail(m, KFUSE_ENOMEM, "out of host memory");
   for (uint32_t i = 0; i < h->n_buffers; i++) {
     const kfr_buffer *b = &m->buffers[i];
@@ -449,6 +450,8 @@ static int create(kfuse_model *m, const uint8_t *plan, const kfuse_options *o) {
   for (uint32_t s = 0; s < h->n_steps; s++)
     if (m->steps[s].kind == KFR_STEP_GEMM && (rc = kfr_gemm_prepare(m, s)))
       goto pop;
+  if ((rc = kfr_conv_prepare_all(m)))
+    goto pop;
   /* uploads from pageable memory may still be in flight, and the caller's
    * stream need not order after the legacy stream they went through */
   if ((r = cu->cuCtxSynchronize()) != CUDA_SUCCESS)
@@ -520,6 +523,7 @@ void kfuse_model_destroy(kfuse_model *m) {
         kfr_gemm_release(m, s);
     if (m->lt && m->lt_api)
       (void)m->lt_api->cublasLtDestroy(m->lt);
+    kfr_conv_release_all(m);
     if (m->exec)
       (void)cu->cuGraphExecDestroy(m->exec);
     if (m->cap)
@@ -550,6 +554,7 @@ void kfuse_model_destroy(kfuse_model *m) {
   free(m->gin);
   free(m->gout);
   free(m->gemm);
+  free(m->conv);
   free(m->params);
   free(m->vals);
   free(m->base);

@@ -24,7 +24,8 @@
  *   buffer, whose nbytes is its desc's element count times the element
  *   size (the caller passes contiguous tensors).
  * - A PTR arg's offset lies within its buffer (0 <= offset <= nbytes); GEMM
- *   operands, MEMSET and COPY ranges lie wholly inside their buffers.
+ *   and CONV operands, MEMSET and COPY ranges lie wholly inside their
+ *   buffers.
  * - WEIGHT buffers: offsets in the weights file, or, with
  *   KFR_FLAG_WEIGHTS_EMBEDDED, plan offsets inside the blob section. The
  *   runtime uploads the span the WEIGHT buffers cover, starting at a
@@ -37,7 +38,7 @@
 #include <stdint.h>
 
 #define KFR_PLAN_MAGIC "KFPLAN\r\n"
-#define KFR_PLAN_VERSION 1u
+#define KFR_PLAN_VERSION 2u
 #define KFR_MAX_RANK 8
 
 enum kfr_buffer_kind {
@@ -85,6 +86,7 @@ enum kfr_step_kind {
   KFR_STEP_GEMM = 2,   /* cuBLASLt matmul, parameters in gemm */
   KFR_STEP_MEMSET = 3, /* args[0] = PTR, args[1] = I64 byte count, byte 0 */
   KFR_STEP_COPY = 4,   /* args[0] = dst PTR, args[1] = src PTR, args[2] = I64 bytes */
+  KFR_STEP_CONV = 5,   /* cuDNN convolution, parameters in conv */
 };
 
 enum kfr_epilogue {
@@ -126,6 +128,40 @@ typedef struct kfr_gemm {
   uint64_t workspace_bytes;  /* from the arena: args[first_arg + 5] */
 } kfr_gemm;
 
+enum kfr_activation {
+  KFR_ACT_NONE = 0,
+  KFR_ACT_RELU = 1, /* NaN propagates, as torch.relu */
+};
+
+/* Forward convolution (cross-correlation, as PyTorch's conv) over nd = 1, 2
+ * or 3 spatial dims, on cuDNN:
+ *
+ *   y = act(alpha1 * conv(x, w) + alpha2 * z + bias)
+ *
+ * x [n, c, in...], w [k, c/groups, filter...], y and z [n, k, out...],
+ * bias [k]; every operand dense (contiguous, NC + spatial) in dtype (f32,
+ * f16 or bf16). Spatial entries past nd are 1 (pad 0). The step has exactly
+ * 6 args: x, w, y, bias|NONE, z|NONE, workspace|NONE (PTR iff
+ * workspace_bytes > 0). Without z, alpha2 is 0 and z is not read; an
+ * activation or a z needs a bias (cuDNN's fused call takes one). compute:
+ * KFR_COMPUTE_32F for f32 forbids TF32 (cuDNN FMA math); any other value
+ * lets cuDNN use tensor cores (TF32 for f32), accumulating in fp32.
+ * workspace_bytes is the most the algorithm may use: the runtime picks the
+ * fastest algorithm that fits (runtime/kfr_cudnn.c). Element counts and
+ * sizes must fit in 31 bits (cuDNN's legacy API takes int). */
+typedef struct kfr_conv {
+  uint32_t nd;
+  uint32_t dtype;       /* KFUSE_DTYPE_* of x, w, y, z, bias */
+  uint32_t compute;     /* kfr_compute */
+  uint32_t activation;  /* kfr_activation */
+  uint32_t has_bias, has_z;
+  int64_t n, c, k, groups;
+  int64_t in[3], filter[3], out[3];
+  int64_t pad[3], stride[3], dilation[3];
+  double alpha1, alpha2;
+  uint64_t workspace_bytes; /* from the arena: args[first_arg + 5] */
+} kfr_conv;
+
 typedef struct kfr_step {
   uint32_t kind;
   uint32_t kernel;
@@ -135,7 +171,10 @@ typedef struct kfr_step {
   uint32_t first_arg;
   uint32_t n_args;
   uint32_t name; /* string offset: the group or op this step comes from */
-  kfr_gemm gemm; /* KFR_STEP_GEMM only */
+  union {
+    kfr_gemm gemm; /* KFR_STEP_GEMM only */
+    kfr_conv conv; /* KFR_STEP_CONV only */
+  };
 } kfr_step;
 
 enum kfr_arg_kind {

@@ -375,6 +375,14 @@ uint32_t kfr_writer_gemm(kfr_writer *w, const kfr_gemm *g, const char *name) {
   return w->nstep - 1;
 }
 
+uint32_t kfr_writer_conv(kfr_writer *w, const kfr_conv *c, const char *name) {
+  kfr_step *s = add_step(w, KFR_STEP_CONV, name);
+  if (!s)
+    return NONE_IDX;
+  s->conv = *c;
+  return w->nstep - 1;
+}
+
 static uint32_t add_arg(kfr_writer *w, uint32_t kind, uint32_t buffer,
                         int64_t i, double f) {
   if (w->rc)

@@ -84,6 +84,8 @@ uint32_t kfr_writer_launch(kfr_writer *w, uint32_t kernel,
                            uint32_t smem, const char *name);
 /* GEMM: then 6 args: A, B, C|none, D, bias|none, workspace|none. */
 uint32_t kfr_writer_gemm(kfr_writer *w, const kfr_gemm *g, const char *name);
+/* CONV: then 6 args: x, w, y, bias|none, z|none, workspace|none. */
+uint32_t kfr_writer_conv(kfr_writer *w, const kfr_conv *c, const char *name);
 /* MEMSET and COPY add their own args. */
 uint32_t kfr_writer_memset(kfr_writer *w, const char *name, uint32_t buffer,
                            int64_t offset, int64_t bytes);

@@ -1,5 +1,5 @@
-/* kfr_run.c — running a plan: kernel launches, cuBLASLt GEMMs, memsets and
- * copies on the caller's stream, optionally through a captured CUDA graph.
+/* kfr_run.c — running a plan: kernel launches, cuBLASLt GEMMs, cuDNN
+ * convolutions (kfr_cudnn.c), memsets and copies on the caller's stream, optionally through a captured CUDA graph.
  *
  * Ordering and thread safety. An instance has one arena, one set of launch
  * parameters and one graph, so runs are serialised twice: a mutex makes
@@ -336,6 +336,10 @@ static int run_steps(kfuse_model *m, CUstream stream) {
       break;
     case KFR_STEP_GEMM:
       if ((rc = run_gemm(m, s, stream)))
+        return rc;
+      break;
+    case KFR_STEP_CONV:
+      if ((rc = kfr_conv_run(m, s, stream)))
         return rc;
       break;
     case KFR_STEP_MEMSET:

@@ -343,6 +343,142 @@ static int check_gemm(chk *c, uint32_t s, const char *sname,
   return KFUSE_OK;
 }
 
+/* A dense conv operand of `elems` elements at arg a (PTR or, when absent,
+ * NONE). */
+static int check_conv_operand(chk *c, uint32_t s, const char *sname,
+                              const char *what, const kfr_arg *a, bool present,
+                              uint64_t elems, uint32_t es) {
+  const kfr_buffer *bufs = (const kfr_buffer *)(c->p + c->h->off_buffers);
+  if (!present) {
+    if (a->kind != KFR_ARG_NONE)
+      return bad(c, "step %u (%s): CONV without %s has that arg of kind %u, not "
+                 "NONE", s, sname, what, a->kind);
+    return KFUSE_OK;
+  }
+  if (a->kind != KFR_ARG_PTR)
+    return bad(c, "step %u (%s): CONV operand %s is not a pointer arg", s,
+               sname, what);
+  if (!within((uint64_t)a->offset, elems * es, 0, bufs[a->buffer].nbytes))
+    return bad(c, "step %u (%s): CONV operand %s (%llu elements) does not fit "
+               "in buffer %u (%s %s, %llu bytes) at offset %lld", s, sname, what,
+               (unsigned long long)elems, a->buffer,
+               buf_kind(bufs[a->buffer].kind), str_or(c, bufs[a->buffer].name),
+               (unsigned long long)bufs[a->buffer].nbytes, (long long)a->offset);
+  return KFUSE_OK;
+}
+
+/* Product of v[0..n) into *out, false when it passes INT32_MAX. */
+static bool prod31(const int64_t *v, int n, uint64_t base, uint64_t *out) {
+  uint64_t p = base;
+  for (int i = 0; i < n; i++)
+    if (__builtin_mul_overflow(p, (uint64_t)v[i], &p) || p > INT32_MAX)
+      return false;
+  *out = p;
+  return true;
+}
+
+static int check_conv(chk *c, uint32_t s, const char *sname,
+                      const kfr_step *st, const kfr_arg *a) {
+  const kfr_conv *v = &st->conv;
+  const kfr_buffer *bufs = (const kfr_buffer *)(c->p + c->h->off_buffers);
+  if (st->n_args != 6)
+    return bad(c, "step %u (%s): a CONV step has 6 args, this one %u", s, sname,
+               st->n_args);
+  if (v->nd < 1 || v->nd > 3)
+    return bad(c, "step %u (%s): CONV nd is %u, not 1, 2 or 3", s, sname,
+               v->nd);
+  if (v->dtype != KFUSE_DTYPE_F32 && v->dtype != KFUSE_DTYPE_F16 &&
+      v->dtype != KFUSE_DTYPE_BF16)
+    return bad(c, "step %u (%s): CONV dtype %u is not f32, f16 or bf16", s,
+               sname, v->dtype);
+  if (v->compute < KFR_COMPUTE_32F || v->compute > KFR_COMPUTE_32F_F16)
+    return bad(c, "step %u (%s): unknown CONV compute %u", s, sname,
+               v->compute);
+  if (v->activation > KFR_ACT_RELU)
+    return bad(c, "step %u (%s): unknown CONV activation %u", s, sname,
+               v->activation);
+  if (v->has_bias > 1 || v->has_z > 1)
+    return bad(c, "step %u (%s): CONV has_bias/has_z must be 0 or 1", s,
+               sname);
+  if (v->n < 1 || v->c < 1 || v->k < 1 || v->groups < 1)
+    return bad(c, "step %u (%s): CONV sizes n=%lld c=%lld k=%lld groups=%lld "
+               "must be positive", s, sname, (long long)v->n, (long long)v->c,
+               (long long)v->k, (long long)v->groups);
+  if (v->c % v->groups || v->k % v->groups)
+    return bad(c, "step %u (%s): CONV channels c=%lld and k=%lld are not "
+               "multiples of groups=%lld", s, sname, (long long)v->c,
+               (long long)v->k, (long long)v->groups);
+  for (uint32_t d = 0; d < 3; d++) {
+    if (d >= v->nd) {
+      if (v->in[d] != 1 || v->filter[d] != 1 || v->out[d] != 1 ||
+          v->pad[d] != 0 || v->stride[d] != 1 || v->dilation[d] != 1)
+        return bad(c, "step %u (%s): CONV spatial dim %u is past nd=%u but not "
+                   "1 (pad 0)", s, sname, d, v->nd);
+      continue;
+    }
+    if (v->in[d] < 1 || v->filter[d] < 1 || v->stride[d] < 1 ||
+        v->dilation[d] < 1 || v->pad[d] < 0 || v->in[d] > INT32_MAX ||
+        v->filter[d] > INT32_MAX || v->stride[d] > INT32_MAX ||
+        v->dilation[d] > INT32_MAX || v->pad[d] > INT32_MAX)
+      return bad(c, "step %u (%s): CONV dim %u: input %lld, filter %lld, stride "
+                 "%lld, dilation %lld must be positive and padding %lld "
+                 "non-negative, all under 2^31", s, sname, d,
+                 (long long)v->in[d], (long long)v->filter[d],
+                 (long long)v->stride[d], (long long)v->dilation[d],
+                 (long long)v->pad[d]);
+    /* out = (in + 2 pad - dilation (filter - 1) - 1) / stride + 1 */
+    int64_t span = v->in[d] + 2 * v->pad[d] - v->dilation[d] * (v->filter[d] - 1);
+    int64_t want = span >= 1 ? (span - 1) / v->stride[d] + 1 : 0;
+    if (want < 1 || v->out[d] != want)
+      return bad(c, "step %u (%s): CONV dim %u: output size %lld, input %lld "
+                 "with filter %lld, padding %lld, stride %lld and dilation %lld "
+                 "gives %lld", s, sname, d, (long long)v->out[d],
+                 (long long)v->in[d], (long long)v->filter[d],
+                 (long long)v->pad[d], (long long)v->stride[d],
+                 (long long)v->dilation[d], (long long)want);
+  }
+  uint64_t nx, nw, ny;
+  if (!prod31(v->in, 3, (uint64_t)v->n, &nx) || !prod31(&v->c, 1, nx, &nx) ||
+      !prod31(v->filter, 3, (uint64_t)v->k, &nw) ||
+      !prod31(v->out, 3, (uint64_t)v->n, &ny) || !prod31(&v->k, 1, ny, &ny))
+    return bad(c, "step %u (%s): CONV operand of 2^31 elements or more (cuDNN's "
+               "legacy API counts in int)", s, sname);
+  nw *= (uint64_t)(v->c / v->groups);
+  if (nw > INT32_MAX)
+    return bad(c, "step %u (%s): CONV filter of 2^31 elements or more", s,
+               sname);
+  if (!v->has_bias && (v->activation != KFR_ACT_NONE || v->has_z))
+    return bad(c, "step %u (%s): CONV with an activation or a residual input "
+               "needs a bias (cuDNN's fused call takes one)", s, sname);
+  if (!v->has_z && v->alpha2 != 0.0)
+    return bad(c, "step %u (%s): CONV alpha2 is %g but the step has no z", s,
+               sname, v->alpha2);
+  uint32_t es = kfr_dtype_size(v->dtype);
+  int rc;
+  if ((rc = check_conv_operand(c, s, sname, "x", &a[0], true, nx, es)) ||
+      (rc = check_conv_operand(c, s, sname, "w", &a[1], true, nw, es)) ||
+      (rc = check_conv_operand(c, s, sname, "y", &a[2], true, ny, es)) ||
+      (rc = check_conv_operand(c, s, sname, "bias", &a[3], v->has_bias,
+                               (uint64_t)v->k, es)) ||
+      (rc = check_conv_operand(c, s, sname, "z", &a[4], v->has_z, ny, es)))
+    return rc;
+  if (v->workspace_bytes) {
+    if (a[5].kind != KFR_ARG_PTR)
+      return bad(c, "step %u (%s): CONV workspace of %llu bytes has no pointer "
+                 "arg", s, sname, (unsigned long long)v->workspace_bytes);
+    if (!within((uint64_t)a[5].offset, v->workspace_bytes, 0,
+                bufs[a[5].buffer].nbytes))
+      return bad(c, "step %u (%s): CONV workspace of %llu bytes does not fit in "
+                 "buffer %u at offset %lld", s, sname,
+                 (unsigned long long)v->workspace_bytes, a[5].buffer,
+                 (long long)a[5].offset);
+  } else if (a[5].kind != KFR_ARG_NONE && a[5].kind != KFR_ARG_PTR) {
+    return bad(c, "step %u (%s): CONV workspace arg has kind %u", s, sname,
+               a[5].kind);
+  }
+  return KFUSE_OK;
+}
+
 static int check_range(chk *c, uint32_t s, const char *sname, const char *what,
                        const kfr_arg *p, int64_t bytes) {
   const kfr_buffer *bufs = (const kfr_buffer *)(c->p + c->h->off_buffers);
@@ -397,6 +533,10 @@ static int check_steps(chk *c) {
     }
     case KFR_STEP_GEMM:
       if ((rc = check_gemm(c, s, sname, st, a)))
+        return rc;
+      break;
+    case KFR_STEP_CONV:
+      if ((rc = check_conv(c, s, sname, st, a)))
         return rc;
       break;
     case KFR_STEP_MEMSET:

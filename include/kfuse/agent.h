@@ -5,7 +5,7 @@
  * NVRTC) plus a declarative launch plan — launches with grid, block, dynamic
  * shared memory and arguments drawn from the group's inputs, outputs,
  * scratch buffers and immediates — and optional library steps (cuBLASLt
- * GEMM). No policy ships host code: the runtime owns every host-side action.
+ * GEMM, cuDNN convolution). No policy ships host code: the runtime owns every host-side action.
  *
  * Pointers passed for a group input or output point at the value's first
  * element (its storage base plus its storage offset); the kernel knows the
@@ -45,6 +45,7 @@ typedef enum kf_unit_step_kind {
   KF_USTEP_LAUNCH = 1,
   KF_USTEP_GEMM = 2,
   KF_USTEP_MEMSET = 3, /* args: [0] buffer, [1] I64 byte count; zero fill */
+  KF_USTEP_CONV = 4,
 } kf_unit_step_kind;
 
 /* Row-major batched GEMM as the runtime runs it (runtime/kfr_plan.h,
@@ -62,6 +63,23 @@ typedef struct kf_unit_gemm {
   int64_t workspace_bytes;
 } kf_unit_gemm;
 
+/* Convolution as the runtime runs it on cuDNN (runtime/kfr_plan.h,
+ * kfr_conv): y = act(alpha1 * conv(x, w) + alpha2 * z + bias), dense
+ * operands; spatial entries past nd are 1 (pad 0). args: [0] x, [1] w,
+ * [2] y, [3] bias or NONE, [4] z or NONE, [5] workspace (SCRATCH) or NONE. */
+typedef struct kf_unit_conv {
+  int nd;
+  kf_dtype dtype;
+  int compute;    /* kfr_compute */
+  int activation; /* kfr_activation */
+  bool has_bias, has_z;
+  int64_t n, c, k, groups;
+  int64_t in[3], filter[3], out[3];
+  int64_t pad[3], stride[3], dilation[3];
+  double alpha1, alpha2;
+  int64_t workspace_bytes;
+} kf_unit_conv;
+
 typedef struct kf_unit_step {
   kf_unit_step_kind kind;
   char *kernel;          /* LAUNCH: entry name in the unit's source */
@@ -70,6 +88,7 @@ typedef struct kf_unit_step {
   int n_args;
   kf_unit_arg *args;
   kf_unit_gemm gemm;
+  kf_unit_conv conv;
 } kf_unit_step;
 
 typedef struct kf_unit {
@@ -114,6 +133,9 @@ typedef struct kf_builtin_options {
   /* compute in fp64 (inputs converted on load, outputs rounded to their
    * dtype on store): the per-op verification reference */
   bool fp64;
+  /* convolutions without cuDNN: im2col + cuBLASLt GEMM or the direct
+   * template (kfuse compile --no-cudnn) */
+  bool no_cudnn;
 } kf_builtin_options;
 
 KF_API void kf_builtin_options_init(kf_builtin_options *o);

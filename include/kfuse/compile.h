@@ -33,6 +33,8 @@ typedef struct kf_compile_options {
   bool fuse;                /* false: one kernel per op (per-op lowering) */
   const char *report_path;  /* JSON report, or NULL */
   bool progress;            /* progress lines on stderr */
+  bool no_cudnn;            /* convolutions as im2col + GEMM or direct
+                               kernels instead of cuDNN steps */
 } kf_compile_options;
 
 KF_API void kf_compile_options_init(kf_compile_options *o);

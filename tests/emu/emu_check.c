@@ -4,13 +4,15 @@
  * threads per block, real barriers for __syncthreads and warp shuffles),
  * runs the steps on the CPU in group order — launches through the
  * emulator, GEMM steps with a CPU GEMM following kfr_gemm's row-major
- * contract — and compares the graph outputs with the outputs PyTorch
+ * contract, cuDNN CONV steps with a CPU convolution following kfr_conv's
+ * (y = act(alpha1 conv + alpha2 z + bias), dense operands) — and compares the graph outputs with the outputs PyTorch
  * recorded in the fixture's .kfio.
  *
  *   emu_check MODEL FIXTURE.kfio|- TEMPLATE_DIR EMU_HEADER WORKDIR MODE
- *   MODE: fused (default precision, tolerance max(fixture's, 1e-4)) or
- *         perop-fp64 (one group per op, computed in fp64: the fixture's
- *         own tolerance)
+ *   MODE: fused (default precision, tolerance max(fixture's, 1e-4)),
+ *         fused-nocudnn (the same without cuDNN steps: convolutions as
+ *         im2col + GEMM or direct kernels) or perop-fp64 (one group per
+ *         op, computed in fp64: the fixture's own tolerance)
  *   With "-" instead of a .kfio (hand-written graphs, tests/emu/NAME.mlir:
  *   larger shapes and paths the fixtures do not reach) the inputs are
  *   pseudo-random (floats in [-2, 2), integers in [0, 4), bools) and the
@@ -96,6 +98,43 @@ static void cpu_gemm(const kf_unit_gemm *q, const void *A, const void *B, const 
       }
 }
 
+/* kfr_conv's contract, in double: cross-correlation of dense x [n, c,
+ * in...] with w [k, c/groups, filter...] into y [n, k, out...], then
+ * alpha1 * conv + alpha2 * z + bias and the activation */
+static void cpu_conv(const kf_unit_conv *q, const void *X, const void *W, const void *bias,
+                     const void *Z, void *Y) {
+  kf_dtype dt = q->dtype;
+  int64_t cg = q->c / q->groups, kg = q->k / q->groups;
+  const int64_t *I = q->in, *F = q->filter, *O = q->out;
+  int64_t isz = I[0] * I[1] * I[2], fsz = F[0] * F[1] * F[2], osz = O[0] * O[1] * O[2];
+  for (int64_t n = 0; n < q->n; n++)
+    for (int64_t k = 0; k < q->k; k++)
+      for (int64_t o0 = 0; o0 < O[0]; o0++)
+        for (int64_t o1 = 0; o1 < O[1]; o1++)
+          for (int64_t o2 = 0; o2 < O[2]; o2++) {
+            double acc = 0;
+            int64_t g = k / kg;
+            for (int64_t ci = 0; ci < cg; ci++)
+              for (int64_t f0 = 0; f0 < F[0]; f0++)
+                for (int64_t f1 = 0; f1 < F[1]; f1++)
+                  for (int64_t f2 = 0; f2 < F[2]; f2++) {
+                    int64_t i0 = o0 * q->stride[0] - q->pad[0] + f0 * q->dilation[0];
+                    int64_t i1 = o1 * q->stride[1] - q->pad[1] + f1 * q->dilation[1];
+                    int64_t i2 = o2 * q->stride[2] - q->pad[2] + f2 * q->dilation[2];
+                    if (i0 < 0 || i0 >= I[0] || i1 < 0 || i1 >= I[1] || i2 < 0 || i2 >= I[2]) continue;
+                    int64_t xi = (n * q->c + g * cg + ci) * isz + (i0 * I[1] + i1) * I[2] + i2;
+                    int64_t wi = (k * cg + ci) * fsz + (f0 * F[1] + f1) * F[2] + f2;
+                    acc += get(dt, X, xi) * get(dt, W, wi);
+                  }
+            int64_t yi = (n * q->k + k) * osz + (o0 * O[1] + o1) * O[2] + o2;
+            double v = q->alpha1 * acc;
+            if (q->has_z) v += q->alpha2 * get(dt, Z, yi);
+            if (q->has_bias) v += get(dt, bias, k);
+            if (q->activation == KFR_ACT_RELU) v = v > 0 || isnan(v) ? v : 0;
+            set(dt, Y, yi, v);
+          }
+}
+
 typedef struct vstore {
   void **ptr;   /* by value id: first element */
   void **owned; /* allocations to free */
@@ -161,6 +200,11 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   kf_diag d;
   kf_diag_init(&d, NULL, NULL);
   bool fp64 = strcmp(mode, "perop-fp64") == 0;
+  bool nocudnn = strcmp(mode, "fused-nocudnn") == 0;
+  if (!fp64 && !nocudnn && strcmp(mode, "fused") != 0) {
+    fprintf(stderr, "unknown mode '%s' (fused, fused-nocudnn, perop-fp64)\n", mode);
+    return 2;
+  }
   kf_load_options lo;
   kf_load_options_init(&lo);
   kf_graph *g = NULL;
@@ -184,6 +228,7 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   kf_builtin_options bo;
   kf_builtin_options_init(&bo);
   bo.fp64 = fp64;
+  bo.no_cudnn = nocudnn;
   units = calloc((size_t)p->n_groups + 1, sizeof *units);
 
   /* ---- units, and one host C++ file for all of them */
@@ -304,6 +349,8 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
         kf_dtype bdt = st->gemm.dtype;
         if (st->args[4].kind == KF_UARG_INPUT) bdt = grp->inputs[st->args[4].index]->type.dtype;
         cpu_gemm(&st->gemm, args[0], args[1], args[4], bdt, args[3]);
+      } else if (st->kind == KF_USTEP_CONV) {
+        cpu_conv(&st->conv, args[0], args[1], args[3], args[4], args[2]);
       } else if (st->kind == KF_USTEP_MEMSET) {
         memset(args[0], 0, (size_t)st->args[1].i);
       }

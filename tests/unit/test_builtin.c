@@ -71,6 +71,15 @@ static void print_steps(const kf_unit *u) {
              (long long)s->gemm.stride_a, (long long)s->gemm.stride_b, (long long)s->gemm.stride_d,
              s->gemm.trans_a, s->gemm.trans_b, s->gemm.epilogue, s->gemm.compute, s->gemm.alpha,
              (long long)s->gemm.workspace_bytes);
+    else if (s->kind == KF_USTEP_CONV)
+      printf("  conv nd %d n %lld c %lld k %lld groups %lld in %lldx%lldx%lld filter %lldx%lldx%lld "
+             "out %lldx%lldx%lld bias %d z %d act %d compute %d ws %lld args",
+             s->conv.nd, (long long)s->conv.n, (long long)s->conv.c, (long long)s->conv.k,
+             (long long)s->conv.groups, (long long)s->conv.in[0], (long long)s->conv.in[1],
+             (long long)s->conv.in[2], (long long)s->conv.filter[0], (long long)s->conv.filter[1],
+             (long long)s->conv.filter[2], (long long)s->conv.out[0], (long long)s->conv.out[1],
+             (long long)s->conv.out[2], s->conv.has_bias, s->conv.has_z, s->conv.activation,
+             s->conv.compute, (long long)s->conv.workspace_bytes);
     else
       printf("  step %d args", s->kind);
     for (int j = 0; j < s->n_args; j++) printf(" %s:%d", arg_kind(s->args[j].kind), s->args[j].index);
@@ -87,6 +96,16 @@ static void collect_fn(void *user, kf_diag_level level, const char *msg) {
   snprintf(c->last, sizeof c->last, "%s", msg);
   if (level == KF_DIAG_ERROR) return;
   fprintf(stderr, "%s\n", msg);
+}
+
+/* A convolution the default policy must give to cuDNN: not transposed,
+ * f32/f16/bf16, input and weight dense. */
+static bool cudnn_expected(const kf_group *g) {
+  const kf_op *a = g->anchor;
+  if (g->kind != KF_GROUP_CONV || !a || kf_op_get_bool(a, "transposed")) return false;
+  const kf_type *x = &a->operands[0]->type, *w = &a->operands[1]->type;
+  return (x->dtype == KF_DTYPE_F32 || x->dtype == KF_DTYPE_F16 || x->dtype == KF_DTYPE_BF16) &&
+         kf_type_is_contiguous(x) && kf_type_is_contiguous(w);
 }
 
 static int run_fixture_mode(const char *path, bool fuse, bool fp64, int *n_unsupported) {
@@ -122,7 +141,7 @@ static int run_fixture_mode(const char *path, bool fuse, bool fp64, int *n_unsup
   kf_builtin_options_init(&bo);
   bo.fp64 = fp64;
   double t_build = 0, t_compile = 0;
-  int built = 0;
+  int built = 0, n_conv = 0;
   for (int i = 0; i < p->n_groups; i++) {
     const kf_group *grp = &p->groups[i];
     if (grp->kind == KF_GROUP_VIEW) continue;
@@ -141,6 +160,17 @@ static int run_fixture_mode(const char *path, bool fuse, bool fp64, int *n_unsup
       failures++;
       continue;
     }
+    int conv_steps = 0;
+    for (int k = 0; k < u->n_steps; k++) conv_steps += u->steps[k].kind == KF_USTEP_CONV;
+    n_conv += conv_steps;
+    if (fuse && !fp64 && cudnn_expected(grp) && conv_steps != 1) {
+      printf("FAIL group %d (conv): %d cuDNN steps, expected one\n", grp->id, conv_steps);
+      failures++;
+    }
+    if (fp64 && conv_steps) {
+      printf("FAIL group %d: the fp64 reference has a cuDNN step\n", grp->id);
+      failures++;
+    }
     if (getenv("KFUSE_DUMP_ALL") && u->source) printf("%s\n", u->source);
     if (getenv("KFUSE_DUMP_STEPS")) print_steps(u);
     st = kf_unit_compile(u, &bo.target, &d);
@@ -154,9 +184,9 @@ static int run_fixture_mode(const char *path, bool fuse, bool fp64, int *n_unsup
     }
     kf_unit_destroy(u);
   }
-  printf("%s %s%s: %d groups, %d units compiled, %d unsupported, %d failed; build %.3f s, "
-         "NVRTC %.2f s\n",
-         path, fuse ? "fused" : "per-op", fp64 ? " fp64" : "", p->n_groups, built,
+  printf("%s %s%s: %d groups, %d units compiled, %d cuDNN steps, %d unsupported, %d failed; "
+         "build %.3f s, NVRTC %.2f s\n",
+         path, fuse ? "fused" : "per-op", fp64 ? " fp64" : "", p->n_groups, built, n_conv,
          *n_unsupported, failures, t_build, t_compile);
   kf_partition_destroy(p);
   kf_graph_destroy(g);

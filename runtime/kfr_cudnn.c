@@ -1,0 +1,520 @@
+/* kfr_cudnn.c — CONV steps on cuDNN: finding the library, building each
+ * step's descriptors and choosing its algorithm at create time, and running
+ * the step.
+ *
+ * cuDNN is opened with dlopen only when a plan has CONV steps, through its
+ * legacy (v7-style) API, which cuDNN 9 still ships; the declarations live
+ * in kfr_int.h, so no cudnn.h is needed to build. Each instance has its own
+ * handle, used only under the instance's lock (like the cuBLASLt handle),
+ * and bound to the run's stream at the start of every run.
+ *
+ * Which cuDNN call. Without bias, activation and residual the step is
+ * cudnnConvolutionForward; otherwise it is one fused
+ * cudnnConvolutionBiasActivationForward (y = act(alpha1 conv + alpha2 z +
+ * bias)). cuDNN runs the fused call with an identity activation only with
+ * IMPLICIT_PRECOMP_GEMM, so that is the algorithm of such steps.
+ *
+ * Choosing the algorithm (once per distinct parameter set of an instance,
+ * at create time): cudnnFindConvolutionForwardAlgorithmEx times every
+ * candidate on the GPU, on scratch copies of x and y allocated for the
+ * search (zeroed; freed before create returns) and the step's weights when
+ * they are already on the device; the fastest one whose workspace fits the
+ * plan's budget wins. KFUSE_CUDNN_FIND=0 uses cuDNN's heuristics
+ * (cudnnGetConvolutionForwardAlgorithm_v7) instead: no timing, so create
+ * is faster and the choice repeatable. Math: f32 steps whose compute is
+ * KFR_COMPUTE_32F get CUDNN_FMA_MATH (no TF32); all others
+ * CUDNN_DEFAULT_MATH (TF32 for f32, as PyTorch allows it for convolutions),
+ * then the math type cuDNN reported for the winning algorithm. */
+#include <dlfcn.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kfr_int.h"
+
+/* ---- loading ------------------------------------------------------------- */
+
+#define DNN_SONAME "libcudnn.so.9"
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static kfr_cudnn g_dnn;
+static int g_dnn_ready;
+
+/* cuDNN 9's libcudnn.so.9 opens its parts (libcudnn_cnn.so.9, ...) by
+ * soname; when it was found by full path outside the loader's search path,
+ * open them from its directory first so those lookups succeed. */
+static void preload_parts(const char *path) {
+  static const char *const parts[] = {
+      "libcudnn_graph.so.9", "libcudnn_engines_precompiled.so.9",
+      "libcudnn_engines_runtime_compiled.so.9", "libcudnn_heuristic.so.9",
+      "libcudnn_ops.so.9", "libcudnn_cnn.so.9"};
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    return;
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+    char p[1024];
+    if (snprintf(p, sizeof p, "%.*s/%s", (int)(slash - path), path, parts[i]) >=
+        (int)sizeof p)
+      continue;
+    (void)dlopen(p, RTLD_NOW | RTLD_GLOBAL); /* best effort, kept open */
+  }
+}
+
+/* Try one path; on success resolve everything. Called with g_lock held. */
+static int try_dnn(const char *path, char *tried, size_t tn) {
+  size_t used = strlen(tried);
+  if (strchr(path, '/'))
+    preload_parts(path);
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(tried + used, tn - used, "%s%s (%s)", used ? "; " : "", path,
+             e ? e : "?");
+    return 0;
+  }
+  void *p;
+#define KFR_DNN_RESOLVE(ret, name, params)                                    \
+  p = dlsym(h, #name);                                                        \
+  if (!p) {                                                                   \
+    snprintf(tried + used, tn - used, "%s%s (no %s)", used ? "; " : "", path,  \
+             #name);                                                          \
+    dlclose(h);                                                               \
+    memset(&g_dnn, 0, sizeof g_dnn);                                          \
+    return 0;                                                                 \
+  }                                                                           \
+  memcpy(&g_dnn.name, &p, sizeof p);
+  KFR_DNN_FUNCS(KFR_DNN_RESOLVE)
+#undef KFR_DNN_RESOLVE
+  g_dnn.version = g_dnn.cudnnGetVersion();
+  if (g_dnn.version < 90000) {
+    snprintf(tried + used, tn - used, "%s%s (cuDNN %zu; 9.0 or newer needed)",
+             used ? "; " : "", path, g_dnn.version);
+    dlclose(h);
+    memset(&g_dnn, 0, sizeof g_dnn);
+    return 0;
+  }
+  snprintf(g_dnn.path, sizeof g_dnn.path, "%s", path);
+  return 1; /* h stays open for the life of the process */
+}
+
+static int try_dnn_glob(const char *prefix, const char *pattern, char *tried,
+                        size_t tn) {
+  if (!prefix || !*prefix)
+    return 0;
+  char pat[1024];
+  if (snprintf(pat, sizeof pat, "%s%s", prefix, pattern) >= (int)sizeof pat)
+    return 0;
+  glob_t g;
+  memset(&g, 0, sizeof g);
+  int ok = 0;
+  if (glob(pat, GLOB_BRACE | GLOB_NOSORT, NULL, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc && !ok; i++)
+      ok = try_dnn(g.gl_pathv[i], tried, tn);
+  globfree(&g);
+  return ok;
+}
+
+static int load_dnn(char *msg, size_t n) {
+  char tried[2048] = "";
+  const char *env = getenv("KFUSE_CUDNN_LIBRARY");
+  if (env && *env) {
+    if (try_dnn(env, tried, sizeof tried))
+      return KFUSE_OK;
+    snprintf(msg, n, "cannot load cuDNN from KFUSE_CUDNN_LIBRARY: %s", tried);
+    return KFUSE_ELIBRARY;
+  }
+  /* by soname first: also finds the copy PyTorch already loaded */
+  if (try_dnn(DNN_SONAME, tried, sizeof tried))
+    return KFUSE_OK;
+  const char *site = "/lib/python3*/{site,dist}-packages/nvidia/cudnn/lib/"
+                     DNN_SONAME;
+  if (try_dnn_glob(getenv("CUDA_HOME"), "/lib64/" DNN_SONAME, tried,
+                   sizeof tried) ||
+      try_dnn_glob("/usr/local/cuda", "/lib64/" DNN_SONAME, tried,
+                   sizeof tried) ||
+      try_dnn_glob(getenv("VIRTUAL_ENV"), site, tried, sizeof tried) ||
+      try_dnn_glob(getenv("CONDA_PREFIX"), site, tried, sizeof tried) ||
+      try_dnn_glob(getenv("HOME"), "/.local/lib/python3*/site-packages/nvidia/"
+                   "cudnn/lib/" DNN_SONAME, tried, sizeof tried) ||
+      try_dnn_glob("/usr", "/local/lib/python3*/dist-packages/nvidia/cudnn/lib/"
+                   DNN_SONAME, tried, sizeof tried) ||
+      try_dnn_glob("/usr", "/lib/python3/dist-packages/nvidia/cudnn/lib/"
+                   DNN_SONAME, tried, sizeof tried) ||
+      try_dnn_glob("/opt", "/*/{.venv/,}lib/python3*/site-packages/nvidia/"
+                   "cudnn/lib/" DNN_SONAME, tried, sizeof tried))
+    return KFUSE_OK;
+  snprintf(msg, n, "cannot load cuDNN 9 (" DNN_SONAME ") for the model's "
+           "convolution steps; tried %s; install cuDNN 9 (e.g. pip install "
+           "nvidia-cudnn-cu13) and put its lib directory on LD_LIBRARY_PATH, "
+           "or set KFUSE_CUDNN_LIBRARY to the full path of " DNN_SONAME, tried);
+  return KFUSE_ELIBRARY;
+}
+
+int kfr_cudnn_load(const kfr_cudnn **out, char *msg, size_t n) {
+  int rc = KFUSE_OK;
+  pthread_mutex_lock(&g_lock);
+  if (!g_dnn_ready) {
+    rc = load_dnn(msg, n);
+    g_dnn_ready = rc == KFUSE_OK;
+  }
+  pthread_mutex_unlock(&g_lock);
+  *out = rc == KFUSE_OK ? &g_dnn : NULL;
+  return rc;
+}
+
+/* ---- steps --------------------------------------------------------------- */
+
+static const char *sname(const kfuse_model *m, uint32_t s) {
+  return m->strings + m->steps[s].name;
+}
+
+static int dnn_fail(kfuse_model *m, kfr_dnn_status st, const char *call,
+                    uint32_t s) {
+  const char *why = m->dnn_api ? m->dnn_api->cudnnGetErrorString(st) : NULL;
+  return kfr_fail(m, KFUSE_ELIBRARY, "%s failed in CONV step %u (%s): %s (%d)",
+                  call, s, sname(m, s), why ? why : "?", st);
+}
+
+static int dnn_dtype(uint32_t dt) {
+  switch (dt) {
+  case KFUSE_DTYPE_F16: return KFR_DNN_DATA_HALF;
+  case KFUSE_DTYPE_BF16: return KFR_DNN_DATA_BFLOAT16;
+  default: return KFR_DNN_DATA_FLOAT;
+  }
+}
+
+static int strict_fp32(const kfr_conv *c) {
+  return c->dtype == KFUSE_DTYPE_F32 && c->compute == KFR_COMPUTE_32F;
+}
+
+/* Dims and strides of a dense [a, b, spatial...] tensor of an nd-d
+ * convolution as cuDNN takes it: 1-d becomes 2-d with height 1 (cuDNN wants
+ * at least 4 dims). Returns the number of dims. */
+static int dense(uint32_t nd, int64_t a, int64_t b, const int64_t *sp,
+                 int *dim, int *stride) {
+  int nb = nd == 3 ? 5 : 4;
+  dim[0] = (int)a;
+  dim[1] = (int)b;
+  if (nd == 1) {
+    dim[2] = 1;
+    dim[3] = (int)sp[0];
+  } else {
+    for (int i = 2; i < nb; i++)
+      dim[i] = (int)sp[i - 2];
+  }
+  stride[nb - 1] = 1;
+  for (int i = nb - 2; i >= 0; i--)
+    stride[i] = stride[i + 1] * dim[i + 1];
+  return nb;
+}
+
+/* Build step s's descriptors. */
+static int describe(kfuse_model *m, uint32_t s) {
+  const kfr_cudnn *d = m->dnn_api;
+  const kfr_conv *c = &m->steps[s].conv;
+  kfr_conv_rt *rt = &m->conv[s];
+  int nb = c->nd == 3 ? 5 : 4, sp = nb - 2;
+  int dt = dnn_dtype(c->dtype);
+  int dim[5], str[5];
+  kfr_dnn_status st;
+  const char *call = "cudnnCreate*Descriptor";
+  if ((st = d->cudnnCreateTensorDescriptor(&rt->xd)) ||
+      (st = d->cudnnCreateTensorDescriptor(&rt->yd)) ||
+      (st = d->cudnnCreateTensorDescriptor(&rt->bd)) ||
+      (st = d->cudnnCreateFilterDescriptor(&rt->wd)) ||
+      (st = d->cudnnCreateConvolutionDescriptor(&rt->cd)) ||
+      (st = d->cudnnCreateActivationDescriptor(&rt->ad)))
+    return dnn_fail(m, st, call, s);
+  call = "cudnnSetTensorNdDescriptor";
+  dense(c->nd, c->n, c->c, c->in, dim, str);
+  if ((st = d->cudnnSetTensorNdDescriptor(rt->xd, dt, nb, dim, str)))
+    return dnn_fail(m, st, call, s);
+  dense(c->nd, c->n, c->k, c->out, dim, str);
+  if ((st = d->cudnnSetTensorNdDescriptor(rt->yd, dt, nb, dim, str)))
+    return dnn_fail(m, st, call, s);
+  int64_t ones[3] = {1, 1, 1};
+  dense(c->nd, 1, c->k, ones, dim, str);
+  if ((st = d->cudnnSetTensorNdDescriptor(rt->bd, dt, nb, dim, str)))
+    return dnn_fail(m, st, call, s);
+  dense(c->nd, c->k, c->c / c->groups, c->filter, dim, str);
+  if ((st = d->cudnnSetFilterNdDescriptor(rt->wd, dt, KFR_DNN_TENSOR_NCHW, nb,
+                                          dim)))
+    return dnn_fail(m, st, "cudnnSetFilterNdDescriptor", s);
+  int pad[3], stride[3], dil[3];
+  for (int i = 0; i < sp; i++) {
+    /* 1-d: the added height dim first, unpadded */
+    int j = c->nd == 1 ? i - 1 : i;
+    pad[i] = j < 0 ? 0 : (int)c->pad[j];
+    stride[i] = j < 0 ? 1 : (int)c->stride[j];
+    dil[i] = j < 0 ? 1 : (int)c->dilation[j];
+  }
+  /* fp32 accumulation for every data type */
+  if ((st = d->cudnnSetConvolutionNdDescriptor(rt->cd, sp, pad, stride, dil,
+                                               KFR_DNN_CROSS_CORRELATION,
+                                               KFR_DNN_DATA_FLOAT)))
+    return dnn_fail(m, st, "cudnnSetConvolutionNdDescriptor", s);
+  if ((st = d->cudnnSetConvolutionGroupCount(rt->cd, (int)c->groups)))
+    return dnn_fail(m, st, "cudnnSetConvolutionGroupCount", s);
+  if ((st = d->cudnnSetConvolutionMathType(
+           rt->cd, strict_fp32(c) ? KFR_DNN_FMA_MATH : KFR_DNN_DEFAULT_MATH)))
+    return dnn_fail(m, st, "cudnnSetConvolutionMathType", s);
+  if ((st = d->cudnnSetActivationDescriptor(
+           rt->ad, c->activation == KFR_ACT_RELU ? KFR_DNN_ACTIVATION_RELU
+                                                 : KFR_DNN_ACTIVATION_IDENTITY,
+           KFR_DNN_PROPAGATE_NAN, 0.0)))
+    return dnn_fail(m, st, "cudnnSetActivationDescriptor", s);
+  /* cuDNN's idea of the output must be the plan's */
+  int got[5];
+  if ((st = d->cudnnGetConvolutionNdForwardOutputDim(rt->cd, rt->xd, rt->wd, nb,
+                                                     got)))
+    return dnn_fail(m, st, "cudnnGetConvolutionNdForwardOutputDim", s);
+  dense(c->nd, c->n, c->k, c->out, dim, str);
+  for (int i = 0; i < nb; i++)
+    if (got[i] != dim[i])
+      return kfr_fail(m, KFUSE_EPLAN, "CONV step %u (%s): cuDNN computes output "
+                      "dim %d as %d, the plan says %d", s, sname(m, s), i,
+                      got[i], dim[i]);
+  rt->math = strict_fp32(c) ? KFR_DNN_FMA_MATH : KFR_DNN_DEFAULT_MATH;
+  rt->fused = c->has_bias || c->has_z || c->activation != KFR_ACT_NONE;
+  rt->alpha1.f = (float)c->alpha1;
+  rt->alpha2.f = c->has_z ? (float)c->alpha2 : 0.0f;
+  rt->zero.f = 0.0f;
+  return KFUSE_OK;
+}
+
+static uint64_t conv_bytes(const kfr_conv *c, int which) {
+  uint64_t e = (uint64_t)kfr_dtype_size(c->dtype);
+  const int64_t *sp = which == 0 ? c->in : which == 1 ? c->filter : c->out;
+  uint64_t v = which == 0 ? (uint64_t)(c->n * c->c)
+               : which == 1 ? (uint64_t)(c->k * (c->c / c->groups))
+                            : (uint64_t)(c->n * c->k);
+  return v * (uint64_t)(sp[0] * sp[1] * sp[2]) * e;
+}
+
+static CUdeviceptr ptr_of(const kfuse_model *m, const kfr_arg *a) {
+  return m->base[a->buffer] + (CUdeviceptr)a->offset;
+}
+
+/* Scratch for the timed search, shared by every step. */
+typedef struct search_buf {
+  CUdeviceptr x, w, y;
+  uint64_t xb, wb, yb;
+} search_buf;
+
+static int search_alloc(kfuse_model *m, search_buf *b) {
+  const kfr_driver *cu = m->cu;
+  for (uint32_t s = 0; s < m->h.n_steps; s++) {
+    if (m->steps[s].kind != KFR_STEP_CONV)
+      continue;
+    const kfr_conv *c = &m->steps[s].conv;
+    if (conv_bytes(c, 0) > b->xb) b->xb = conv_bytes(c, 0);
+    if (conv_bytes(c, 1) > b->wb) b->wb = conv_bytes(c, 1);
+    if (conv_bytes(c, 2) > b->yb) b->yb = conv_bytes(c, 2);
+  }
+  CUdeviceptr *p[3] = {&b->x, &b->w, &b->y};
+  uint64_t nb[3] = {b->xb, b->wb, b->yb};
+  for (int i = 0; i < 3; i++) {
+    CUresult r = cu->cuMemAlloc(p[i], nb[i]);
+    if (r != CUDA_SUCCESS) {
+      *p[i] = 0;
+      char why[256];
+      return kfr_fail(m, r == CUDA_ERROR_OUT_OF_MEMORY ? KFUSE_ENOMEM
+                                                       : KFUSE_ECUDA,
+                      "cuMemAlloc failed (%llu bytes for the cuDNN algorithm "
+                      "search; KFUSE_CUDNN_FIND=0 searches without): %s",
+                      (unsigned long long)nb[i],
+                      kfr_cu_describe(cu, r, why, sizeof why));
+    }
+    if ((r = cu->cuMemsetD8Async(*p[i], 0, nb[i], NULL)) != CUDA_SUCCESS) {
+      char why[256];
+      return kfr_fail(m, KFUSE_ECUDA, "cuMemsetD8Async failed (cuDNN search "
+                      "buffers): %s", kfr_cu_describe(cu, r, why, sizeof why));
+    }
+  }
+  return KFUSE_OK;
+}
+
+static void search_free(kfuse_model *m, search_buf *b) {
+  if (b->x) (void)m->cu->cuMemFree(b->x);
+  if (b->w) (void)m->cu->cuMemFree(b->w);
+  if (b->y) (void)m->cu->cuMemFree(b->y);
+}
+
+/* Pick step s's algorithm: the first (fastest, or heuristically best)
+ * candidate that ran and fits the workspace budget. */
+static int choose(kfuse_model *m, uint32_t s, search_buf *sb) {
+  const kfr_cudnn *d = m->dnn_api;
+  const kfr_step *stp = &m->steps[s];
+  const kfr_conv *c = &stp->conv;
+  const kfr_arg *a = &m->args[stp->first_arg];
+  kfr_conv_rt *rt = &m->conv[s];
+  kfr_dnn_status st;
+  if (rt->fused && c->activation == KFR_ACT_NONE) {
+    /* cuDNN's fused call with identity: only IMPLICIT_PRECOMP_GEMM */
+    size_t need = 0;
+    rt->algo = KFR_DNN_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+    if ((st = d->cudnnGetConvolutionForwardWorkspaceSize(
+             m->dnn, rt->xd, rt->wd, rt->cd, rt->yd, rt->algo, &need)))
+      return dnn_fail(m, st, "cudnnGetConvolutionForwardWorkspaceSize", s);
+    if (need > c->workspace_bytes)
+      return kfr_fail(m, KFUSE_ELIBRARY, "CONV step %u (%s): cuDNN's "
+                      "IMPLICIT_PRECOMP_GEMM needs %zu bytes of workspace, the "
+                      "plan gives %llu", s, sname(m, s), need,
+                      (unsigned long long)c->workspace_bytes);
+    return KFUSE_OK;
+  }
+  kfr_dnn_perf perf[KFR_DNN_FWD_ALGO_COUNT];
+  memset(perf, 0, sizeof perf);
+  int found = 0;
+  const char *call;
+  if (sb) {
+    call = "cudnnFindConvolutionForwardAlgorithmEx";
+    uint32_t wk = m->buffers[a[1].buffer].kind;
+    CUdeviceptr w = wk == KFR_BUF_INPUT || wk == KFR_BUF_OUTPUT ? sb->w
+                                                                : ptr_of(m, &a[1]);
+    void *ws = c->workspace_bytes
+                   ? (void *)(uintptr_t)ptr_of(m, &a[5]) : NULL;
+    st = d->cudnnFindConvolutionForwardAlgorithmEx(
+        m->dnn, rt->xd, (const void *)(uintptr_t)sb->x, rt->wd,
+        (const void *)(uintptr_t)w, rt->cd, rt->yd, (void *)(uintptr_t)sb->y,
+        KFR_DNN_FWD_ALGO_COUNT, &found, perf, ws, (size_t)c->workspace_bytes);
+  } else {
+    call = "cudnnGetConvolutionForwardAlgorithm_v7";
+    st = d->cudnnGetConvolutionForwardAlgorithm_v7(
+        m->dnn, rt->xd, rt->wd, rt->cd, rt->yd, KFR_DNN_FWD_ALGO_COUNT, &found,
+        perf);
+  }
+  if (st)
+    return dnn_fail(m, st, call, s);
+  for (int i = 0; i < found; i++) {
+    if (perf[i].status != 0 || perf[i].memory > c->workspace_bytes)
+      continue;
+    if (strict_fp32(c) && perf[i].math_type == KFR_DNN_TENSOR_OP_MATH)
+      continue;
+    rt->algo = perf[i].algo;
+    if (!strict_fp32(c)) {
+      rt->math = perf[i].math_type;
+      if ((st = d->cudnnSetConvolutionMathType(rt->cd, rt->math)))
+        return dnn_fail(m, st, "cudnnSetConvolutionMathType", s);
+    }
+    return KFUSE_OK;
+  }
+  return kfr_fail(m, KFUSE_ELIBRARY, "CONV step %u (%s): cuDNN %zu offers no "
+                  "forward algorithm within the plan's %llu-byte workspace "
+                  "(%d candidates; n=%lld c=%lld k=%lld groups=%lld nd=%u dtype "
+                  "%u)", s, sname(m, s), d->version,
+                  (unsigned long long)c->workspace_bytes, found,
+                  (long long)c->n, (long long)c->c, (long long)c->k,
+                  (long long)c->groups, c->nd, c->dtype);
+}
+
+/* An earlier CONV step with the same parameters, or s itself. */
+static uint32_t twin(const kfuse_model *m, uint32_t s) {
+  for (uint32_t t = 0; t < s; t++)
+    if (m->steps[t].kind == KFR_STEP_CONV &&
+        memcmp(&m->steps[t].conv, &m->steps[s].conv, sizeof(kfr_conv)) == 0)
+      return t;
+  return s;
+}
+
+int kfr_conv_prepare_all(kfuse_model *m) {
+  int any = 0, rc;
+  for (uint32_t s = 0; s < m->h.n_steps && !any; s++)
+    any = m->steps[s].kind == KFR_STEP_CONV;
+  if (!any)
+    return KFUSE_OK;
+  if ((rc = kfr_cudnn_load(&m->dnn_api, m->err, sizeof m->err)))
+    return rc;
+  kfr_dnn_status st = m->dnn_api->cudnnCreate(&m->dnn);
+  if (st) {
+    m->dnn = NULL;
+    return kfr_fail(m, KFUSE_ELIBRARY, "cudnnCreate failed (%s): %s (%d)",
+                    m->dnn_api->path, m->dnn_api->cudnnGetErrorString(st), st);
+  }
+  const char *find = getenv("KFUSE_CUDNN_FIND");
+  int timed = !(find && strcmp(find, "0") == 0);
+  search_buf sb;
+  memset(&sb, 0, sizeof sb);
+  if (timed && (rc = search_alloc(m, &sb)))
+    goto done;
+  for (uint32_t s = 0; s < m->h.n_steps; s++) {
+    if (m->steps[s].kind != KFR_STEP_CONV)
+      continue;
+    if ((rc = describe(m, s)))
+      goto done;
+    uint32_t t = twin(m, s);
+    if (t != s) {
+      m->conv[s].algo = m->conv[t].algo;
+      m->conv[s].math = m->conv[t].math;
+      if ((st = m->dnn_api->cudnnSetConvolutionMathType(m->conv[s].cd,
+                                                        m->conv[s].math))) {
+        rc = dnn_fail(m, st, "cudnnSetConvolutionMathType", s);
+        goto done;
+      }
+      continue;
+    }
+    if ((rc = choose(m, s, timed ? &sb : NULL)))
+      goto done;
+  }
+done:
+  if (timed) {
+    /* the search ran on the legacy stream: finish before freeing */
+    (void)m->cu->cuCtxSynchronize();
+    search_free(m, &sb);
+  }
+  return rc;
+}
+
+void kfr_conv_release_all(kfuse_model *m) {
+  const kfr_cudnn *d = m->dnn_api;
+  if (!d)
+    return;
+  for (uint32_t s = 0; m->conv && s < m->h.n_steps; s++) {
+    kfr_conv_rt *rt = &m->conv[s];
+    if (m->steps[s].kind != KFR_STEP_CONV)
+      continue;
+    /* best effort, as in destroy */
+    if (rt->xd) (void)d->cudnnDestroyTensorDescriptor(rt->xd);
+    if (rt->yd) (void)d->cudnnDestroyTensorDescriptor(rt->yd);
+    if (rt->bd) (void)d->cudnnDestroyTensorDescriptor(rt->bd);
+    if (rt->wd) (void)d->cudnnDestroyFilterDescriptor(rt->wd);
+    if (rt->cd) (void)d->cudnnDestroyConvolutionDescriptor(rt->cd);
+    if (rt->ad) (void)d->cudnnDestroyActivationDescriptor(rt->ad);
+    memset(rt, 0, sizeof *rt);
+  }
+  if (m->dnn)
+    (void)d->cudnnDestroy(m->dnn);
+  m->dnn = NULL;
+}
+
+int kfr_conv_run(kfuse_model *m, uint32_t s, CUstream stream) {
+  const kfr_cudnn *d = m->dnn_api;
+  const kfr_step *stp = &m->steps[s];
+  const kfr_conv *c = &stp->conv;
+  const kfr_arg *a = &m->args[stp->first_arg];
+  kfr_conv_rt *rt = &m->conv[s];
+  kfr_dnn_status st = d->cudnnSetStream(m->dnn, stream);
+  if (st)
+    return dnn_fail(m, st, "cudnnSetStream", s);
+  const void *x = (const void *)(uintptr_t)ptr_of(m, &a[0]);
+  const void *w = (const void *)(uintptr_t)ptr_of(m, &a[1]);
+  void *y = (void *)(uintptr_t)ptr_of(m, &a[2]);
+  void *ws = c->workspace_bytes ? (void *)(uintptr_t)ptr_of(m, &a[5]) : NULL;
+  if (!rt->fused) {
+    st = d->cudnnConvolutionForward(m->dnn, &rt->alpha1, rt->xd, x, rt->wd, w,
+                                    rt->cd, rt->algo, ws,
+                                    (size_t)c->workspace_bytes, &rt->zero,
+                                    rt->yd, y);
+    return st ? dnn_fail(m, st, "cudnnConvolutionForward", s) : KFUSE_OK;
+  }
+  /* without z, alpha2 is 0 and cuDNN does not read it: y stands in */
+  const void *z = c->has_z ? (const void *)(uintptr_t)ptr_of(m, &a[4]) : y;
+  const void *b = (const void *)(uintptr_t)ptr_of(m, &a[3]);
+  st = d->cudnnConvolutionBiasActivationForward(
+      m->dnn, &rt->alpha1, rt->xd, x, rt->wd, w, rt->cd, rt->algo, ws,
+      (size_t)c->workspace_bytes, &rt->alpha2, rt->yd, z, rt->bd, b, rt->ad,
+      rt->yd, y);
+  return st ? dnn_fail(m, st, "cudnnConvolutionBiasActivationForward", s)
+            : KFUSE_OK;
+}
