@@ -177,17 +177,27 @@ kf_status kb_unit_attention(const kf_partition *p, const kf_group *g, const kf_b
   uint32_t grid[3] = {1, 1, 1}, blk[3] = {1, 1, 1}, smem = 0;
   kb_def(&kk, "KF_TILED", "%d", tiled ? 1 : 0);
   if (tiled) {
-    /* q and k tiles: E padded to 4, pitch + 4; v: 64-feature groups; p: pitch + 4 */
+    /* q and k tiles: E padded to 4, pitch + 4; v: 64-feature groups; p: pitch
+     * + 4. The k and v tiles are double-buffered unless that costs a block
+     * per SM (sm_90: 227 KiB of shared memory per SM, 1 KiB reserved per
+     * block; the registers allow 2 blocks of 256 threads). */
     int64_t ep = (E + 3) / 4 * 4, evt = (EV + 63) / 64;
-    smem = (uint32_t)((TILE_M * (ep + 4) + TILE_N * (ep + 4) + TILE_N * 64 * evt +
-                       TILE_M * (TILE_N + 4)) * 4);
+    int64_t fixed = (TILE_M * (ep + 4) + TILE_M * (TILE_N + 4)) * 4;
+    int64_t stage = (TILE_N * (ep + 4) + TILE_N * 64 * evt) * 4;
+    int64_t per_sm1 = 232448 / (fixed + stage + 1024), per_sm2 = 232448 / (fixed + 2 * stage + 1024);
+    int stages = per_sm2 >= 2 || per_sm2 == per_sm1 ? 2 : 1;
+    smem = (uint32_t)(fixed + stages * stage);
+    bool kvec = vec4(k, E, kbs, nb), vvec = vec4(v, EV, vbs, nb);
     kb_def(&kk, "KF_BM", "%d", TILE_M);
     kb_def(&kk, "KF_BN", "%d", TILE_N);
     kb_def(&kk, "KF_EVT", "%lld", (long long)evt);
     kb_def(&kk, "KF_SMEM", "%u", smem);
     kb_def(&kk, "KF_QVEC", "%d", vec4(q, E, qbs, nb) ? 1 : 0);
-    kb_def(&kk, "KF_KVEC", "%d", vec4(k, E, kbs, nb) ? 1 : 0);
-    kb_def(&kk, "KF_VVEC", "%d", vec4(v, EV, vbs, nb) ? 1 : 0);
+    kb_def(&kk, "KF_KVEC", "%d", kvec ? 1 : 0);
+    kb_def(&kk, "KF_VVEC", "%d", vvec ? 1 : 0);
+    kb_def(&kk, "KF_STAGES", "%d", stages);
+    /* cp.async copies 16 bytes unconverted: fp32 k and v only */
+    kb_def(&kk, "KF_ASYNC", "%d", kvec && vvec && q->dtype == KF_DTYPE_F32 ? 1 : 0);
     kb_def(&kk, "KF_QRF", "%d", rows_first(q));
     kb_def(&kk, "KF_KRF", "%d", rows_first(k));
     kb_def(&kk, "KF_VRF", "%d", rows_first(v));

@@ -22,7 +22,10 @@
 //   owns rows ty + 16i and features 64t + 4tx .. +3 (t < KF_EVT). The
 //   row pitches are padded by 4 floats so that the 16-byte shared loads do
 //   not conflict. Shared memory (KF_SMEM bytes, dynamic) holds q (KF_BM x
-//   E), k (KF_BN x E), v (KF_BN x 64 KF_EVT) and p (KF_BM x KF_BN).
+//   E), p (KF_BM x KF_BN) and KF_STAGES buffers of k (KF_BN x E) and v
+//   (KF_BN x 64 KF_EVT). With two stages the next key tile is staged while
+//   this one is computed: by cp.async where the k and v loads are 16-byte
+//   fp32 (KF_ASYNC), else by ordinary loads issued before the computation.
 //
 // KF_TILED 0 (the fp64 reference, large head sizes): one warp per query
 //   row over blocks of 32 keys: each lane scores one key (q staged in
@@ -81,6 +84,42 @@ __device__ __forceinline__ void attn_stage(float *dst, const S *src, I rs, I cs,
   }
 }
 
+// The async variant of the VEC path for fp32 sources: cp.async copies of
+// 16 bytes straight into shared memory (zero-filled past the valid rows),
+// so the next tile streams in while this one is computed. The caller
+// commits the group and waits for it (attn_wait) before a __syncthreads.
+template <int R, int CP, int P, int NT, class I>
+__device__ __forceinline__ void attn_stage_async(float *dst, const float *src, I rs, I nrows, int ncols,
+                                                 int tid) {
+  constexpr int C4 = CP / 4;
+  for (int x = tid; x < R * C4; x += NT) {
+    const int r = x / C4, c = x % C4 * 4;
+    const bool ok = (I)r < nrows && c < ncols;
+    const float *g = ok ? src + (I)r * rs + (I)c : src;
+#ifdef KF_EMU
+    for (int j = 0; j < 4; j++) dst[r * P + c + j] = ok ? g[j] : 0.0f;
+#else
+    unsigned sa;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(sa) : "l"(dst + r * P + c));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(g), "r"(ok ? 16 : 0)
+                 : "memory");
+#endif
+  }
+}
+
+__device__ __forceinline__ void attn_commit() {
+#ifndef KF_EMU
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+// Waits until at most N committed groups of this thread are in flight.
+template <int N> __device__ __forceinline__ void attn_wait() {
+#ifndef KF_EMU
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
 }  // namespace kf
 #endif
 
@@ -94,16 +133,19 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
   constexpr int QP = EP + 4;               // row pitch of the q and k tiles
   constexpr int EVT = KF_EVT, VP = 64 * EVT; // output features: EVT groups of 64
   constexpr int PP = BN + 4;               // row pitch of the p tile
-  constexpr int SMEM = (BM * QP + BN * QP + BN * VP + BM * PP) * 4;
+  constexpr int NS = KF_STAGES;            // buffers of the k and v tiles: 2 = double-buffered
+  constexpr int KVF = BN * QP + BN * VP;    // floats of one k and v stage
+  constexpr int SMEM = (BM * QP + NS * KVF + BM * PP) * 4;
   static_assert(SMEM == KF_SMEM, "shared memory size disagrees with the generator");
   static_assert(EVT * 64 >= KF_EV, "KF_EVT too small");
+  static_assert(NS == 1 || NS == 2, "one or two stages");
 #ifdef KF_EMU
   __shared__ kf::attn_f4 kf_attn_smem[SMEM / 16];
 #else
   extern __shared__ kf::attn_f4 kf_attn_smem[];
 #endif
   float *qs = reinterpret_cast<float *>(kf_attn_smem);
-  float *ks = qs + BM * QP, *vs = ks + BN * QP, *ps = vs + BN * VP;
+  float *ps = qs + BM * QP, *kv0 = ps + BM * PP; // stage t: ks = kv0 + t * KVF, vs = ks + BN * QP
 
   constexpr long long bshape[KF_NB] = {KF_BSHAPE};
   constexpr long long qbs[KF_NB] = {KF_QBS}, kbs[KF_NB] = {KF_KBS}, vbs[KF_NB] = {KF_VBS};
@@ -147,22 +189,48 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
   }
   // causal: keys past the tile's last row are masked for all its rows
   const I send = KF_CAUSAL && l0 + (I)BM < (I)KF_S ? l0 + (I)BM : (I)KF_S;
-  for (I s0 = 0; s0 < send; s0 += (I)BN) {
+  // k and v tile s0 into stage buffer kb (async where the loads allow)
+  const bool async = KF_ASYNC && kvec && vvec;
+  auto stage = [&](float *kb, I s0) {
+    float *vb = kb + BN * QP;
     const I nk = (I)KF_S - s0 < (I)BN ? (I)KF_S - s0 : (I)BN;
-    __syncthreads(); // the previous tile's readers are done
+#if KF_ASYNC
+    if (async) {
+      kf::attn_stage_async<BN, EP, QP, NT>(kb, KF_K + ko + s0 * (I)KF_KSS, (I)KF_KSS, nk, KF_E, tid);
+      kf::attn_stage_async<BN, VP, VP, NT>(vb, KF_V + vo + s0 * (I)KF_VSS, (I)KF_VSS, nk, KF_EV, tid);
+      kf::attn_commit();
+      return;
+    }
+#endif
     if (kvec)
-      kf::attn_stage<BN, EP, QP, NT, KF_KVEC, false>(ks, KF_K + ko + s0 * (I)KF_KSS, (I)KF_KSS,
+      kf::attn_stage<BN, EP, QP, NT, KF_KVEC, false>(kb, KF_K + ko + s0 * (I)KF_KSS, (I)KF_KSS,
                                                       (I)KF_KSE, nk, KF_E, tid);
     else
-      kf::attn_stage<BN, EP, QP, NT, false, KF_KRF>(ks, KF_K + ko + s0 * (I)KF_KSS, (I)KF_KSS,
+      kf::attn_stage<BN, EP, QP, NT, false, KF_KRF>(kb, KF_K + ko + s0 * (I)KF_KSS, (I)KF_KSS,
                                                      (I)KF_KSE, nk, KF_E, tid);
     if (vvec)
-      kf::attn_stage<BN, VP, VP, NT, KF_VVEC, false>(vs, KF_V + vo + s0 * (I)KF_VSS, (I)KF_VSS,
+      kf::attn_stage<BN, VP, VP, NT, KF_VVEC, false>(vb, KF_V + vo + s0 * (I)KF_VSS, (I)KF_VSS,
                                                       (I)KF_VSE, nk, KF_EV, tid);
     else
-      kf::attn_stage<BN, VP, VP, NT, false, KF_VRF>(vs, KF_V + vo + s0 * (I)KF_VSS, (I)KF_VSS,
+      kf::attn_stage<BN, VP, VP, NT, false, KF_VRF>(vb, KF_V + vo + s0 * (I)KF_VSS, (I)KF_VSS,
                                                      (I)KF_VSE, nk, KF_EV, tid);
-    __syncthreads();
+  };
+  (void)async;
+  if (NS == 2 && send > 0) stage(kv0, 0);
+  int cur = 0;
+  for (I s0 = 0; s0 < send; s0 += (I)BN, cur ^= NS - 1) {
+    float *ks = kv0 + cur * KVF, *vs = ks + BN * QP;
+    if (NS == 1) {
+      __syncthreads(); // the previous tile's readers are done
+      stage(ks, s0);
+      if (async) kf::attn_wait<0>();
+    } else if (s0 + (I)BN < send) {
+      stage(kv0 + (cur ^ 1) * KVF, s0 + (I)BN); // read last in the previous tile, past its final barrier
+      if (async) kf::attn_wait<1>();
+    } else if (async) {
+      kf::attn_wait<0>();
+    }
+    __syncthreads(); // tile s0 (and q) staged by all threads
 
     // scores of rows ty + 16i, keys tx + 16j
     A sc[4][4];
@@ -252,6 +320,7 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
           }
         }
     }
+    if (NS == 2) __syncthreads(); // p and this stage are free for the next tile
   }
 
 #pragma unroll
