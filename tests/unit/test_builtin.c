@@ -351,6 +351,157 @@ static void test_vector_choice(void **state) {
   built_fini(&b);
 }
 
+/* ---- convolutions ------------------------------------------------------------ */
+
+static const kf_unit_step *conv_step(const kf_unit *u) {
+  const kf_unit_step *found = NULL;
+  for (int i = 0; i < u->n_steps; i++)
+    if (u->steps[i].kind == KF_USTEP_CONV) {
+      assert_null(found); /* at most one */
+      found = &u->steps[i];
+    }
+  return found;
+}
+
+#define CONV_ARGS "%x: tensor<2x8x13x11xf32>, %w: tensor<12x4x3x3xf32>, %b: tensor<12xf32>, %r: tensor<2x12x7x5xf32>"
+#define CONV_TYPES "tensor<2x8x13x11xf32>, tensor<12x4x3x3xf32>, tensor<12xf32>, tensor<2x12x7x5xf32>"
+static const char *conv_text(bool bias) {
+  return bias ? "    %c = \"kf.conv\"(%x, %w, %b) {dilation = array<i64: 1, 2>, groups = 2 : i64, "
+                "operandSegmentSizes = array<i32: 1, 1, 1>, output_padding = array<i64: 0, 0>, padding = "
+                "array<i64: 1, 1>, stride = array<i64: 2, 2>, transposed = false} : (tensor<2x8x13x11xf32>, "
+                "tensor<12x4x3x3xf32>, tensor<12xf32>) -> tensor<2x12x7x5xf32>\n"
+              : "    %c = \"kf.conv\"(%x, %w) {dilation = array<i64: 1, 2>, groups = 2 : i64, "
+                "operandSegmentSizes = array<i32: 1, 1, 0>, output_padding = array<i64: 0, 0>, padding = "
+                "array<i64: 1, 1>, stride = array<i64: 2, 2>, transposed = false} : (tensor<2x8x13x11xf32>, "
+                "tensor<12x4x3x3xf32>) -> tensor<2x12x7x5xf32>\n";
+}
+
+static kf_status build_conv(bool bias, const char *epi, const char *ret, const kf_builtin_options *o,
+                            built *b) {
+  char body[4096];
+  snprintf(body, sizeof body, "%s%s", conv_text(bias), epi);
+  return build_from(CONV_ARGS, CONV_TYPES, "tensor<2x12x7x5xf32>", body, ret, KF_GROUP_CONV, o, b);
+}
+
+#define T75 "tensor<2x12x7x5xf32>"
+
+/* conv + bias + residual + relu (a ResNet block's tail) is one fused cuDNN
+ * step writing the group's output, TF32 allowed under the default policy */
+static void test_conv_cudnn_fused(void **state) {
+  (void)state;
+  kf_builtin_options o;
+  kf_builtin_options_init(&o);
+  built b;
+  assert_int_equal(build_conv(true,
+                              "    %s = \"kf.add\"(%c, %r) : (" T75 ", " T75 ") -> " T75 "\n"
+                              "    %y = \"kf.relu\"(%s) : (" T75 ") -> " T75 "\n",
+                              "%y", &o, &b),
+                   KF_OK);
+  assert_null(b.u->source); /* nothing but the library step */
+  assert_int_equal(b.u->n_steps, 1);
+  const kf_unit_step *s = conv_step(b.u);
+  assert_non_null(s);
+  const kf_unit_conv *c = &s->conv;
+  assert_int_equal(c->nd, 2);
+  assert_int_equal(c->dtype, KF_DTYPE_F32);
+  assert_int_equal(c->compute, KFR_COMPUTE_32F_TF32);
+  assert_int_equal(c->n, 2);
+  assert_int_equal(c->c, 8);
+  assert_int_equal(c->k, 12);
+  assert_int_equal(c->groups, 2);
+  assert_int_equal(c->in[0], 13);
+  assert_int_equal(c->in[1], 11);
+  assert_int_equal(c->in[2], 1);
+  assert_int_equal(c->out[0], 7);
+  assert_int_equal(c->out[1], 5);
+  assert_int_equal(c->dilation[1], 2);
+  assert_int_equal(c->stride[0], 2);
+  assert_int_equal(c->pad[0], 1);
+  assert_true(c->has_bias);
+  assert_true(c->has_z);
+  assert_int_equal(c->activation, KFR_ACT_RELU);
+  assert_true(c->alpha1 == 1.0 && c->alpha2 == 1.0);
+  assert_true(c->workspace_bytes > 0);
+  assert_int_equal(s->args[0].kind, KF_UARG_INPUT);
+  assert_int_equal(s->args[2].kind, KF_UARG_OUTPUT);
+  assert_int_equal(s->args[3].kind, KF_UARG_INPUT);
+  assert_int_equal(s->args[4].kind, KF_UARG_INPUT);
+  assert_ptr_equal(b.grp->inputs[s->args[4].index], b.g->inputs[3]); /* z is %r */
+  assert_int_equal(s->args[5].kind, KF_UARG_SCRATCH);
+  assert_int_equal(b.u->scratch_bytes[s->args[5].index], c->workspace_bytes);
+  built_fini(&b);
+  /* bias only: still one step, identity activation, no z */
+  assert_int_equal(build_conv(true, "", "%c", &o, &b), KF_OK);
+  assert_int_equal(b.u->n_steps, 1);
+  s = conv_step(b.u);
+  assert_non_null(s);
+  assert_true(s->conv.has_bias);
+  assert_false(s->conv.has_z);
+  assert_int_equal(s->conv.activation, KFR_ACT_NONE);
+  assert_int_equal(s->args[4].kind, KF_UARG_NONE);
+  built_fini(&b);
+}
+
+/* anything else after the convolution: the bare convolution on cuDNN into
+ * scratch, then bias and epilogue in one launch */
+static void test_conv_cudnn_epilogue(void **state) {
+  (void)state;
+  kf_builtin_options o;
+  kf_builtin_options_init(&o);
+  built b;
+  /* relu before the residual add: not cuDNN's order */
+  assert_int_equal(build_conv(true,
+                              "    %t = \"kf.relu\"(%c) : (" T75 ") -> " T75 "\n"
+                              "    %y = \"kf.add\"(%t, %r) : (" T75 ", " T75 ") -> " T75 "\n",
+                              "%y", &o, &b),
+                   KF_OK);
+  const kf_unit_step *s = conv_step(b.u);
+  assert_non_null(s);
+  assert_int_equal(b.u->n_steps, 2);
+  assert_ptr_equal(s, &b.u->steps[0]);
+  assert_false(s->conv.has_bias);
+  assert_false(s->conv.has_z);
+  assert_int_equal(s->conv.activation, KFR_ACT_NONE);
+  assert_int_equal(s->args[2].kind, KF_UARG_SCRATCH);
+  assert_int_equal(s->args[3].kind, KF_UARG_NONE);
+  assert_int_equal(b.u->steps[1].kind, KF_USTEP_LAUNCH);
+  built_fini(&b);
+  /* relu without a conv bias: cuDNN's fused call needs one */
+  assert_int_equal(build_conv(false, "    %y = \"kf.relu\"(%c) : (" T75 ") -> " T75 "\n", "%y", &o, &b),
+                   KF_OK);
+  s = conv_step(b.u);
+  assert_non_null(s);
+  assert_int_equal(b.u->n_steps, 2);
+  assert_int_equal(s->conv.activation, KFR_ACT_NONE);
+  built_fini(&b);
+  /* no bias, no epilogue: the step writes the output */
+  assert_int_equal(build_conv(false, "", "%c", &o, &b), KF_OK);
+  assert_int_equal(b.u->n_steps, 1);
+  s = conv_step(b.u);
+  assert_non_null(s);
+  assert_int_equal(s->args[2].kind, KF_UARG_OUTPUT);
+  built_fini(&b);
+}
+
+/* --no-cudnn and the fp64 reference keep the kernel lowerings */
+static void test_conv_without_cudnn(void **state) {
+  (void)state;
+  for (int mode = 0; mode < 2; mode++) {
+    kf_builtin_options o;
+    kf_builtin_options_init(&o);
+    if (mode == 0)
+      o.no_cudnn = true;
+    else
+      o.fp64 = true;
+    built b;
+    assert_int_equal(build_conv(true, "    %y = \"kf.relu\"(%c) : (" T75 ") -> " T75 "\n", "%y", &o, &b),
+                     KF_OK);
+    assert_null(conv_step(b.u));
+    assert_non_null(b.u->source);
+    built_fini(&b);
+  }
+}
+
 /* linear: x @ permute(w) — the permuted weight is a transposed operand,
  * no copy; full fp32 by default, TF32 under that policy */
 static void test_gemm_linear(void **state) {
@@ -524,6 +675,9 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_broadcast_strides),
     cmocka_unit_test(test_vector_choice),
     cmocka_unit_test(test_gemm_linear),
+    cmocka_unit_test(test_conv_cudnn_fused),
+    cmocka_unit_test(test_conv_cudnn_epilogue),
+    cmocka_unit_test(test_conv_without_cudnn),
     cmocka_unit_test(test_bmm_expand),
     cmocka_unit_test(test_addmm_epilogue),
     cmocka_unit_test(test_nvrtc),

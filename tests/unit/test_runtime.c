@@ -549,6 +549,226 @@ static void test_check_each_field(void **state) {
   free(good);
 }
 
+/* ---- CONV steps -------------------------------------------------------------- */
+
+/* Buffers of the convolution plan, in order. */
+enum { CB_X, CB_Y, CB_W, CB_B, CB_Z, CB_WS };
+static const float conv_bias[8] = {0};
+
+/* y [2, 8, 3, 3] = relu(conv(x [2, 4, 6, 6], w [8, 2, 3, 3]; stride 2,
+ * padding 1, groups 2) + z + bias): a fused cuDNN step, and a bare one in
+ * 1-d over a slice of the same buffers. */
+static int build_conv(void **plan, size_t *bytes, char *msg, size_t n) {
+  kfr_writer *w = kfr_writer_create(90);
+  assert_non_null(w);
+  kfr_writer_set_model_name(w, "conv");
+  kfr_writer_set_arena(w, 8192);
+  kfr_writer_set_weights_file(w, "conv.weights", 1024);
+  kfr_tensor_desc dx, dy, db;
+  kfr_tensor_desc_init(&dx, KFUSE_DTYPE_F32, 4, (int64_t[]){2, 4, 6, 6});
+  kfr_tensor_desc_init(&dy, KFUSE_DTYPE_F32, 4, (int64_t[]){2, 8, 3, 3});
+  kfr_tensor_desc_init(&db, KFUSE_DTYPE_F32, 1, (int64_t[]){8});
+  assert_int_equal(kfr_writer_input(w, 0, "x", &dx), CB_X);
+  assert_int_equal(kfr_writer_output(w, 0, "y", &dy), CB_Y);
+  assert_int_equal(kfr_writer_weight(w, 0, 576, "conv.weight", NULL), CB_W);
+  assert_int_equal(kfr_writer_const(w, conv_bias, sizeof conv_bias, "conv.bias", &db),
+                   CB_B);
+  assert_int_equal(kfr_writer_arena(w, 0, 576, "z", &dy), CB_Z);
+  assert_int_equal(kfr_writer_arena(w, 1024, 4096, "ws", NULL), CB_WS);
+  kfr_conv c;
+  memset(&c, 0, sizeof c);
+  c.nd = 2;
+  c.dtype = KFUSE_DTYPE_F32;
+  c.compute = KFR_COMPUTE_32F_TF32;
+  c.activation = KFR_ACT_RELU;
+  c.has_bias = 1;
+  c.has_z = 1;
+  c.n = 2, c.c = 4, c.k = 8, c.groups = 2;
+  for (int d = 0; d < 3; d++) {
+    c.in[d] = c.filter[d] = c.out[d] = c.stride[d] = c.dilation[d] = 1;
+    c.pad[d] = 0;
+  }
+  c.in[0] = c.in[1] = 6;
+  c.filter[0] = c.filter[1] = 3;
+  c.out[0] = c.out[1] = 3;
+  c.pad[0] = c.pad[1] = 1;
+  c.stride[0] = c.stride[1] = 2;
+  c.alpha1 = 1.0;
+  c.alpha2 = 1.0;
+  c.workspace_bytes = 4096;
+  assert_int_equal(kfr_writer_conv(w, &c, "g0_conv"), 0);
+  kfr_writer_arg_ptr(w, CB_X, 0);
+  kfr_writer_arg_ptr(w, CB_W, 0);
+  kfr_writer_arg_ptr(w, CB_Y, 0);
+  kfr_writer_arg_ptr(w, CB_B, 0);
+  kfr_writer_arg_ptr(w, CB_Z, 0);
+  kfr_writer_arg_ptr(w, CB_WS, 0);
+  /* 1-d, no bias, strict fp32: x [1, 4, 36] -> y [1, 8, 34], w [8, 4, 3] */
+  memset(&c, 0, sizeof c);
+  c.nd = 1;
+  c.dtype = KFUSE_DTYPE_F32;
+  c.compute = KFR_COMPUTE_32F;
+  c.n = 1, c.c = 4, c.k = 8, c.groups = 1;
+  for (int d = 0; d < 3; d++) {
+    c.in[d] = c.filter[d] = c.out[d] = c.stride[d] = c.dilation[d] = 1;
+    c.pad[d] = 0;
+  }
+  c.in[0] = 36, c.filter[0] = 3, c.out[0] = 34;
+  c.alpha1 = 1.0;
+  assert_int_equal(kfr_writer_conv(w, &c, "g1_conv1d"), 1);
+  kfr_writer_arg_ptr(w, CB_X, 0);
+  kfr_writer_arg_ptr(w, CB_W, 0);
+  kfr_writer_arg_ptr(w, CB_WS, 0);
+  kfr_writer_arg_none(w);
+  kfr_writer_arg_none(w);
+  kfr_writer_arg_none(w);
+  int rc = kfr_writer_finish(w, plan, bytes, msg, n);
+  kfr_writer_destroy(w);
+  return rc;
+}
+
+static void test_conv_plan(void **state) {
+  (void)state;
+  void *p;
+  size_t n;
+  char msg[512] = "";
+  if (build_conv(&p, &n, msg, sizeof msg))
+    fail_msg("finish: %s", msg);
+  assert_int_equal(hdr(p)->n_steps, 2);
+  assert_int_equal(step(p, 0)->kind, KFR_STEP_CONV);
+  assert_int_equal(step(p, 0)->conv.groups, 2);
+  assert_int_equal(step(p, 0)->conv.out[1], 3);
+  assert_int_equal(step(p, 1)->conv.nd, 1);
+  assert_int_equal(sarg(p, 1, 3)->kind, KFR_ARG_NONE);
+  free(p);
+}
+
+#define CMUT(id, body) \
+  static void cmut_##id(void *p) { kfr_conv *c = &step(p, 0)->conv; (void)c; body; }
+
+CMUT(nargs, step(p, 0)->n_args = 5)
+CMUT(nd, c->nd = 4)
+CMUT(nd_zero, c->nd = 0)
+CMUT(dtype, c->dtype = KFUSE_DTYPE_F64)
+CMUT(compute, c->compute = 9)
+CMUT(activation, c->activation = 2)
+CMUT(has_bias, c->has_bias = 2)
+CMUT(n, c->n = 0)
+CMUT(groups, c->groups = 3)
+CMUT(groups_zero, c->groups = 0)
+CMUT(out, c->out[1] = 4)
+CMUT(stride, c->stride[0] = 0)
+CMUT(pad, c->pad[1] = -1)
+CMUT(dilation_big, c->dilation[0] = (int64_t)1 << 40)
+CMUT(past_nd, c->in[2] = 2)
+CMUT(huge, { c->n = (int64_t)1 << 30; })
+CMUT(act_needs_bias, { c->has_bias = 0; sarg(p, 0, 3)->kind = KFR_ARG_NONE; })
+CMUT(alpha2_without_z, { c->has_z = 0; sarg(p, 0, 4)->kind = KFR_ARG_NONE;
+                         c->activation = KFR_ACT_NONE; })
+CMUT(x_kind, sarg(p, 0, 0)->kind = KFR_ARG_I64)
+CMUT(x_extent, sarg(p, 0, 0)->offset = 4)
+CMUT(w_extent, buf(p, CB_W)->nbytes = 572)
+CMUT(y_extent, sarg(p, 0, 2)->offset = 4)
+CMUT(bias_missing, sarg(p, 0, 3)->kind = KFR_ARG_NONE)
+CMUT(z_missing, sarg(p, 0, 4)->kind = KFR_ARG_NONE)
+CMUT(z_extra, { kfr_conv *d = &step(p, 1)->conv; (void)d;
+                sarg(p, 1, 4)->kind = KFR_ARG_PTR; sarg(p, 1, 4)->buffer = CB_Z; })
+CMUT(workspace_size, c->workspace_bytes = 4097)
+CMUT(workspace_kind, sarg(p, 0, 5)->kind = KFR_ARG_NONE)
+CMUT(workspace_imm, sarg(p, 1, 5)->kind = KFR_ARG_F32)
+
+static const mutation conv_mutations[] = {
+    {"nargs", cmut_nargs, "a CONV step has 6 args, this one 5"},
+    {"nd", cmut_nd, "CONV nd is 4, not 1, 2 or 3"},
+    {"nd_zero", cmut_nd_zero, "CONV nd is 0"},
+    {"dtype", cmut_dtype, "CONV dtype 2 is not f32, f16 or bf16"},
+    {"compute", cmut_compute, "unknown CONV compute 9"},
+    {"activation", cmut_activation, "unknown CONV activation 2"},
+    {"has_bias", cmut_has_bias, "has_bias/has_z must be 0 or 1"},
+    {"n", cmut_n, "CONV sizes n=0 c=4 k=8 groups=2 must be positive"},
+    {"groups", cmut_groups, "not multiples of groups=3"},
+    {"groups_zero", cmut_groups_zero, "must be positive"},
+    {"out", cmut_out, "dim 1: output size 4, input 6 with filter 3, padding 1, "
+                      "stride 2 and dilation 1 gives 3"},
+    {"stride", cmut_stride, "CONV dim 0: input 6, filter 3, stride 0"},
+    {"pad", cmut_pad, "padding -1 non-negative"},
+    {"dilation_big", cmut_dilation_big, "all under 2^31"},
+    {"past_nd", cmut_past_nd, "spatial dim 2 is past nd=2 but not 1"},
+    {"huge", cmut_huge, "2^31 elements or more"},
+    {"act_needs_bias", cmut_act_needs_bias, "needs a bias"},
+    {"alpha2_without_z", cmut_alpha2_without_z, "alpha2 is 1 but the step has no z"},
+    {"x_kind", cmut_x_kind, "CONV operand x is not a pointer arg"},
+    {"x_extent", cmut_x_extent, "CONV operand x (288 elements) does not fit in buffer 0"},
+    {"w_extent", cmut_w_extent, "CONV operand w (144 elements) does not fit in buffer 2 "
+                                "(weight conv.weight, 572 bytes)"},
+    {"y_extent", cmut_y_extent, "CONV operand y (144 elements) does not fit in buffer 1"},
+    {"bias_missing", cmut_bias_missing, "CONV operand bias is not a pointer arg"},
+    {"z_missing", cmut_z_missing, "CONV operand z is not a pointer arg"},
+    {"z_extra", cmut_z_extra, "step 1 (g1_conv1d): CONV without z has that arg of kind 1"},
+    {"workspace_size", cmut_workspace_size, "CONV workspace of 4097 bytes does not fit"},
+    {"workspace_kind", cmut_workspace_kind, "CONV workspace of 4096 bytes has no pointer"},
+    {"workspace_imm", cmut_workspace_imm, "CONV workspace arg has kind 4"},
+};
+
+static void test_conv_check_each_field(void **state) {
+  (void)state;
+  void *good;
+  size_t n;
+  char msg[512] = "";
+  if (build_conv(&good, &n, msg, sizeof msg))
+    fail_msg("finish: %s", msg);
+  void *p = malloc(n);
+  assert_non_null(p);
+  for (size_t i = 0; i < sizeof conv_mutations / sizeof conv_mutations[0]; i++) {
+    memcpy(p, good, n);
+    conv_mutations[i].apply(p);
+    strcpy(msg, "unset");
+    int rc = kfr_plan_check(p, n, msg, sizeof msg);
+    if (rc != KFUSE_EPLAN)
+      fail_msg("%s: accepted (rc %d), message \"%s\"", conv_mutations[i].name, rc,
+               msg);
+    if (strncmp(msg, "plan: ", 6) || !strstr(msg, conv_mutations[i].expect))
+      fail_msg("%s: expected \"%s\" in \"%s\"", conv_mutations[i].name,
+               conv_mutations[i].expect, msg);
+  }
+  memcpy(p, good, n);
+  assert_int_equal(kfr_plan_check(p, n, NULL, 0), KFUSE_OK);
+  free(p);
+  free(good);
+}
+
+/* The plan writer refuses a bad CONV step when it finishes. */
+static void test_conv_writer_rejects(void **state) {
+  (void)state;
+  kfr_writer *w = kfr_writer_create(90);
+  kfr_tensor_desc d;
+  kfr_tensor_desc_init(&d, KFUSE_DTYPE_F32, 3, (int64_t[]){1, 1, 4});
+  kfr_writer_input(w, 0, "x", &d);
+  kfr_writer_output(w, 0, "y", &d);
+  kfr_conv c;
+  memset(&c, 0, sizeof c);
+  c.nd = 1, c.dtype = KFUSE_DTYPE_F32, c.compute = KFR_COMPUTE_32F;
+  c.n = c.c = c.k = c.groups = 1;
+  for (int d2 = 0; d2 < 3; d2++)
+    c.in[d2] = c.filter[d2] = c.out[d2] = c.stride[d2] = c.dilation[d2] = 1;
+  c.in[0] = 4, c.filter[0] = 1, c.out[0] = 4;
+  c.activation = KFR_ACT_RELU; /* without a bias */
+  kfr_writer_conv(w, &c, "relu_no_bias");
+  kfr_writer_arg_ptr(w, 0, 0);
+  kfr_writer_arg_ptr(w, 0, 0);
+  kfr_writer_arg_ptr(w, 1, 0);
+  kfr_writer_arg_none(w);
+  kfr_writer_arg_none(w);
+  kfr_writer_arg_none(w);
+  void *p = NULL;
+  size_t n = 0;
+  char msg[512] = "";
+  assert_int_equal(kfr_writer_finish(w, &p, &n, msg, sizeof msg), KFUSE_EPLAN);
+  assert_contains(msg, "step 0 (relu_no_bias): CONV with an activation or a residual "
+                       "input needs a bias");
+  kfr_writer_destroy(w);
+}
+
 /* Every prefix of a good plan, in a buffer of exactly that size (ASan
  * catches any read past it), and the plan with bytes appended. */
 static void test_check_truncated(void **state) {
@@ -707,6 +927,9 @@ int main(void) {
       cmocka_unit_test(test_writer_module_kinds),
       cmocka_unit_test(test_writer_misuse),
       cmocka_unit_test(test_check_each_field),
+      cmocka_unit_test(test_conv_plan),
+      cmocka_unit_test(test_conv_check_each_field),
+      cmocka_unit_test(test_conv_writer_rejects),
       cmocka_unit_test(test_check_truncated),
       cmocka_unit_test(test_check_random_flips),
       cmocka_unit_test(test_check_misc),
