@@ -7,7 +7,8 @@ max-autotune) and kfuse side by side, in one run, on the GPU machine.
 For every workload: export (kfuse.export: core ATen, SDPA whole), compile
 with `kfuse compile`, load with kfuse.load, check the module against eager
 (fresh random inputs; fp32 tolerance), then time each variant with CUDA
-events: warm-up, then many runs, median and p10/p90. Inputs rotate across
+events: warm-up, then many runs, median and p10/p90 of GPU time (a spin
+kernel queued ahead keeps host-side launch costs out of every variant). Inputs rotate across
 several sets so the working set is not served from L2 when it fits there.
 Before the workloads it measures the two ceilings of the roofline on this
 GPU: device-to-device copy bandwidth (bytes read + written) and the fp32 GEMM
@@ -185,8 +186,27 @@ def fixture_workloads(fixdir):
 
 # ---- measurement ---------------------------------------------------------------------
 
-def time_fn(fn, arg_sets, warmup, iters):
-    """median/p10/p90 in ms of fn(*args) with CUDA events, rotating arg sets"""
+SLEEP_CYCLES = None
+
+
+def time_fn(fn, arg_sets, warmup, iters, queued=True):
+    """median/p10/p90 in ms of fn(*args) on the GPU with CUDA events, rotating
+    arg sets. A spin kernel of about 2 ms is queued before the start event,
+    so the host has enqueued the whole call before the GPU reaches it: the
+    figure is GPU time, not the Python-side launch cost (the same for every
+    variant: eager's dispatch, torch.compile's guards, kfuse's ctypes call).
+    queued=False: no spin kernel, so the host's cost of the call counts
+    wherever the GPU would wait for it (end to end)."""
+    global SLEEP_CYCLES
+    if SLEEP_CYCLES is None:
+        # calibrate the spin kernel: cycles per ms on this GPU
+        torch.cuda.synchronize()
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        torch.cuda._sleep(10_000_000)
+        e1.record()
+        e1.synchronize()
+        SLEEP_CYCLES = int(2 * 10_000_000 / max(e0.elapsed_time(e1), 1e-3))
     for i in range(warmup):
         fn(*arg_sets[i % len(arg_sets)])
     torch.cuda.synchronize()
@@ -194,6 +214,8 @@ def time_fn(fn, arg_sets, warmup, iters):
     for i in range(iters):
         a = arg_sets[i % len(arg_sets)]
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if queued:
+            torch.cuda._sleep(SLEEP_CYCLES)
         e0.record()
         fn(*a)
         e1.record()
@@ -304,6 +326,7 @@ def main():
             torch.cuda.synchronize()
             row["eager_peak_bytes"] = torch.cuda.max_memory_allocated() - base
             row["eager"] = time_fn(model, sets, 10, args.iters)
+            row["eager_e2e"] = time_fn(model, sets, 5, args.iters, queued=False)
             if True:
                 for mode in filter(None, args.modes.split(",")):
                     torch._dynamo.reset()
@@ -338,15 +361,17 @@ def main():
                 want = want if isinstance(want, tuple) else (want,)
                 err = max(rel_err(g, w) for g, w in zip(got, want))
                 row["rel_err"] = err
-                # fp32 kernels: 1e-4 relative (norm); modules with TF32
-                # convolutions (allowed by the default policy, as in eager): 2e-3
+                # fp32 kernels: 1e-4 relative (norm); models with
+                # convolutions: 2e-3, since eager computes them in TF32
+                # (PyTorch's default) and so may kfuse (the default policy)
                 with open(rep_path) as rf:
-                    tol = 2e-3 if "tf32" in rf.read().lower() else 1e-4
+                    tol = 2e-3 if "tf32" in rf.read().lower() or conv_flops > 0 else 1e-4
                 row["tolerance"] = tol
                 if not math.isfinite(err) or err > tol:
                     row["kfuse"] = {"error": f"mismatch: relative error {err:.2e} vs eager"}
                     continue
                 row["kfuse"] = time_fn(m, sets, 10, args.iters)
+                row["kfuse_e2e"] = time_fn(m, sets, 5, args.iters, queued=False)
             except Exception as e:  # noqa: BLE001 - reported
                 row["kfuse"] = {"error": f"{type(e).__name__}: {e}"[:300]}
         print(json.dumps(row)[:400], flush=True)
@@ -391,14 +416,16 @@ def write_outputs(out, dev, ceil, rows, final):
         if parts:
             lines.append("")
             lines.append(f"Geometric mean speedup of kfuse over the {which}: " + ", ".join(parts) + ".")
-    lines += ["", "| workload | eager peak MiB (beyond inputs and weights) | kfuse arena MiB (incl. scratch) | kfuse groups | kfuse compile s |",
-              "|---|---|---|---|---|"]
+    lines += ["", "| workload | eager end-to-end ms | kfuse end-to-end ms | eager peak MiB (beyond inputs "
+              "and weights) | kfuse arena MiB (incl. scratch) | kfuse groups | kfuse compile s |",
+              "|---|---|---|---|---|---|---|"]
     for r in rows:
         mib = lambda b: f"{b / 2**20:.1f}" if isinstance(b, (int, float)) else "—"  # noqa: E731
+        ms = lambda v: f"{v:.3f}" if v is not None else "—"  # noqa: E731
         cs = r.get("kfuse_compile_s")
-        lines.append(f"| {r['name']} | {mib(r.get('eager_peak_bytes'))} | {mib(r.get('kfuse_arena_bytes'))} | "
-                     f"{r.get('kfuse_groups', '—')} | {cs:.2f} |" if cs is not None else
-                     f"| {r['name']} | {mib(r.get('eager_peak_bytes'))} | — | — | — |")
+        lines.append(f"| {r['name']} | {ms(med(r, 'eager_e2e'))} | {ms(med(r, 'kfuse_e2e'))} | "
+                     f"{mib(r.get('eager_peak_bytes'))} | {mib(r.get('kfuse_arena_bytes'))} | "
+                     f"{r.get('kfuse_groups', '—')} | " + (f"{cs:.2f} |" if cs is not None else "— |"))
     table = "\n".join(lines)
     if final:
         print(table)
