@@ -127,7 +127,8 @@ static kf_status build_units(const kf_partition *p, const kf_compile_options *o,
   kf_builtin_options_init(&bo);
   bo.target = o->target;
   bo.precision = o->precision;
-  bo.no_cudnn = o->no_cudnn;
+  bo.no_cudnn = o->no_cudnn || o->reference;
+  bo.fp64 = o->reference;
   kf_unit **units = calloc((size_t)p->n_groups + 1, sizeof *units);
   unit_slot *slots = calloc((size_t)p->n_groups + 1, sizeof *slots);
   if (!units || !slots) {
@@ -222,7 +223,7 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
   snprintf(tgt, sizeof tgt, "sm_%d%s", o->target.sm, o->target.arch_specific ? "a" : "");
   cJSON_AddStringToObject(r, "target", tgt);
   cJSON_AddStringToObject(r, "precision", kf_precision_name(o->precision));
-  cJSON_AddStringToObject(r, "policy", "builtin");
+  cJSON_AddStringToObject(r, "policy", o->reference ? "builtin fp64-reference (per op)" : "builtin");
   cJSON_AddBoolToObject(r, "verified", false);
   cJSON_AddBoolToObject(r, "tuned", false);
   cJSON_AddStringToObject(r, "note",
@@ -310,7 +311,7 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   kf_partition_options po;
   kf_partition_options_init(&po);
   po.precision = o->precision;
-  po.fuse = o->fuse;
+  po.fuse = o->fuse && !o->reference;
   st = kf_partition_graph(g, &po, &p, diag);
   phase[1] = now_s() - t;
   if (st) goto done;

@@ -10,6 +10,8 @@
 #      convolutions, which the default precision policy allows exactly as
 #      PyTorch eager does on the GPU — KFUSE_GPU_TOL_TF32), and the same module through
 #      the Python loader for a few of them;
+#   3. the per-op fp64 reference (`kfuse compile --reference`) of every
+#      core-IR fixture against PyTorch at the fixture's recorded tolerance;
 # and prints a table. Writes logs under $OUT (default /tmp/kfuse-gpu-test).
 set -uo pipefail
 out=${OUT:-/tmp/kfuse-gpu-test}
@@ -60,6 +62,24 @@ for p in tests/fixtures/*.pt2; do
 done
 echo "fixtures: $pass of $total pass; $cfail do not compile yet, $rfail mismatch or fail at run time"
 [ "$rfail" -eq 0 ] || fail=1
+echo "== the per-op fp64 reference (kfuse compile --reference): one group per op, every"
+echo "   kernel in fp64, against PyTorch at the fixture's own tolerance (as the CPU interpreter)"
+rpass=0 rtotal=0 rbad=0
+for p in tests/fixtures/*.core.pt2; do
+  b=$(basename "$p" .pt2); base=${b%%.*}
+  rtotal=$((rtotal + 1))
+  so="$work/$b.ref.so"
+  if ! "$k" compile "$p" -o "$so" -q --reference > "$work/$b.ref.compile.log" 2>&1; then
+    rbad=$((rbad + 1)); echo "REF-COMPILE-FAIL $b: $(head -n 1 "$work/$b.ref.compile.log")"; continue
+  fi
+  if "$k" run "$so" --io "tests/fixtures/$base.kfio" > "$work/$b.ref.run.log" 2>&1; then
+    rpass=$((rpass + 1)); echo "PASS $b (fp64 reference)"
+  else
+    rbad=$((rbad + 1)); echo "REF-FAIL $b: $(grep -m 2 error "$work/$b.ref.run.log" | tr '\n' ' ')"
+  fi
+done
+echo "fp64 reference: $rpass of $rtotal pass"
+[ "$rbad" -eq 0 ] || fail=1
 echo "== Python loader"
 python3 - "$k" "$work" <<'PY' || fail=1
 import os, subprocess, sys, torch

@@ -2,7 +2,8 @@
  *
  *   kfuse compile MODEL -o OUT.so [--emit so|obj] [--target sm_90|sm_90a]
  *                 [--precision default|tf32|bf16|fp16] [--report R.json]
- *                 [--embed-weights] [--no-fuse] [--no-cudnn] [--prefix NAME] [-q]
+ *                 [--embed-weights] [--no-fuse] [--no-cudnn] [--reference]
+ *                 [--prefix NAME] [-q]
  *
  * Needs no GPU: kernels are compiled with NVRTC but not verified or tuned
  * (the report says so). */
@@ -60,6 +61,8 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
       o.fuse = false;
     } else if (strcmp(a, "--no-cudnn") == 0) {
       o.no_cudnn = true;
+    } else if (strcmp(a, "--reference") == 0) {
+      o.reference = true;
     } else if (strcmp(a, "-q") == 0) {
       o.progress = false;
     } else if (a[0] == '-' && a[1]) {

@@ -35,6 +35,9 @@ typedef struct kf_compile_options {
   bool progress;            /* progress lines on stderr */
   bool no_cudnn;            /* convolutions as im2col + GEMM or direct
                                kernels instead of cuDNN steps */
+  bool reference;           /* the verification reference: one group per op,
+                               every kernel computing in fp64 (storage dtypes
+                               unchanged), no cuDNN; implies !fuse */
 } kf_compile_options;
 
 KF_API void kf_compile_options_init(kf_compile_options *o);
