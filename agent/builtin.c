@@ -37,9 +37,12 @@ void kf_builtin_options_init(kf_builtin_options *o) {
  *   rows of a reduction or normalisation (kb_rules_rows)
  *   - rows contiguous along the reduced dims: a warp per row up to 4096
  *     elements (fewer lanes for rows under 32), a 256-thread block beyond;
- *     normalisations keep the row in registers (at most 16 values a
- *     thread), so a row over 512 elements gets ceil(len / 16) threads
- *     rounded up to a power of two (at most 1024);
+ *     normalisations keep the row in registers (at most 8 values a
+ *     thread: 16 needed 80-100 registers, two or three 256-thread blocks
+ *     per SM, and measured at 60% of copy bandwidth on an H200), so a row
+ *     over 256 elements gets ceil(len / 8) threads rounded up to a power of
+ *     two (at most 1024); the template asks for 1024 resident threads per
+ *     SM (__launch_bounds__);
  *   - reductions over an outer dim (the kept dim is the contiguous one):
  *     a column layout, 32 rows per block and 8 threads splitting each row;
  *   - fewer row blocks than 2 per SM: long rows split over up to 1024
@@ -91,7 +94,7 @@ kb_row_rules kb_rules_rows(const kf_builtin_options *o, int64_t rows, int64_t rl
     if (rlen <= 32)
       r.tpr = (int)pow2ceil(rlen);
     else if (phase2)
-      r.tpr = rlen <= 512 ? 32 : (int)(pow2ceil((rlen + 15) / 16) > 1024 ? 1024 : pow2ceil((rlen + 15) / 16));
+      r.tpr = rlen <= 256 ? 32 : (int)(pow2ceil((rlen + 7) / 8) > 1024 ? 1024 : pow2ceil((rlen + 7) / 8));
     else
       r.tpr = rlen <= 4096 ? 32 : 256;
     if (r.tpr > block) block = r.tpr;

@@ -438,7 +438,7 @@ static kf_status elem_body(rctx *c, kb_kernel *k, kf_diag *diag) {
   char y[1600], w[512], b[512], eps[96], expr[1800];
   switch (a->code) {
   case KF_OP_SOFTMAX:
-    snprintf(y, sizeof y, "kf::exp(KF_X - KF_RES0) / KF_RES1");
+    snprintf(y, sizeof y, "KF_SOFTMAX(KF_X, KF_RES0, KF_RES1)");
     break;
   case KF_OP_LOG_SOFTMAX:
     snprintf(y, sizeof y, "KF_X - (KF_RES0 + kf::log(KF_RES1))");
@@ -569,6 +569,7 @@ static kf_status build_kernel(rctx *c, int stage, int scratch, kf_unit *u, kf_st
     cache = (cache + rvec - 1) / rvec * rvec;
   }
   kb_def(&k, "KF_CACHE", "%d", cache);
+  kb_def(&k, "KF_CACHE_EXP", "%d", c->anchor->code == KF_OP_SOFTMAX ? 1 : 0);
   kb_def(&k, "KF_RVEC", "%d", rvec);
   for (int i = 0; i < k.n_stores; i++) {
     char nm[32];

@@ -292,12 +292,15 @@ template <class T> struct red_maxnan {
 // two passes over the registers instead (maximum, then the sum of
 // exponentials; mean, then the sum of squared deviations): no division or
 // rescaling per element, and the two-pass variance is the more accurate.
+// EXP (softmax only): the softmax pass leaves exp(x - max) in the registers,
+// so phase 2 multiplies by the sum's reciprocal instead of exponentiating
+// and dividing again.
 // Value i is the row's element first + (i / rv) * TPR * rv + i % rv (rv
 // consecutive elements per vector access; rv = 1: every TPR-th element).
 // Called by every thread of the block, at one place (the barriers);
 // smem holds BLOCK states.
-template <class RED, int BLOCK, int TPR, bool ROWLAYOUT, class A, int N>
-__device__ __forceinline__ typename RED::state cached_reduce(const RED &red, const A (&cache)[N], int n,
+template <class RED, int BLOCK, int TPR, bool ROWLAYOUT, bool EXP, class A, int N>
+__device__ __forceinline__ typename RED::state cached_reduce(const RED &red, A (&cache)[N], int n,
                                                              long long first, int rv, long long,
                                                              typename RED::state *smem) {
   typename RED::state s = red.init();
@@ -307,9 +310,9 @@ __device__ __forceinline__ typename RED::state cached_reduce(const RED &red, con
   return row_allreduce<RED, BLOCK, TPR, ROWLAYOUT>(red, s, smem);
 }
 
-template <class RED, int BLOCK, int TPR, bool ROWLAYOUT, class T, int N>
+template <class RED, int BLOCK, int TPR, bool ROWLAYOUT, bool EXP, class T, int N>
 __device__ __forceinline__ typename red_softmax<T>::state
-cached_reduce(const red_softmax<T> &, const T (&cache)[N], int n, long long, int, long long,
+cached_reduce(const red_softmax<T> &, T (&cache)[N], int n, long long, int, long long,
               typename red_softmax<T>::state *smem) {
   T *const tmp = reinterpret_cast<T *>(smem);
   const red_maxnan<T> mx;
@@ -320,8 +323,11 @@ cached_reduce(const red_softmax<T> &, const T (&cache)[N], int n, long long, int
   m = row_allreduce<red_maxnan<T>, BLOCK, TPR, ROWLAYOUT>(mx, m, tmp);
   T sum = T(0);
 #pragma unroll
-  for (int i = 0; i < N; i++)
-    if (i < n && cache[i] != lowest_<T>()) sum += exp_(cache[i] - m);
+  for (int i = 0; i < N; i++) {
+    const T e = (i < n && cache[i] != lowest_<T>()) ? exp_(cache[i] - m) : T(0);
+    sum += e;
+    if (EXP) cache[i] = e; // softmax's phase 2 then only scales
+  }
   sum = row_allreduce<red_sum<T>, BLOCK, TPR, ROWLAYOUT>(red_sum<T>(), sum, tmp);
   typename red_softmax<T>::state r;
   r.m = m;
@@ -329,9 +335,9 @@ cached_reduce(const red_softmax<T> &, const T (&cache)[N], int n, long long, int
   return r;
 }
 
-template <class RED, int BLOCK, int TPR, bool ROWLAYOUT, class T, int N>
+template <class RED, int BLOCK, int TPR, bool ROWLAYOUT, bool EXP, class T, int N>
 __device__ __forceinline__ typename red_welford<T>::state
-cached_reduce(const red_welford<T> &, const T (&cache)[N], int n, long long, int, long long len,
+cached_reduce(const red_welford<T> &, T (&cache)[N], int n, long long, int, long long len,
               typename red_welford<T>::state *smem) {
   T *const tmp = reinterpret_cast<T *>(smem);
   T sum = T(0);

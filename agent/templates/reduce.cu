@@ -63,7 +63,20 @@
 #define KF_RES1 kf_res1
 #define KF_X kf_x
 
-extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
+// softmax's phase 2 (KF_SOFTMAX in KF_ELEM): with the row cached, the
+// registers already hold exp(x - max) (KF_CACHE_EXP) and the row's
+// reciprocal sum is computed once
+#ifndef KF_CACHE_EXP
+#define KF_CACHE_EXP 0
+#endif
+#if KF_CACHE > 0 && KF_STAGE == 0 && KF_CACHE_EXP
+#define KF_SOFTMAX(x, m, s) ((x) * kf_rinv)
+#else
+#define KF_SOFTMAX(x, m, s) (kf::exp((x) - (m)) / (s))
+#endif
+
+// at least 1024 threads resident per SM (registers for 64 a thread at most)
+extern "C" __global__ void __launch_bounds__(KF_BLOCK, (1024 / KF_BLOCK > 0 ? 1024 / KF_BLOCK : 1)) KF_KERNEL(KF_PARAMS) {
   typedef KF_INDEX I;
   typedef KF_RED RED;
   typedef typename RED::state S;
@@ -149,7 +162,7 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
       }
     }
 #undef KF_YIELD
-    st = kf::cached_reduce<RED, KF_BLOCK, KF_TPR, KF_ROWLAYOUT>(
+    st = kf::cached_reduce<RED, KF_BLOCK, KF_TPR, KF_ROWLAYOUT, KF_CACHE_EXP>(
         red, kf_cache, kf_n, (long long)r_begin + (long long)lane * (kf_al ? KF_RVEC : 1), kf_al ? KF_RVEC : 1,
         (long long)KF_RLEN, kf_smem);
 #elif KF_STAGE == 0 || KF_STAGE == 1
@@ -204,6 +217,9 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
     const auto kf_res1 = red.r1(st, (long long)KF_RLEN);
     (void)kf_res0;
     (void)kf_res1;
+#if KF_CACHE > 0 && KF_STAGE == 0 && KF_CACHE_EXP
+    const KF_ACC kf_rinv = KF_ACC(1) / (KF_ACC)kf_res1;
+#endif
 #if KF_STAGE == 0 || KF_STAGE == 2
     if (valid && lane == 0) {
       const I rc[KF_RRANK] = {0};
@@ -286,3 +302,5 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
 #undef KF_RES0
 #undef KF_RES1
 #undef KF_X
+#undef KF_SOFTMAX
+#undef KF_CACHE_EXP
