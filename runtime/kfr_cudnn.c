@@ -19,7 +19,9 @@
  * candidate on the GPU, on scratch copies of x and y allocated for the
  * search (zeroed; freed before create returns) and the step's weights when
  * they are already on the device; the fastest one whose workspace fits the
- * plan's budget wins. KFUSE_CUDNN_FIND=0 uses cuDNN's heuristics
+ * plan's budget wins; for a fused step the candidates are then timed again
+ * with the fused call itself (Find times the bare convolution, and the
+ * fused call's speed per algorithm differs). KFUSE_CUDNN_FIND=0 uses cuDNN's heuristics
  * (cudnnGetConvolutionForwardAlgorithm_v7) instead: no timing, so create
  * is faster and the choice repeatable. Math: f32 steps whose compute is
  * KFR_COMPUTE_32F get CUDNN_FMA_MATH (no TF32); all others
@@ -341,8 +343,90 @@ static void search_free(kfuse_model *m, search_buf *b) {
   if (b->y) (void)m->cu->cuMemFree(b->y);
 }
 
+/* Time step s's fused call (cudnnConvolutionBiasActivationForward) with
+ * each candidate of perf[0..found) that ran in Find and fits the workspace:
+ * one warm-up call, then the median of three timed calls, on the search
+ * buffers (x, y; z is y, as the step does without a residual; weights and
+ * bias from the arena when they are there already). Returns the index of
+ * the fastest, found when none could be timed (the caller falls back to
+ * Find's order), or -1 with m->err set on a CUDA error. */
+static int time_fused(kfuse_model *m, uint32_t s, search_buf *sb, kfr_dnn_perf *perf, int found) {
+  const kfr_cudnn *d = m->dnn_api;
+  const kfr_driver *cu = m->cu;
+  const kfr_step *stp = &m->steps[s];
+  const kfr_conv *c = &stp->conv;
+  const kfr_arg *a = &m->args[stp->first_arg];
+  kfr_conv_rt *rt = &m->conv[s];
+  uint32_t wk = m->buffers[a[1].buffer].kind, bk = m->buffers[a[3].buffer].kind;
+  const void *x = (const void *)(uintptr_t)sb->x;
+  const void *w = (const void *)(uintptr_t)(wk == KFR_BUF_INPUT || wk == KFR_BUF_OUTPUT ? sb->w : ptr_of(m, &a[1]));
+  /* a bias that is a graph input: any readable memory of its size times the same */
+  const void *b = (const void *)(uintptr_t)(bk == KFR_BUF_INPUT || bk == KFR_BUF_OUTPUT ? sb->y : ptr_of(m, &a[3]));
+  void *y = (void *)(uintptr_t)sb->y;
+  void *ws = c->workspace_bytes ? (void *)(uintptr_t)ptr_of(m, &a[5]) : NULL;
+  CUevent ev[2] = {0};
+  for (int i = 0; i < 2; i++) {
+    CUresult r = cu->cuEventCreate(&ev[i], 0);
+    if (r != CUDA_SUCCESS) {
+      char why[256];
+      for (int j = 0; j < i; j++) (void)cu->cuEventDestroy(ev[j]);
+      kfr_fail(m, KFUSE_ECUDA, "cuEventCreate failed (timing cuDNN's fused convolution): %s",
+               kfr_cu_describe(cu, r, why, sizeof why));
+      return -1;
+    }
+  }
+  int best = found;
+  float best_ms = 0;
+  int rc = 0;
+  kfr_dnn_status st = d->cudnnSetStream(m->dnn, NULL);
+  for (int i = 0; i < found && !st && !rc; i++) {
+    if (perf[i].status != 0 || perf[i].memory > c->workspace_bytes)
+      continue;
+    if (strict_fp32(c) && perf[i].math_type == KFR_DNN_TENSOR_OP_MATH)
+      continue;
+    if (!strict_fp32(c) && (st = d->cudnnSetConvolutionMathType(rt->cd, perf[i].math_type)))
+      break;
+    float ms[3];
+    int ok = 1;
+    for (int rep = -1; rep < 3 && ok; rep++) {
+      if (rep >= 0 && cu->cuEventRecord(ev[0], NULL) != CUDA_SUCCESS) rc = 1;
+      kfr_dnn_status fs = d->cudnnConvolutionBiasActivationForward(
+          m->dnn, &rt->alpha1, rt->xd, x, rt->wd, w, rt->cd, perf[i].algo, ws,
+          (size_t)c->workspace_bytes, &rt->alpha2, rt->yd, y, rt->bd, b, rt->ad, rt->yd, y);
+      if (fs) {
+        ok = 0; /* this algorithm does not take the fused call: not a candidate */
+        break;
+      }
+      if (rep >= 0 && (cu->cuEventRecord(ev[1], NULL) != CUDA_SUCCESS ||
+                       cu->cuEventSynchronize(ev[1]) != CUDA_SUCCESS ||
+                       cu->cuEventElapsedTime(&ms[rep], ev[0], ev[1]) != CUDA_SUCCESS))
+        rc = 1;
+    }
+    if (!ok || rc)
+      continue;
+    float lo = ms[0] < ms[1] ? ms[0] : ms[1], hi = ms[0] < ms[1] ? ms[1] : ms[0];
+    float med = ms[2] < lo ? lo : ms[2] > hi ? hi : ms[2];
+    if (best == found || med < best_ms) {
+      best = i;
+      best_ms = med;
+    }
+  }
+  for (int i = 0; i < 2; i++) (void)cu->cuEventDestroy(ev[i]);
+  if (st) {
+    dnn_fail(m, st, "cudnnSetConvolutionMathType (timing the fused convolution)", s);
+    return -1;
+  }
+  if (rc) {
+    kfr_fail(m, KFUSE_ECUDA, "CONV step %u (%s): CUDA events failed while timing cuDNN's fused call", s,
+             sname(m, s));
+    return -1;
+  }
+  return best;
+}
+
 /* Pick step s's algorithm: the first (fastest, or heuristically best)
- * candidate that ran and fits the workspace budget. */
+ * candidate that ran and fits the workspace budget; for fused steps with
+ * the timed search, the one whose fused call is fastest. */
 static int choose(kfuse_model *m, uint32_t s, search_buf *sb) {
   const kfr_cudnn *d = m->dnn_api;
   const kfr_step *stp = &m->steps[s];
@@ -387,6 +471,21 @@ static int choose(kfuse_model *m, uint32_t s, search_buf *sb) {
   }
   if (st)
     return dnn_fail(m, st, call, s);
+  if (sb && rt->fused) {
+    /* Find timed the bare convolution; the fused call is what runs, and
+     * its speed per algorithm differs (some fuse bias and activation into
+     * the kernel, others add passes), so time that call itself */
+    int best = time_fused(m, s, sb, perf, found);
+    if (best < 0)
+      return KFUSE_ELIBRARY; /* m->err says why */
+    if (best < found) {
+      rt->algo = perf[best].algo;
+      rt->math = perf[best].math_type;
+      if ((st = d->cudnnSetConvolutionMathType(rt->cd, rt->math)))
+        return dnn_fail(m, st, "cudnnSetConvolutionMathType", s);
+      return KFUSE_OK;
+    }
+  }
   for (int i = 0; i < found; i++) {
     if (perf[i].status != 0 || perf[i].memory > c->workspace_bytes)
       continue;

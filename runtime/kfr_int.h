@@ -49,7 +49,7 @@
   X(cuGraphLaunch, 10000) X(cuGraphDestroy, 10000)                           \
   X(cuGraphExecDestroy, 10000) X(cuEventCreate, 2000)                        \
   X(cuEventDestroy, 4000) X(cuEventRecord, 2000) X(cuEventSynchronize, 2000) \
-  X(cuStreamWaitEvent, 3020)
+  X(cuStreamWaitEvent, 3020) X(cuEventElapsedTime, 2000)
 
 typedef struct kfr_driver {
   /* fields are named by the base name (d->cuMemAlloc) */
