@@ -21,7 +21,8 @@
  * they are already on the device; the fastest one whose workspace fits the
  * plan's budget wins; for a fused step the candidates are then timed again
  * with the fused call itself (Find times the bare convolution, and the
- * fused call's speed per algorithm differs). KFUSE_CUDNN_FIND=0 uses cuDNN's heuristics
+ * fused call's speed per algorithm differs). KFUSE_CUDNN_VERBOSE=1 prints
+ * the candidates and timings. KFUSE_CUDNN_FIND=0 uses cuDNN's heuristics
  * (cudnnGetConvolutionForwardAlgorithm_v7) instead: no timing, so create
  * is faster and the choice repeatable. Math: f32 steps whose compute is
  * KFR_COMPUTE_32F get CUDNN_FMA_MATH (no TF32); all others
@@ -343,6 +344,12 @@ static void search_free(kfuse_model *m, search_buf *b) {
   if (b->y) (void)m->cu->cuMemFree(b->y);
 }
 
+/* KFUSE_CUDNN_VERBOSE=1: the search's candidates and choices on stderr */
+static int verbose(void) {
+  const char *v = getenv("KFUSE_CUDNN_VERBOSE");
+  return v && *v && strcmp(v, "0") != 0;
+}
+
 /* Time step s's fused call (cudnnConvolutionBiasActivationForward) with
  * each candidate of perf[0..found) that ran in Find and fits the workspace:
  * one warm-up call, then the median of three timed calls, on the search
@@ -406,6 +413,9 @@ static int time_fused(kfuse_model *m, uint32_t s, search_buf *sb, kfr_dnn_perf *
       continue;
     float lo = ms[0] < ms[1] ? ms[0] : ms[1], hi = ms[0] < ms[1] ? ms[1] : ms[0];
     float med = ms[2] < lo ? lo : ms[2] > hi ? hi : ms[2];
+    if (verbose())
+      fprintf(stderr, "kfuse: cuDNN step %u (%s): fused call, algo %d math %d: %.4f ms\n", s, sname(m, s),
+              perf[i].algo, perf[i].math_type, med);
     if (best == found || med < best_ms) {
       best = i;
       best_ms = med;
@@ -471,6 +481,14 @@ static int choose(kfuse_model *m, uint32_t s, search_buf *sb) {
   }
   if (st)
     return dnn_fail(m, st, call, s);
+  if (verbose()) {
+    fprintf(stderr, "kfuse: cuDNN step %u (%s): n=%lld c=%lld k=%lld groups=%lld, %s, workspace budget %llu:\n",
+            s, sname(m, s), (long long)c->n, (long long)c->c, (long long)c->k, (long long)c->groups, call,
+            (unsigned long long)c->workspace_bytes);
+    for (int i = 0; i < found; i++)
+      fprintf(stderr, "kfuse:   algo %d status %d time %.4f ms memory %zu math %d\n", perf[i].algo,
+              (int)perf[i].status, perf[i].time, perf[i].memory, perf[i].math_type);
+  }
   if (sb && rt->fused) {
     /* Find timed the bare convolution; the fused call is what runs, and
      * its speed per algorithm differs (some fuse bias and activation into
@@ -555,6 +573,9 @@ int kfr_conv_prepare_all(kfuse_model *m) {
     }
     if ((rc = choose(m, s, timed ? &sb : NULL)))
       goto done;
+    if (verbose())
+      fprintf(stderr, "kfuse: cuDNN step %u (%s): algo %d, math %d, %s\n", s, sname(m, s), m->conv[s].algo,
+              m->conv[s].math, m->conv[s].fused ? "fused bias/activation call" : "cudnnConvolutionForward");
   }
 done:
   if (timed) {
