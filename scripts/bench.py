@@ -172,6 +172,28 @@ def read_kfio_inputs(path):
     return tuple(out)
 
 
+def to_cuda_graph_module(gm):
+    """an exported program's module, exported on the CPU, made to run on the
+    GPU: tensor constants (plain attributes) moved, and factory calls whose
+    device was recorded as the CPU pointed at the GPU"""
+    cuda = torch.device("cuda")
+    for mod in gm.modules():
+        for k, v in list(vars(mod).items()):
+            if isinstance(v, torch.Tensor) and not isinstance(v, nn.Parameter) and v.device.type == "cpu":
+                setattr(mod, k, v.cuda())
+        graph = getattr(mod, "graph", None)
+        if graph is None:
+            continue
+        changed = False
+        for n in graph.nodes:
+            dev = n.kwargs.get("device") if n.op == "call_function" else None
+            if dev is not None and torch.device(dev).type == "cpu":
+                n.kwargs = {**n.kwargs, "device": cuda}
+                changed = True
+        if changed:
+            mod.recompile()
+
+
 def fixture_workloads(fixdir):
     """the committed fixture models (tests/fixtures/*.core.pt2): eager is the
     exported program's module, inputs the ones recorded in the fixture (valid
@@ -321,10 +343,8 @@ def run_workload(args, work, name, model, make, given_pt2, row, bw, rate, rate_t
             if given_pt2 is None:
                 kfuse.export(model, cpu_args, pt2)
             model = model.cuda()
-            for mod in model.modules():  # tensor constants of an exported program are plain attributes
-                for k, v in list(vars(mod).items()):
-                    if isinstance(v, torch.Tensor) and not isinstance(v, nn.Parameter) and v.device.type == "cpu":
-                        setattr(mod, k, v.cuda())
+            if given_pt2 is not None:
+                to_cuda_graph_module(model)
             sets = [tuple(a.cuda() for a in make()) for _ in range(3)]
             nbytes = sum(a.numel() * a.element_size() for a in sets[0])
             nbytes += sum(p.numel() * p.element_size() for p in model.parameters())
