@@ -31,9 +31,9 @@ void kf_builtin_options_init(kf_builtin_options *o) {
  *   - 16-byte vector accesses when every access is contiguous along the
  *     innermost dim (or broadcast along it) and aligned: 4 f32, 8 f16/bf16
  *     elements per thread and step;
- *   - a grid-stride loop over min(ceil(n / (block * vec)), 132 * 8)
- *     blocks: every SM gets several resident blocks, and large tensors
- *     reuse the blocks rather than launching millions;
+ *   - on the vector path ceil(n / (block * vec * 4)) blocks, each thread
+ *     issuing the loads of 4 vectors before its stores; otherwise a
+ *     grid-stride loop over min(ceil(n / block), 132 * 8) blocks;
  *   rows of a reduction or normalisation (kb_rules_rows)
  *   - rows contiguous along the reduced dims: a warp per row up to 4096
  *     elements (fewer lanes for rows under 32), a 256-thread block beyond;
@@ -48,7 +48,8 @@ void kf_builtin_options_init(kf_builtin_options *o) {
  *   - fewer row blocks than 2 per SM: long rows split over up to 1024
  *     blocks (about 4 blocks per SM in all, at least 16 elements a thread),
  *     partial states combined by a second launch;
- *   - up to 132 * 16 blocks over the rows (grid-stride);
+ *   - up to 132 * 16 blocks over the rows (grid-stride), or a block per
+ *     row group when the rows are cached in registers;
  *   GEMM workspace (kb_rules_workspace)
  *   - 32 MiB for products of 2^27 multiply-adds or more (cuBLASLt's
  *     split-K kernels on Hopper), 4 MiB below.
@@ -70,10 +71,14 @@ kb_rules kb_rules_elementwise(const kf_builtin_options *o, int64_t n, int elem_b
     while (p2 * 2 <= w && p2 < 16) p2 *= 2;
     r.vec = p2;
   }
-  int64_t per = (int64_t)r.block * r.vec;
+  /* vector paths: 4 vectors a thread (the template's unrolled step), as
+   * many blocks as that takes; scalar paths: a grid-stride loop over at
+   * most 132 * 8 blocks */
+  int64_t per = (int64_t)r.block * r.vec * (r.vec > 1 ? 4 : 1);
   int64_t blocks = (n + per - 1) / per;
   if (blocks < 1) blocks = 1;
-  if (blocks > KB_SMS * KB_BLOCKS_PER_SM) blocks = KB_SMS * KB_BLOCKS_PER_SM;
+  int64_t cap = r.vec > 1 ? ((int64_t)1 << 30) : KB_SMS * KB_BLOCKS_PER_SM;
+  if (blocks > cap) blocks = cap;
   r.grid = (uint32_t)blocks;
   return r;
 }
@@ -120,14 +125,17 @@ kb_row_rules kb_rules_rows(const kf_builtin_options *o, int64_t rows, int64_t rl
       r.chunk = (rlen + want - 1) / want;
     }
   }
-  int64_t gx = row_blocks < 1 ? 1 : row_blocks;
-  if (gx > KB_SMS * 16) gx = KB_SMS * 16;
-  r.grid = (uint32_t)gx;
   r.cache = 0;
   if (phase2 && r.split == 1) {
     int64_t per = (rlen + r.tpr - 1) / r.tpr;
     if (per <= 16) r.cache = (int)per;
   }
+  /* rows cached in registers: a block per row group, as many as there are
+   * (as Inductor launches a program per row), not a grid-stride loop */
+  int64_t gx = row_blocks < 1 ? 1 : row_blocks;
+  int64_t cap = r.cache > 0 ? ((int64_t)1 << 30) : KB_SMS * 16;
+  if (gx > cap) gx = cap;
+  r.grid = (uint32_t)gx;
   return r;
 }
 

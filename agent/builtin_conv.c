@@ -162,12 +162,16 @@ static int cudnn_compute(kf_dtype dt) {
 }
 
 /* Workspace the runtime may give cuDNN's algorithm (it picks the fastest
- * that fits): the sizes of x and y together, between 16 and 256 MiB —
- * room for the implicit-GEMM and most FFT/Winograd variants without
- * letting one step's scratch dominate the arena. */
+ * that fits): twice the sizes of x and y together, between 64 and 256 MiB
+ * — room for the precomputed-index implicit GEMM (TF32 tensor cores) and
+ * most FFT/Winograd variants without letting one step's scratch dominate
+ * the arena. x + y alone was too tight: a 3x3 convolution of
+ * [32, 128, 28, 28] needs 26.3 MB for IMPLICIT_PRECOMP_GEMM against a
+ * 25.7 MB budget and fell back to the fp32 SIMT implicit GEMM, 5x slower
+ * (H200, 2026-11-22). The workspace is scratch: steps share it. */
 static int64_t cudnn_workspace(int64_t x_bytes, int64_t y_bytes) {
-  int64_t ws = x_bytes + y_bytes;
-  if (ws < ((int64_t)16 << 20)) ws = (int64_t)16 << 20;
+  int64_t ws = 2 * (x_bytes + y_bytes);
+  if (ws < ((int64_t)64 << 20)) ws = (int64_t)64 << 20;
   if (ws > ((int64_t)256 << 20)) ws = (int64_t)256 << 20;
   return ws;
 }

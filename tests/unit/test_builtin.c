@@ -347,7 +347,7 @@ static void test_vector_choice(void **state) {
   assert_true(has(b.u->source, "#define KF_VEC 2\n"));
   assert_true(has(b.u->source, "#define KF_BLOCK 128\n"));
   assert_int_equal(b.u->steps[0].block[0], 128);
-  assert_int_equal(b.u->steps[0].grid[0], 4); /* 1024 / (128 * 2) */
+  assert_int_equal(b.u->steps[0].grid[0], 1); /* 1024 / (128 * 2 * 4 vectors a thread) */
   built_fini(&b);
 }
 
