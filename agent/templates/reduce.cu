@@ -79,7 +79,8 @@
 // (2048: 32 registers a thread; the softmax and layer norm kernels at 64
 // registers ran at 48% occupancy and 2.1 TB/s on the H200, Inductor's at
 // 32 registers and 92%); otherwise at least 1024 (64 registers)
-#if KF_CACHE > 0
+// (KF_MINB_LOW: ptxas spilled at 32 registers; agent/nvrtc.c recompiles)
+#if KF_CACHE > 0 && !defined(KF_MINB_LOW)
 #define KF_MINB (2048 / KF_BLOCK > 0 ? 2048 / KF_BLOCK : 1)
 #else
 #define KF_MINB (1024 / KF_BLOCK > 0 ? 1024 / KF_BLOCK : 1)
@@ -313,3 +314,4 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MINB) KF_KERNEL(KF_PAR
 #undef KF_SOFTMAX
 #undef KF_CACHE_EXP
 #undef KF_MINB
+#undef KF_MINB_LOW

@@ -654,6 +654,55 @@ static void test_nvrtc(void **state) {
   built_fini(&b);
 }
 
+/* ptxas's report decides the occupancy of cached-row kernels: every
+ * reduce.cu kernel that still spills registers after compiling is one the
+ * compiler already lowered (KF_MINB_LOW); the log carries ptxas's lines */
+static bool spills_unlowered(const char *log, const char *src) {
+  const char *p = log;
+  while ((p = strstr(p, "Compiling entry function '")) != NULL) {
+    p += strlen("Compiling entry function '");
+    char fn[96];
+    size_t n = strcspn(p, "'");
+    if (n >= sizeof fn) return true;
+    memcpy(fn, p, n);
+    fn[n] = '\0';
+    const char *next = strstr(p, "Compiling entry function '");
+    const char *sp = strstr(p, " bytes spill stores");
+    if (!sp || (next && sp > next)) continue;
+    const char *d = sp;
+    while (d > p && d[-1] >= '0' && d[-1] <= '9') d--;
+    if (atol(d) == 0) continue;
+    char lowered[200];
+    snprintf(lowered, sizeof lowered, "#define KF_KERNEL %s\n#define KF_MINB_LOW 1\n", fn);
+    if (!strstr(src, lowered)) return true;
+  }
+  return false;
+}
+
+static void test_occupancy_by_spills(void **state) {
+  (void)state;
+  kf_builtin_options o;
+  kf_builtin_options_init(&o);
+  built b;
+  assert_int_equal(
+      build_from("%x: tensor<24x4096xf32>, %w: tensor<4096xf32>, %c: tensor<4096xf32>",
+                 "tensor<24x4096xf32>, tensor<4096xf32>, tensor<4096xf32>", "tensor<24x4096xf32>",
+                 "    %ln:3 = \"kf.layer_norm\"(%x, %w, %c) {eps = 1.0e-05 : f64, normalized_ndim = 1 : i64, "
+                 "operandSegmentSizes = array<i32: 1, 1, 1>} : (tensor<24x4096xf32>, tensor<4096xf32>, "
+                 "tensor<4096xf32>) -> (tensor<24x4096xf32>, tensor<24x1xf32>, tensor<24x1xf32>)\n"
+                 "    %g = \"kf.gelu\"(%ln#0) {approximate = \"none\"} : (tensor<24x4096xf32>) -> tensor<24x4096xf32>\n"
+                 "    %y = \"kf.add\"(%g, %x) : (tensor<24x4096xf32>, tensor<24x4096xf32>) -> tensor<24x4096xf32>\n",
+                 "%y", KF_GROUP_REDUCE, &o, &b),
+      KF_OK);
+  kf_diag d;
+  kf_diag_init(&d, NULL, NULL);
+  assert_int_equal(kf_unit_compile(b.u, &o.target, &d), KF_OK);
+  assert_non_null(b.u->compile_log);
+  assert_true(has(b.u->compile_log, "Compiling entry function"));
+  assert_false(spills_unlowered(b.u->compile_log, b.u->source));
+  built_fini(&b);
+}
+
 /* unsupported groups name the op */
 static void test_unsupported(void **state) {
   (void)state;
@@ -681,6 +730,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_bmm_expand),
     cmocka_unit_test(test_addmm_epilogue),
     cmocka_unit_test(test_nvrtc),
+    cmocka_unit_test(test_occupancy_by_spills),
     cmocka_unit_test(test_unsupported),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
