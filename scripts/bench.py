@@ -302,8 +302,21 @@ def main():
                     help="also time the fixture models in this directory (tests/fixtures)")
     ap.add_argument("--modes", default="default,max-autotune-no-cudagraphs",
                     help="torch.compile modes to time (comma-separated; '' for none)")
+    ap.add_argument("--merge", nargs="+", default=None, metavar="BENCH.JSON",
+                    help="no timing: merge the rows of earlier runs' bench.json (in the order given; the "
+                         "ceilings of the first) into one table in --out")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.merge:
+        rows, first = [], None
+        for path in args.merge:
+            with open(path) as f:
+                j = json.load(f)
+            first = first or j
+            rows += j["rows"]
+        write_outputs(args.out, first["device"], (first["copy_bw"], first["gemm_rate"], first["gemm_rate_tf32"]),
+                      rows, True, torch_version=first["torch"])
+        return
     import tempfile
     work = args.work or tempfile.mkdtemp(prefix="kfuse-bench-")
     os.makedirs(work, exist_ok=True)
@@ -413,7 +426,7 @@ def run_workload(args, work, name, model, make, given_pt2, row, bw, rate, rate_t
                 row["kfuse"] = {"error": f"{type(e).__name__}: {e}"[:300]}
 
 
-def write_outputs(out, dev, ceil, rows, final):
+def write_outputs(out, dev, ceil, rows, final, torch_version=None):
     """bench.md (table), bench.json (every figure), bench.png; rewritten after
     every workload so a cut-off run keeps what it measured"""
     def med(r, k):
@@ -421,7 +434,8 @@ def write_outputs(out, dev, ceil, rows, final):
         return v.get("median") if isinstance(v, dict) else None
 
     bw, rate, rate_tf32 = ceil
-    lines = [f"Device: {dev}; torch {torch.__version__}; copy bandwidth {bw / 1e12:.2f} TB/s, "
+    tv = torch_version or torch.__version__
+    lines = [f"Device: {dev}; torch {tv}; copy bandwidth {bw / 1e12:.2f} TB/s, "
              f"fp32 GEMM {rate / 1e12:.1f} TFLOP/s, TF32 GEMM {rate_tf32 / 1e12:.1f} TFLOP/s "
              "(measured in this run; the floor counts convolutions at the TF32 rate).", "",
              "| workload | eager ms | compile ms | max-autotune ms | kfuse ms | vs eager | vs compile "
@@ -465,7 +479,7 @@ def write_outputs(out, dev, ceil, rows, final):
     with open(os.path.join(out, "bench.md"), "w") as f:
         f.write(table + "\n")
     with open(os.path.join(out, "bench.json"), "w") as f:
-        json.dump({"device": dev, "torch": torch.__version__, "copy_bw": bw, "gemm_rate": rate,
+        json.dump({"device": dev, "torch": tv, "copy_bw": bw, "gemm_rate": rate,
                    "gemm_rate_tf32": rate_tf32, "rows": rows}, f, indent=1)
     try:
         import matplotlib
