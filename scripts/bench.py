@@ -176,7 +176,7 @@ def to_cuda_graph_module(gm):
     """an exported program's module, exported on the CPU, made to run on the
     GPU: tensor constants (plain attributes) moved, and factory calls whose
     device was recorded as the CPU pointed at the GPU"""
-    cuda = torch.device("cuda")
+    cuda = torch.device("cuda", torch.cuda.current_device())  # "cuda:0": _assert_tensor_metadata compares exactly
     for mod in gm.modules():
         for k, v in list(vars(mod).items()):
             if isinstance(v, torch.Tensor) and not isinstance(v, nn.Parameter) and v.device.type == "cpu":
