@@ -493,7 +493,7 @@ def write_outputs(out, dev, ceil, rows, final, torch_version=None):
             vals = [med(r, "eager") / med(r, k) if med(r, k) and med(r, "eager") else 0 for r in rows]
             ax.bar([i + 0.2 * (j - 1.5) for i in range(len(rows))], vals, width=0.2, label=label)
         ax.set_xticks(range(len(rows)))
-        ax.set_xticklabels(names, rotation=20)
+        ax.set_xticklabels(names, rotation=45, ha="right", fontsize=8)
         ax.set_ylabel("speedup over eager")
         ax.set_yscale("log")
         ax.legend()
