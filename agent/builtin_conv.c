@@ -162,7 +162,8 @@ static int cudnn_compute(kf_dtype dt) {
 }
 
 /* Workspace the runtime may give cuDNN's algorithm (it picks the fastest
- * that fits): twice the sizes of x and y together, between 64 and 256 MiB
+ * that fits): twice the sizes of x and y together, between 64 (16 for
+ * convolutions whose x and y are under 16 MiB together) and 256 MiB
  * — room for the precomputed-index implicit GEMM (TF32 tensor cores) and
  * most FFT/Winograd variants without letting one step's scratch dominate
  * the arena. x + y alone was too tight: a 3x3 convolution of
@@ -171,7 +172,9 @@ static int cudnn_compute(kf_dtype dt) {
  * (H200, 2026-11-22). The workspace is scratch: steps share it. */
 static int64_t cudnn_workspace(int64_t x_bytes, int64_t y_bytes) {
   int64_t ws = 2 * (x_bytes + y_bytes);
-  if (ws < ((int64_t)64 << 20)) ws = (int64_t)64 << 20;
+  /* small convolutions (x + y under 16 MiB) need little: 16 MiB */
+  int64_t lo = x_bytes + y_bytes >= ((int64_t)16 << 20) ? (int64_t)64 << 20 : (int64_t)16 << 20;
+  if (ws < lo) ws = lo;
   if (ws > ((int64_t)256 << 20)) ws = (int64_t)256 << 20;
   return ws;
 }
