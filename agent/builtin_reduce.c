@@ -435,6 +435,14 @@ static kf_status elem_body(rctx *c, kb_kernel *k, kf_diag *diag) {
   for (int i = 0; i < c->g->n_ops && !st; i++)
     if (c->pro[i]) st = kb_expr_op(&e, c->g->ops[i]);
   const kf_op *a = c->anchor;
+  /* an epilogue reading the anchor's input x itself (a residual) takes the
+   * element value the kernel already holds (KF_X: x in the accumulator type;
+   * the register cache in the cached path) instead of loading x again —
+   * when x is a group input, its register type is the accumulator's, and
+   * KF_X is not softmax's cached exponential */
+  if (!st && a->code != KF_OP_SOFTMAX && kb_group_input(c->g, c->x) >= 0 &&
+      kb_reg_dtype(c->x->type.dtype, c->o->fp64) == c->acc)
+    st = kb_bind_local(&e, c->x, c->x->type.dtype, "KF_X");
   char y[1600], w[512], b[512], eps[96], expr[1800];
   switch (a->code) {
   case KF_OP_SOFTMAX:
