@@ -102,6 +102,7 @@ kb_row_rules kb_rules_rows(const kf_builtin_options *o, int64_t rows, int64_t rl
       r.tpr = rlen <= 256 ? 32 : (int)(pow2ceil((rlen + 7) / 8) > 1024 ? 1024 : pow2ceil((rlen + 7) / 8));
     else
       r.tpr = rlen <= 4096 ? 32 : 256;
+    if (o->row_threads > 0) r.tpr = o->row_threads;
     if (r.tpr > block) block = r.tpr;
   } else {
     r.tpr = 8;
@@ -126,9 +127,9 @@ kb_row_rules kb_rules_rows(const kf_builtin_options *o, int64_t rows, int64_t rl
     }
   }
   r.cache = 0;
-  if (phase2 && r.split == 1) {
+  if (phase2 && r.split == 1 && o->row_cache >= 0) {
     int64_t per = (rlen + r.tpr - 1) / r.tpr;
-    if (per <= 16) r.cache = (int)per;
+    if (per <= (o->row_cache > 0 ? o->row_cache : 16)) r.cache = (int)per;
   }
   /* rows cached in registers: a block per row group, as many as there are
    * (as Inductor launches a program per row), not a grid-stride loop */

@@ -539,6 +539,7 @@ static kf_status build_kernel(rctx *c, int stage, int scratch, kf_unit *u, kf_st
    * width */
   int cache = stage == 0 ? c->cache : 0;
   int rvec = 1;
+  bool ph2vec = false;
   if (c->rowlayout && k.rank - nk == 1 && (stage == 1 || stage == 0)) {
     int min_bytes = 16;
     bool ok = k.n_loads > 0, any = false;
@@ -561,12 +562,16 @@ static kf_status build_kernel(rctx *c, int stage, int scratch, kf_unit *u, kf_st
           if (k.loads[i].st[d] % rvec) rvec = 1;
       }
       if (c->rlen % rvec || c->chunk % rvec || c->rlen < (int64_t)c->tpr * rvec) rvec = 1;
-      for (int i = 0; i < k.n_stores && cache > 0 && rvec > 1; i++) {
+      /* phase 2's stores as vectors too: needed with the cache, optional
+       * (KF_PH2VEC) when phase 2 reads the row again */
+      ph2vec = rvec > 1 && stage == 0 && c->phase2;
+      for (int i = 0; i < k.n_stores && ph2vec; i++) {
         int64_t sr = k.stores[i].st[nk];
-        if (sr != 0 && sr != 1) rvec = 1;
+        if (sr != 0 && sr != 1) ph2vec = false;
         for (int d = 0; d < nk; d++)
-          if (k.stores[i].st[d] % rvec) rvec = 1;
+          if (k.stores[i].st[d] % rvec) ph2vec = false;
       }
+      if (cache > 0 && !ph2vec) rvec = 1;
     }
   }
   if (cache > 0 && rvec > 1) {
@@ -579,6 +584,7 @@ static kf_status build_kernel(rctx *c, int stage, int scratch, kf_unit *u, kf_st
   kb_def(&k, "KF_CACHE", "%d", cache);
   kb_def(&k, "KF_CACHE_EXP", "%d", c->anchor->code == KF_OP_SOFTMAX ? 1 : 0);
   kb_def(&k, "KF_RVEC", "%d", rvec);
+  kb_def(&k, "KF_PH2VEC", "%d", ph2vec && rvec > 1 ? 1 : 0);
   for (int i = 0; i < k.n_stores; i++) {
     char nm[32];
     snprintf(nm, sizeof nm, "KF_S%d_RB", i);

@@ -129,6 +129,10 @@ static kf_status build_units(const kf_partition *p, const kf_compile_options *o,
   bo.precision = o->precision;
   bo.no_cudnn = o->no_cudnn || o->reference;
   bo.fp64 = o->reference;
+  bo.block_size = o->block_size;
+  bo.vector_width = o->vector_width;
+  bo.row_threads = o->row_threads;
+  bo.row_cache = o->row_cache;
   kf_unit **units = calloc((size_t)p->n_groups + 1, sizeof *units);
   unit_slot *slots = calloc((size_t)p->n_groups + 1, sizeof *slots);
   if (!units || !slots) {

@@ -3,7 +3,12 @@
  *   kfuse compile MODEL -o OUT.so [--emit so|obj] [--target sm_90|sm_90a]
  *                 [--precision default|tf32|bf16|fp16] [--report R.json]
  *                 [--embed-weights] [--no-fuse] [--no-cudnn] [--reference]
- *                 [--prefix NAME] [-q]
+ *                 [--prefix NAME] [--kernel-option KEY=N ...] [-q]
+ *
+ * --kernel-option forces a template choice on every group instead of the
+ * rule's: block=N threads a block, vec=N elements a vector access, tpr=N
+ * threads a row (reductions), cache=N values a thread kept in registers
+ * between a normalisation's phases (-1: read the row again instead).
  *
  * Needs no GPU: kernels are compiled with NVRTC but not verified or tuned
  * (the report says so). */
@@ -14,6 +19,31 @@
 #include "kfuse/compile.h"
 #include "kfuse/frontend.h"
 #include "tools_int.h"
+
+/* --kernel-option KEY=N: a template choice forced on every group */
+static bool kernel_option(kf_compile_options *o, const char *s, kf_diag *diag) {
+  static const struct {
+    const char *key;
+    int lo, hi;
+    bool pow2;
+  } keys[] = {{"block", 32, 1024, true}, {"vec", 1, 8, true}, {"tpr", 1, 1024, true}, {"cache", -1, 32, false}};
+  const char *eq = strchr(s, '=');
+  char *end = NULL;
+  long v = eq ? strtol(eq + 1, &end, 10) : 0;
+  for (size_t i = 0; eq && i < sizeof keys / sizeof keys[0]; i++) {
+    if (strlen(keys[i].key) != (size_t)(eq - s) || strncmp(s, keys[i].key, (size_t)(eq - s))) continue;
+    if (end == eq + 1 || *end || v < keys[i].lo || v > keys[i].hi || (keys[i].pow2 && (v & (v - 1)))) {
+      kf_diag_error(diag, "--kernel-option %s: %s takes %s from %d to %d", s, keys[i].key,
+                    keys[i].pow2 ? "a power of two" : "an integer", keys[i].lo, keys[i].hi);
+      return false;
+    }
+    int *f[] = {&o->block_size, &o->vector_width, &o->row_threads, &o->row_cache};
+    *f[i] = (int)v;
+    return true;
+  }
+  kf_diag_error(diag, "--kernel-option '%s': expected block=N, vec=N, tpr=N or cache=N", s);
+  return false;
+}
 
 int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   kf_compile_options o;
@@ -61,6 +91,8 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
       o.fuse = false;
     } else if (strcmp(a, "--no-cudnn") == 0) {
       o.no_cudnn = true;
+    } else if (strcmp(a, "--kernel-option") == 0 && more) {
+      if (!kernel_option(&o, argv[++i], diag)) return 2;
     } else if (strcmp(a, "--reference") == 0) {
       o.reference = true;
     } else if (strcmp(a, "-q") == 0) {

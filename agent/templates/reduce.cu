@@ -27,6 +27,9 @@
 // broadcast along the row; with the cache, phase 2 also stores KF_RVEC
 // elements at once (KF_S<k>_RB marks row results, stored by KF_ROW).
 //
+// Without the cache, phase 2 reads the row again (from L2 when the rows in
+// flight fit); KF_PH2VEC: its loads and stores move KF_RVEC elements too.
+//
 // KF_STAGE splits long rows over several blocks (grid.y = KF_SPLIT chunks
 // of KF_CHUNK elements): 0 = whole rows in one kernel; 1 = partial states
 // of each chunk to the scratch buffer KF_SCRATCH; 2 = combine the partials,
@@ -187,6 +190,7 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MINB) KF_KERNEL(KF_PAR
       bool kf_al = true;
       KF_LOADS(KF_RCHECK)
       if (kf_al) {
+#pragma unroll 4
         for (I r0 = r_begin + (I)lane * KF_RVEC; r0 < r_end; r0 += (I)KF_TPR * KF_RVEC) {
           KF_LOADS(KF_RVLOAD)
 #undef KF_LD
@@ -281,6 +285,38 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MINB) KF_KERNEL(KF_PAR
       }
 #else
 #define KF_YIELD(v) kf_x = (KF_ACC)(v)
+#if KF_RVEC > 1 && KF_PH2VEC
+      // the row again from memory (L2 for rows read moments ago), KF_RVEC
+      // elements per access when every load and store of the row allows
+      bool kf_al = true;
+      KF_LOADS(KF_RCHECK)
+      KF_STORES(KF_SCHECK)
+      if (kf_al) {
+#pragma unroll 4
+        for (I r0 = r_begin + (I)lane * KF_RVEC; r0 < r_end; r0 += (I)KF_TPR * KF_RVEC) {
+          KF_LOADS(KF_RVLOAD)
+          KF_STORES(KF_RVDECL)
+#undef KF_LD
+#undef KF_ST
+#define KF_LD(k) kf_rv_##k[j]
+#define KF_ST(k, v) kf_vs_##k[j] = (v)
+#pragma unroll
+          for (int j = 0; j < KF_RVEC; j++) {
+            const I r = r0 + j;
+            const I rc[KF_RRANK] = {r};
+            (void)rc;
+            KF_ACC kf_x;
+            KF_PRO
+            KF_ELEM
+          }
+#undef KF_LD
+#undef KF_ST
+#define KF_LD(k) kf::ld<KF_L##k##_R>(KF_L##k##_P + kf_lro_##k + kf::dot(rc, kf_lsr_##k))
+#define KF_ST(k, v) kf::st(KF_S##k##_P + kf_sro_##k + kf::dot(rc, kf_ssr_##k), (v))
+          KF_STORES(KF_RVSTORE)
+        }
+      } else
+#endif
       for (I r = r_begin + (I)lane; r < r_end; r += KF_TPR) {
         I rc[KF_RRANK];
         kf::unravel(r, rshape, rc);
@@ -313,5 +349,6 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MINB) KF_KERNEL(KF_PAR
 #undef KF_X
 #undef KF_SOFTMAX
 #undef KF_CACHE_EXP
+#undef KF_PH2VEC
 #undef KF_MINB
 #undef KF_MINB_LOW

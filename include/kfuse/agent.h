@@ -130,6 +130,12 @@ typedef struct kf_builtin_options {
   /* template choices: 0 = pick by rule (no GPU to time candidates) */
   int block_size;
   int vector_width;
+  /* rows of reductions and normalisations: threads per row (a power of two
+   * up to 1024), and whether a row stays in registers between the two
+   * phases of a normalisation (-1: never, > 0: up to that many values a
+   * thread) */
+  int row_threads;
+  int row_cache;
   /* compute in fp64 (inputs converted on load, outputs rounded to their
    * dtype on store): the per-op verification reference */
   bool fp64;

@@ -35,6 +35,9 @@ typedef struct kf_compile_options {
   bool progress;            /* progress lines on stderr */
   bool no_cudnn;            /* convolutions as im2col + GEMM or direct
                                kernels instead of cuDNN steps */
+  /* template choices forced on every group (kfuse compile --kernel-option;
+   * 0 = by rule): see kf_builtin_options */
+  int block_size, vector_width, row_threads, row_cache;
   bool reference;           /* the verification reference: one group per op,
                                every kernel computing in fp64 (storage dtypes
                                unchanged), no cuDNN; implies !fuse */

@@ -201,8 +201,11 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   kf_diag_init(&d, NULL, NULL);
   bool fp64 = strcmp(mode, "perop-fp64") == 0;
   bool nocudnn = strcmp(mode, "fused-nocudnn") == 0;
-  if (!fp64 && !nocudnn && strcmp(mode, "fused") != 0) {
-    fprintf(stderr, "unknown mode '%s' (fused, fused-nocudnn, perop-fp64)\n", mode);
+  /* fused-reread: normalisations read their rows again instead of keeping
+   * them in registers, two rows a block of 128 threads each */
+  bool reread = strcmp(mode, "fused-reread") == 0;
+  if (!fp64 && !nocudnn && !reread && strcmp(mode, "fused") != 0) {
+    fprintf(stderr, "unknown mode '%s' (fused, fused-nocudnn, fused-reread, perop-fp64)\n", mode);
     return 2;
   }
   kf_load_options lo;
@@ -229,6 +232,11 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   kf_builtin_options_init(&bo);
   bo.fp64 = fp64;
   bo.no_cudnn = nocudnn;
+  if (reread) {
+    bo.row_cache = -1;
+    bo.row_threads = 128;
+    bo.block_size = 256;
+  }
   units = calloc((size_t)p->n_groups + 1, sizeof *units);
 
   /* ---- units, and one host C++ file for all of them */
