@@ -37,12 +37,15 @@ void kf_builtin_options_init(kf_builtin_options *o) {
  *   rows of a reduction or normalisation (kb_rules_rows)
  *   - rows contiguous along the reduced dims: a warp per row up to 4096
  *     elements (fewer lanes for rows under 32), a 256-thread block beyond;
- *     normalisations keep the row in registers (at most 8 values a
- *     thread: 16 needed 80-100 registers, two or three 256-thread blocks
- *     per SM, and measured at 60% of copy bandwidth on an H200), so a row
- *     over 256 elements gets ceil(len / 8) threads rounded up to a power of
- *     two (at most 1024); the template asks for 1024 resident threads per
- *     SM (__launch_bounds__);
+ *     normalisations keep the row in registers, 16 values a thread for
+ *     rows of 2048 elements or more, else 8: a row over 256 elements gets
+ *     ceil(len / 16 or 8) threads rounded up to a power of two (at most
+ *     1024). The template asks ptxas for a full SM and, when that spills,
+ *     half of one (agent/nvrtc.c). Measured on an H200 at 4096 elements
+ *     (scripts/sweep.py, 2026-11-22): 16 values a thread beat 8 by 24%
+ *     (layer norm) and 7% (softmax), 4 a thread lost by 40-80%; reading
+ *     the row twice instead of keeping it (kernel option cache=-1) lost
+ *     at every block shape tried;
  *   - reductions over an outer dim (the kept dim is the contiguous one):
  *     a column layout, 32 rows per block and 8 threads splitting each row;
  *   - fewer row blocks than 2 per SM: long rows split over up to 1024
@@ -53,7 +56,8 @@ void kf_builtin_options_init(kf_builtin_options *o) {
  *   GEMM workspace (kb_rules_workspace)
  *   - 32 MiB for products of 2^27 multiply-adds or more (cuBLASLt's
  *     split-K kernels on Hopper), 4 MiB below.
- * Options override block size and vector width when non-zero. */
+ * Options (kfuse compile --kernel-option) override block size, vector
+ * width, threads per row, the row cache and the occupancy asked for. */
 #define KB_SMS 132
 #define KB_BLOCKS_PER_SM 8
 
@@ -98,9 +102,14 @@ kb_row_rules kb_rules_rows(const kf_builtin_options *o, int64_t rows, int64_t rl
   if (rowlayout) {
     if (rlen <= 32)
       r.tpr = (int)pow2ceil(rlen);
-    else if (phase2)
-      r.tpr = rlen <= 256 ? 32 : (int)(pow2ceil((rlen + 7) / 8) > 1024 ? 1024 : pow2ceil((rlen + 7) / 8));
-    else
+    else if (phase2) {
+      /* values a thread: 16 for long rows (4096-element layer norm 0.106
+       * -> 0.081 ms, softmax 0.091 -> 0.085 ms against 8 a thread, H200,
+       * scripts/sweep.py, 2026-11-22: more rows in flight per SM), else 8 */
+      int64_t v = rlen >= 2048 ? 16 : 8;
+      int64_t t = (int64_t)pow2ceil((rlen + v - 1) / v);
+      r.tpr = rlen <= 256 ? 32 : (int)(t > 1024 ? 1024 : t);
+    } else
       r.tpr = rlen <= 4096 ? 32 : 256;
     if (o->row_threads > 0) r.tpr = o->row_threads;
     if (r.tpr > block) block = r.tpr;

@@ -179,17 +179,22 @@ static int64_t cudnn_workspace(int64_t x_bytes, int64_t y_bytes) {
   return ws;
 }
 
-static bool dense_of(const kf_type *t, kf_dtype dt) {
-  return t->kind == KF_TYPE_TENSOR && t->dtype == dt && kf_type_is_contiguous(t) &&
-         kf_type_numel(t) > 0 && kf_type_numel(t) <= INT32_MAX;
+/* Dense in the step's layout: row-major (NCHW), or with nhwc channels-last
+ * (pass/layout.c; a tensor may be both when its C or H and W are 1). */
+static bool dense_in(const kf_type *t, kf_dtype dt, bool nhwc) {
+  return t->kind == KF_TYPE_TENSOR && t->dtype == dt &&
+         (nhwc ? kf_type_is_channels_last(t) : kf_type_is_contiguous(t)) && kf_type_numel(t) > 0 &&
+         kf_type_numel(t) <= INT32_MAX;
 }
+
+static bool dense_of(const kf_type *t, kf_dtype dt) { return dense_in(t, dt, false); }
 
 /* The group's epilogue as cuDNN's fused form, if it is exactly: conv (with
  * its own bias), then optionally add(conv, z) of a dense same-shaped group
  * input z, then optionally relu, nothing else, with only the last value
  * leaving the group. Sets *z (or NULL), *relu and *final. */
-static bool fusable_epilogue(const kf_group *g, const kf_op *a, const kf_value **z, bool *relu,
-                             const kf_value **final) {
+static bool fusable_epilogue(const kf_group *g, const kf_op *a, bool nhwc, const kf_value **z,
+                             bool *relu, const kf_value **final) {
   const kf_value *res = a->results[0];
   const kf_type *r = &res->type;
   const kf_value *cur = res;
@@ -208,7 +213,7 @@ static bool fusable_epilogue(const kf_group *g, const kf_op *a, const kf_value *
     if (kf_op_has_attr(op, "alpha") && kf_number_as_double(kf_op_get_number(op, "alpha")) != 1.0)
       return false;
     const kf_value *other = op->operands[0] == cur ? op->operands[1] : op->operands[1] == cur ? op->operands[0] : NULL;
-    if (!other || other == cur || kb_group_input(g, other) < 0 || !dense_of(&other->type, r->dtype) ||
+    if (!other || other == cur || kb_group_input(g, other) < 0 || !dense_in(&other->type, r->dtype, nhwc) ||
         !kf_type_same_shape(&other->type, r) || op->results[0]->type.dtype != r->dtype)
       return false;
     *z = other;
@@ -222,7 +227,7 @@ static bool fusable_epilogue(const kf_group *g, const kf_op *a, const kf_value *
     at++;
   }
   if (at != n_rest || g->n_outputs != 1 || g->outputs[0] != cur) return false;
-  if (!dense_of(&cur->type, r->dtype)) return false;
+  if (!dense_in(&cur->type, r->dtype, nhwc)) return false;
   *final = cur;
   return true;
 }
@@ -240,7 +245,13 @@ static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_b
   if (dt != KF_DTYPE_F32 && dt != KF_DTYPE_F16 && dt != KF_DTYPE_BF16) return KF_OK;
   int sp = x->rank - 2;
   if (sp < 1 || sp > 3 || w->rank != x->rank || r->rank != x->rank) return KF_OK;
-  if (!dense_of(x, dt) || !dense_of(w, dt) || (r->rank > 0 && kf_type_numel(r) > INT32_MAX)) return KF_OK;
+  /* NHWC when pass/layout.c chose it: x, w (KRSC) and the result all
+   * channels-last; any other mix is not a cuDNN step */
+  bool nhwc = sp == 2 && ((kf_type_is_channels_last(x) && !kf_type_is_contiguous(x)) ||
+                          (kf_type_is_channels_last(r) && !kf_type_is_contiguous(r)));
+  if (!dense_in(x, dt, nhwc) || !dense_in(w, dt, nhwc) || (nhwc && !dense_in(r, dt, true)) ||
+      (r->rank > 0 && kf_type_numel(r) > INT32_MAX))
+    return KF_OK;
   if (bv && (bv->type.rank != 1 || !dense_of(&bv->type, dt))) return KF_OK;
   if (kb_group_input(g, xv) < 0 || kb_group_input(g, wv) < 0 || (bv && kb_group_input(g, bv) < 0))
     return KF_OK;
@@ -253,6 +264,7 @@ static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_b
   kf_unit_conv c;
   memset(&c, 0, sizeof c);
   c.nd = sp;
+  c.layout = nhwc ? KFR_CONV_NHWC : KFR_CONV_NCHW;
   c.dtype = dt;
   c.compute = cudnn_compute(dt);
   c.n = x->shape[0];
@@ -281,7 +293,7 @@ static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_b
   c.workspace_bytes = cudnn_workspace(kf_type_numel(x) * es, kf_type_numel(r) * es);
   const kf_value *z = NULL, *final = NULL;
   bool relu = false;
-  bool fused = bv && fusable_epilogue(g, a, &z, &relu, &final);
+  bool fused = bv && fusable_epilogue(g, a, nhwc, &z, &relu, &final);
   *taken = true;
   int ws = kf_unit_add_scratch(u, c.workspace_bytes);
   if (ws < 0) return KF_ERR_NOMEM;
@@ -318,7 +330,8 @@ static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_b
   int dindex = kb_group_output(g, res);
   kf_type dt_t;
   kf_type_init_tensor(&dt_t, dt, r->rank, r->shape);
-  if (dindex < 0 || !kf_type_is_contiguous(r)) {
+  if (nhwc) kf_type_set_channels_last(&dt_t);
+  if (dindex < 0 || !dense_in(r, dt, nhwc)) {
     dkind = KF_UARG_SCRATCH;
     dindex = kf_unit_add_scratch(u, kf_type_numel(r) * es);
     if (dindex < 0) return KF_ERR_NOMEM;

@@ -584,6 +584,7 @@ static kf_status build_kernel(rctx *c, int stage, int scratch, kf_unit *u, kf_st
   kb_def(&k, "KF_CACHE", "%d", cache);
   kb_def(&k, "KF_CACHE_EXP", "%d", c->anchor->code == KF_OP_SOFTMAX ? 1 : 0);
   kb_def(&k, "KF_RVEC", "%d", rvec);
+  kb_def(&k, "KF_OCC", "%d", c->o->row_occupancy);
   kb_def(&k, "KF_PH2VEC", "%d", ph2vec && rvec > 1 ? 1 : 0);
   for (int i = 0; i < k.n_stores; i++) {
     char nm[32];

@@ -133,6 +133,7 @@ static kf_status build_units(const kf_partition *p, const kf_compile_options *o,
   bo.vector_width = o->vector_width;
   bo.row_threads = o->row_threads;
   bo.row_cache = o->row_cache;
+  bo.row_occupancy = o->row_occupancy;
   kf_unit **units = calloc((size_t)p->n_groups + 1, sizeof *units);
   unit_slot *slots = calloc((size_t)p->n_groups + 1, sizeof *slots);
   if (!units || !slots) {
@@ -308,6 +309,10 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
 
   t = now_s();
   st = kf_pass_run_pipeline(g, kf_compile_pipeline(), true, diag);
+  /* NHWC convolutions are a cuDNN choice: the other lowerings (and the
+   * fp64 reference) read row-major tensors */
+  if (st == KF_OK && !o->no_channels_last && !o->no_cudnn && !o->reference)
+    st = kf_pass_run_pipeline(g, "channels-last", true, diag);
   phase[0] = now_s() - t;
   if (st) goto done;
 

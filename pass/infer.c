@@ -876,6 +876,9 @@ static kf_status infer_sdpa(const kf_op *op, kf_type *res, kf_diag *diag) {
   return KF_OK;
 }
 
+static kf_status infer_kind(const kf_op *op, const kf_op_info *info, kf_type *results,
+                            kf_diag *diag);
+
 kf_status kf_infer_types(const kf_op *op, kf_type *results, kf_diag *diag) {
   const kf_op_info *info = kf_op_info_get(op->code);
   /* Schema-level checks that every kind relies on. */
@@ -897,6 +900,25 @@ kf_status kf_infer_types(const kf_op *op, kf_type *results, kf_diag *diag) {
   if (info->n_results >= 0 && op->n_results != info->n_results)
     FAIL("has %d results, expects %d", op->n_results, info->n_results);
 
+  /* A computed result's dense layout is the declared type's choice where
+   * it is channels-last (pass/layout.c): element-wise ops and convolutions
+   * write any dense layout; everything else is row-major. */
+  bool cl = op->n_results == 1 && kf_type_is_channels_last(&results[0]) &&
+            !kf_type_is_contiguous(&results[0]) &&
+            (info->kind == KF_KIND_UNARY || info->kind == KF_KIND_BINARY ||
+             info->kind == KF_KIND_TERNARY || info->kind == KF_KIND_CONV);
+  kf_type declared;
+  memset(&declared, 0, sizeof declared);
+  if (cl) declared = results[0];
+  kf_status st = infer_kind(op, info, results, diag);
+  if (st == KF_OK && cl && kf_type_is_contiguous(&results[0]) &&
+      kf_type_same_shape(&results[0], &declared) && results[0].dtype == declared.dtype)
+    kf_type_set_channels_last(&results[0]);
+  return st;
+}
+
+static kf_status infer_kind(const kf_op *op, const kf_op_info *info, kf_type *results,
+                            kf_diag *diag) {
   switch (info->kind) {
   case KF_KIND_SOURCE: return infer_source(op, results, diag);
   case KF_KIND_UNARY: return infer_unary(op, results, diag);

@@ -113,6 +113,34 @@ bool kf_type_is_contiguous(const kf_type *t) {
   return true;
 }
 
+/* NHWC order of a rank-4 [N, C, H, W] tensor: C innermost, then W, H, N */
+static const int kf_cl_order[4] = {1, 3, 2, 0};
+
+void kf_type_set_channels_last(kf_type *t) {
+  if (t->kind != KF_TYPE_TENSOR || t->rank != 4) {
+    kf_type_set_contiguous(t);
+    return;
+  }
+  int64_t s = 1;
+  for (int j = 0; j < 4; j++) {
+    int i = kf_cl_order[j];
+    t->strides[i] = s;
+    if (__builtin_mul_overflow(s, t->shape[i] > 1 ? t->shape[i] : 1, &s)) s = INT64_MAX;
+  }
+  t->offset = 0;
+}
+
+bool kf_type_is_channels_last(const kf_type *t) {
+  if (t->kind != KF_TYPE_TENSOR || t->rank != 4 || t->offset != 0) return false;
+  int64_t s = 1;
+  for (int j = 0; j < 4; j++) {
+    int i = kf_cl_order[j];
+    if (t->shape[i] != 1 && t->strides[i] != s) return false;
+    if (__builtin_mul_overflow(s, t->shape[i], &s)) s = INT64_MAX;
+  }
+  return true;
+}
+
 int64_t kf_type_numel(const kf_type *t) {
   int64_t n = 1;
   if (t->kind != KF_TYPE_TENSOR) return 1;
@@ -480,10 +508,11 @@ kf_status kf_graph_add_constant(kf_graph *g, const char *fqn, const kf_type *typ
   kf_status st = KF_OK;
   const_layer *l = NULL;
   char *name = NULL;
-  if (type->kind != KF_TYPE_TENSOR || !kf_type_is_contiguous(type) ||
+  if (type->kind != KF_TYPE_TENSOR ||
+      (!kf_type_is_contiguous(type) && !kf_type_is_channels_last(type)) ||
       nbytes != kf_type_numel(type) * (int64_t)kf_dtype_size(type->dtype) || (nbytes && !data)) {
-    kf_diag_error(diag, "constant '%s': needs a contiguous tensor type and numel * dtype size bytes",
-                  fqn);
+    kf_diag_error(diag, "constant '%s': needs a dense (row-major or channels-last) tensor type and "
+                  "numel * dtype size bytes", fqn);
     st = KF_ERR_INVALID;
     goto fail;
   }

@@ -18,6 +18,9 @@ static const kf_pass_info passes[] = {
      kf_pass_fold_scalars},
     {"sink-reshapes", "move contiguous reshapes below element-wise ops (epilogues meet producers)",
      kf_pass_sink_reshapes},
+    {"channels-last", "NHWC activations and KRSC weights for 2-d convolutions (cuDNN's fast "
+                      "kernels); row-major copies where other ops read them",
+     kf_pass_channels_last},
 };
 
 static const char *default_pipeline = "simplify,dce";

@@ -171,6 +171,7 @@ static void gemm_of(const kf_unit_gemm *q, kfr_gemm *r) {
 static void conv_of(const kf_unit_conv *q, kfr_conv *r) {
   memset(r, 0, sizeof *r);
   r->nd = (uint32_t)q->nd;
+  r->layout = (uint32_t)q->layout;
   r->dtype = dtype_code(q->dtype);
   r->compute = (uint32_t)q->compute;
   r->activation = (uint32_t)q->activation;

@@ -212,6 +212,14 @@ static int dense(uint32_t nd, int64_t a, int64_t b, const int64_t *sp,
   return nb;
 }
 
+/* Strides of the NHWC memory order for 4-d dims [n, c, h, w]. */
+static void channels_last(const int *dim, int *str) {
+  str[1] = 1;
+  str[3] = dim[1];
+  str[2] = dim[1] * dim[3];
+  str[0] = dim[1] * dim[2] * dim[3];
+}
+
 /* Build step s's descriptors. */
 static int describe(kfuse_model *m, uint32_t s) {
   const kfr_cudnn *d = m->dnn_api;
@@ -230,10 +238,13 @@ static int describe(kfuse_model *m, uint32_t s) {
       (st = d->cudnnCreateActivationDescriptor(&rt->ad)))
     return dnn_fail(m, st, call, s);
   call = "cudnnSetTensorNdDescriptor";
+  int nhwc = c->layout == KFR_CONV_NHWC;
   dense(c->nd, c->n, c->c, c->in, dim, str);
+  if (nhwc) channels_last(dim, str);
   if ((st = d->cudnnSetTensorNdDescriptor(rt->xd, dt, nb, dim, str)))
     return dnn_fail(m, st, call, s);
   dense(c->nd, c->n, c->k, c->out, dim, str);
+  if (nhwc) channels_last(dim, str);
   if ((st = d->cudnnSetTensorNdDescriptor(rt->yd, dt, nb, dim, str)))
     return dnn_fail(m, st, call, s);
   int64_t ones[3] = {1, 1, 1};
@@ -241,7 +252,8 @@ static int describe(kfuse_model *m, uint32_t s) {
   if ((st = d->cudnnSetTensorNdDescriptor(rt->bd, dt, nb, dim, str)))
     return dnn_fail(m, st, call, s);
   dense(c->nd, c->k, c->c / c->groups, c->filter, dim, str);
-  if ((st = d->cudnnSetFilterNdDescriptor(rt->wd, dt, KFR_DNN_TENSOR_NCHW, nb,
+  /* the filter's dims stay [k, c, r, s]; the format names its memory order */
+  if ((st = d->cudnnSetFilterNdDescriptor(rt->wd, dt, nhwc ? KFR_DNN_TENSOR_NHWC : KFR_DNN_TENSOR_NCHW, nb,
                                           dim)))
     return dnn_fail(m, st, "cudnnSetFilterNdDescriptor", s);
   int pad[3], stride[3], dil[3];

@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #define KFR_PLAN_MAGIC "KFPLAN\r\n"
-#define KFR_PLAN_VERSION 2u
+#define KFR_PLAN_VERSION 3u
 #define KFR_MAX_RANK 8
 
 enum kfr_buffer_kind {
@@ -139,8 +139,8 @@ enum kfr_activation {
  *   y = act(alpha1 * conv(x, w) + alpha2 * z + bias)
  *
  * x [n, c, in...], w [k, c/groups, filter...], y and z [n, k, out...],
- * bias [k]; every operand dense (contiguous, NC + spatial) in dtype (f32,
- * f16 or bf16). Spatial entries past nd are 1 (pad 0). The step has exactly
+ * bias [k]; every operand dense in the step's layout (row-major NC +
+ * spatial, or for nd 2 NHWC with KRSC weights) in dtype (f32, f16 or bf16). Spatial entries past nd are 1 (pad 0). The step has exactly
  * 6 args: x, w, y, bias|NONE, z|NONE, workspace|NONE (PTR iff
  * workspace_bytes > 0). Without z, alpha2 is 0 and z is not read; an
  * activation or a z needs a bias (cuDNN's fused call takes one). compute:
@@ -149,12 +149,20 @@ enum kfr_activation {
  * workspace_bytes is the most the algorithm may use: the runtime picks the
  * fastest algorithm that fits (runtime/kfr_cudnn.c). Element counts and
  * sizes must fit in 31 bits (cuDNN's legacy API takes int). */
+enum kfr_conv_layout {
+  KFR_CONV_NCHW = 0, /* x, y, z [n, c, spatial...] row-major; w [k, c/g, filter...] */
+  KFR_CONV_NHWC = 1, /* nd 2: x, y, z channels-last (NHWC memory order of
+                        the same logical dims), w KRSC */
+};
+
 typedef struct kfr_conv {
   uint32_t nd;
   uint32_t dtype;       /* KFUSE_DTYPE_* of x, w, y, z, bias */
   uint32_t compute;     /* kfr_compute */
   uint32_t activation;  /* kfr_activation */
   uint32_t has_bias, has_z;
+  uint32_t layout;      /* kfr_conv_layout */
+  uint32_t reserved;    /* 0 */
   int64_t n, c, k, groups;
   int64_t in[3], filter[3], out[3];
   int64_t pad[3], stride[3], dilation[3];

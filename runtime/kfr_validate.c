@@ -400,6 +400,11 @@ static int check_conv(chk *c, uint32_t s, const char *sname,
   if (v->has_bias > 1 || v->has_z > 1)
     return bad(c, "step %u (%s): CONV has_bias/has_z must be 0 or 1", s,
                sname);
+  if (v->layout > KFR_CONV_NHWC || v->reserved != 0)
+    return bad(c, "step %u (%s): unknown CONV layout %u", s, sname, v->layout);
+  if (v->layout == KFR_CONV_NHWC && v->nd != 2)
+    return bad(c, "step %u (%s): an NHWC CONV step is 2-d, this one %u-d", s,
+               sname, v->nd);
   if (v->n < 1 || v->c < 1 || v->k < 1 || v->groups < 1)
     return bad(c, "step %u (%s): CONV sizes n=%lld c=%lld k=%lld groups=%lld "
                "must be positive", s, sname, (long long)v->n, (long long)v->c,

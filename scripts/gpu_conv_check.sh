@@ -10,7 +10,8 @@
 #      default 2e-3), again in CUDA-graph mode and with cuDNN's heuristics
 #      instead of the timed search (KFUSE_CUDNN_FIND=0); compiled with
 #      --no-cudnn and run at the fp32 tolerance (KFUSE_GPU_TOL, default 1e-4);
-#      `kfuse bench` of both builds side by side;
+#      compiled with --no-channels-last (NCHW cuDNN steps) and run; `kfuse
+#      bench` of the three builds side by side;
 #   3. a module with conv steps and no cuDNN to be found fails to load with a
 #      message naming libcudnn.so.9 and KFUSE_CUDNN_LIBRARY;
 #   4. the Python loader on a conv + batch norm + relu + residual model with
@@ -85,8 +86,14 @@ for base in resnet_block vgg_block convs mobilenetv2_block efficientnet_mbconv d
       fail=1; echo "FAIL $b --no-cudnn compile: $(head -n 2 "$work/$b.nc.log" | tr '\n' ' ')"; continue
     fi
     run "$b.nocudnn" "$tol" "$work/$b.nocudnn.so" "$io"
+    # NCHW cuDNN steps (the default makes 2-d convolutions' activations
+    # channels-last, pass/layout.c)
+    if ! "$k" compile "$p" -o "$work/$b.nchw.so" -q --no-channels-last > "$work/$b.nchw.log" 2>&1; then
+      fail=1; echo "FAIL $b --no-channels-last compile: $(head -n 2 "$work/$b.nchw.log" | tr '\n' ' ')"; continue
+    fi
+    run "$b.nchw" "$tol_tf32" "$work/$b.nchw.so" "$io"
     if [ "$fl" = default ]; then
-      for m in "$b.so" "$b.nocudnn.so"; do
+      for m in "$b.so" "$b.nchw.so" "$b.nocudnn.so"; do
         printf '%-36s ' "bench $m:"
         "$k" bench "$work/$m" --iters 200 --graph 2>&1 | tail -n 1
       done

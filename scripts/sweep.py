@@ -8,8 +8,9 @@ optionally lists the kernels each variant launches (torch.profiler).
         --variant "" --variant "tpr=1024" --variant "cache=-1,tpr=128,block=256" \\
         [--profile] [--out sweep.json]
 
-A variant is a comma-separated list of KEY=N (block, vec, tpr, cache; see
-`kfuse help`); "" is the rule's choice. Every module is checked against eager
+A variant is a comma-separated list of KEY=N (block, vec, tpr, cache, occ;
+see `kfuse help`) and `kfuse compile` flags (--no-channels-last, ...); ""
+is the rule's choice. Every module is checked against eager
 before it is timed (bench.py's tolerance); figures are GPU-time medians
 (bench.py's time_fn).
 """
@@ -86,7 +87,7 @@ def main():
                 so = os.path.join(work, f"{name}.{len(row)}.so")
                 cmd = [args.kfuse, "compile", pt2, "-o", so, "-q"]
                 for kv in filter(None, v.split(",")):
-                    cmd += ["--kernel-option", kv]
+                    cmd += [kv] if kv.startswith("--") else ["--kernel-option", kv]
                 r = subprocess.run(cmd, capture_output=True, text=True)
                 key = f"kfuse[{v}]"
                 if r.returncode != 0:

@@ -2,13 +2,16 @@
  *
  *   kfuse compile MODEL -o OUT.so [--emit so|obj] [--target sm_90|sm_90a]
  *                 [--precision default|tf32|bf16|fp16] [--report R.json]
- *                 [--embed-weights] [--no-fuse] [--no-cudnn] [--reference]
+ *                 [--embed-weights] [--no-fuse] [--no-cudnn] [--no-channels-last]
+ *                 [--reference]
  *                 [--prefix NAME] [--kernel-option KEY=N ...] [-q]
  *
  * --kernel-option forces a template choice on every group instead of the
  * rule's: block=N threads a block, vec=N elements a vector access, tpr=N
  * threads a row (reductions), cache=N values a thread kept in registers
- * between a normalisation's phases (-1: read the row again instead).
+ * between a normalisation's phases (-1: read the row again instead), occ=N
+ * resident threads a SM asked of ptxas for row kernels (sets the register
+ * budget).
  *
  * Needs no GPU: kernels are compiled with NVRTC but not verified or tuned
  * (the report says so). */
@@ -26,7 +29,7 @@ static bool kernel_option(kf_compile_options *o, const char *s, kf_diag *diag) {
     const char *key;
     int lo, hi;
     bool pow2;
-  } keys[] = {{"block", 32, 1024, true}, {"vec", 1, 8, true}, {"tpr", 1, 1024, true}, {"cache", -1, 32, false}};
+  } keys[] = {{"block", 32, 1024, true}, {"vec", 1, 8, true}, {"tpr", 1, 1024, true}, {"cache", -1, 32, false}, {"occ", 32, 2048, false}};
   const char *eq = strchr(s, '=');
   char *end = NULL;
   long v = eq ? strtol(eq + 1, &end, 10) : 0;
@@ -37,11 +40,11 @@ static bool kernel_option(kf_compile_options *o, const char *s, kf_diag *diag) {
                     keys[i].pow2 ? "a power of two" : "an integer", keys[i].lo, keys[i].hi);
       return false;
     }
-    int *f[] = {&o->block_size, &o->vector_width, &o->row_threads, &o->row_cache};
+    int *f[] = {&o->block_size, &o->vector_width, &o->row_threads, &o->row_cache, &o->row_occupancy};
     *f[i] = (int)v;
     return true;
   }
-  kf_diag_error(diag, "--kernel-option '%s': expected block=N, vec=N, tpr=N or cache=N", s);
+  kf_diag_error(diag, "--kernel-option '%s': expected block=N, vec=N, tpr=N, cache=N or occ=N", s);
   return false;
 }
 
@@ -89,6 +92,8 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
       o.embed_weights = true;
     } else if (strcmp(a, "--no-fuse") == 0) {
       o.fuse = false;
+    } else if (strcmp(a, "--no-channels-last") == 0) {
+      o.no_channels_last = true;
     } else if (strcmp(a, "--no-cudnn") == 0) {
       o.no_cudnn = true;
     } else if (strcmp(a, "--kernel-option") == 0 && more) {

@@ -83,7 +83,10 @@
 // registers ran at 48% occupancy and 2.1 TB/s on the H200, Inductor's at
 // 32 registers and 92%); otherwise at least 1024 (64 registers)
 // (KF_MINB_LOW: ptxas spilled at 32 registers; agent/nvrtc.c recompiles)
-#if KF_CACHE > 0 && !defined(KF_MINB_LOW)
+// KF_OCC > 0: the resident threads asked for, chosen (kernel option occ)
+#if defined(KF_OCC) && KF_OCC > 0
+#define KF_MINB (KF_OCC / KF_BLOCK > 0 ? KF_OCC / KF_BLOCK : 1)
+#elif KF_CACHE > 0 && !defined(KF_MINB_LOW)
 #define KF_MINB (2048 / KF_BLOCK > 0 ? 2048 / KF_BLOCK : 1)
 #else
 #define KF_MINB (1024 / KF_BLOCK > 0 ? 1024 / KF_BLOCK : 1)
@@ -350,5 +353,6 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MINB) KF_KERNEL(KF_PAR
 #undef KF_SOFTMAX
 #undef KF_CACHE_EXP
 #undef KF_PH2VEC
+#undef KF_OCC
 #undef KF_MINB
 #undef KF_MINB_LOW

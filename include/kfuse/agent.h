@@ -69,6 +69,7 @@ typedef struct kf_unit_gemm {
  * [2] y, [3] bias or NONE, [4] z or NONE, [5] workspace (SCRATCH) or NONE. */
 typedef struct kf_unit_conv {
   int nd;
+  int layout;     /* kfr_conv_layout */
   kf_dtype dtype;
   int compute;    /* kfr_compute */
   int activation; /* kfr_activation */
@@ -136,6 +137,8 @@ typedef struct kf_builtin_options {
    * thread) */
   int row_threads;
   int row_cache;
+  /* resident threads a SM asked of ptxas for row kernels (0: by rule) */
+  int row_occupancy;
   /* compute in fp64 (inputs converted on load, outputs rounded to their
    * dtype on store): the per-op verification reference */
   bool fp64;

@@ -69,6 +69,11 @@ KF_API void kf_type_init_tensor(kf_type *t, kf_dtype dtype, int rank,
 KF_API void kf_type_init_scalar(kf_type *t, kf_dtype dtype);
 KF_API void kf_type_set_contiguous(kf_type *t);
 KF_API bool kf_type_is_contiguous(const kf_type *t);
+/* Channels-last (NHWC memory order) of a rank-4 [N, C, H, W] tensor, the
+ * layout pass/layout.c gives convolutions' activations; size-1 dims are
+ * ignored, as in kf_type_is_contiguous (a tensor may be both). */
+KF_API void kf_type_set_channels_last(kf_type *t);
+KF_API bool kf_type_is_channels_last(const kf_type *t);
 KF_API int64_t kf_type_numel(const kf_type *t);
 /* Same kind, dtype and shape (strides ignored). */
 KF_API bool kf_type_same_shape(const kf_type *a, const kf_type *b);
@@ -268,7 +273,7 @@ KF_API const kf_weight *kf_graph_find_weight(const kf_graph *g,
 KF_API void kf_graph_take_store(kf_graph *g, kf_weight_store store);
 /* Add a graph-owned constant tensor (new data made by a pass, e.g. a conv
  * weight with batch norm folded in) as weight `fqn`, which must be new.
- * type: a contiguous tensor; data: nbytes = numel * dtype size bytes from
+ * type: a contiguous (or channels-last) tensor; data: nbytes = numel * dtype size bytes from
  * malloc, taken in every case (freed on failure). The bytes are served by
  * g->store, layered over the model's store, and live until the graph is
  * destroyed; the weight is marked graph_owned. */

@@ -99,11 +99,13 @@ static void cpu_gemm(const kf_unit_gemm *q, const void *A, const void *B, const 
 }
 
 /* kfr_conv's contract, in double: cross-correlation of dense x [n, c,
- * in...] with w [k, c/groups, filter...] into y [n, k, out...], then
+ * in...] with w [k, c/groups, filter...] into y [n, k, out...] (NHWC
+ * layout: x, y, z channels-last, w KRSC), then
  * alpha1 * conv + alpha2 * z + bias and the activation */
 static void cpu_conv(const kf_unit_conv *q, const void *X, const void *W, const void *bias,
                      const void *Z, void *Y) {
   kf_dtype dt = q->dtype;
+  bool nhwc = q->layout == KFR_CONV_NHWC;
   int64_t cg = q->c / q->groups, kg = q->k / q->groups;
   const int64_t *I = q->in, *F = q->filter, *O = q->out;
   int64_t isz = I[0] * I[1] * I[2], fsz = F[0] * F[1] * F[2], osz = O[0] * O[1] * O[2];
@@ -124,9 +126,14 @@ static void cpu_conv(const kf_unit_conv *q, const void *X, const void *W, const 
                     if (i0 < 0 || i0 >= I[0] || i1 < 0 || i1 >= I[1] || i2 < 0 || i2 >= I[2]) continue;
                     int64_t xi = (n * q->c + g * cg + ci) * isz + (i0 * I[1] + i1) * I[2] + i2;
                     int64_t wi = (k * cg + ci) * fsz + (f0 * F[1] + f1) * F[2] + f2;
+                    if (nhwc) { /* 2-d: x NHWC, w KRSC */
+                      xi = ((n * I[0] + i0) * I[1] + i1) * q->c + g * cg + ci;
+                      wi = ((k * F[0] + f0) * F[1] + f1) * cg + ci;
+                    }
                     acc += get(dt, X, xi) * get(dt, W, wi);
                   }
-            int64_t yi = (n * q->k + k) * osz + (o0 * O[1] + o1) * O[2] + o2;
+            int64_t yi = nhwc ? ((n * O[0] + o0) * O[1] + o1) * q->k + k
+                              : (n * q->k + k) * osz + (o0 * O[1] + o1) * O[2] + o2;
             double v = q->alpha1 * acc;
             if (q->has_z) v += q->alpha2 * get(dt, Z, yi);
             if (q->has_bias) v += get(dt, bias, k);
@@ -204,8 +211,12 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   /* fused-reread: normalisations read their rows again instead of keeping
    * them in registers, two rows a block of 128 threads each */
   bool reread = strcmp(mode, "fused-reread") == 0;
-  if (!fp64 && !nocudnn && !reread && strcmp(mode, "fused") != 0) {
-    fprintf(stderr, "unknown mode '%s' (fused, fused-nocudnn, fused-reread, perop-fp64)\n", mode);
+  /* fused-nhwc: pass/layout.c's channels-last convolutions, as kfuse
+   * compile runs them */
+  bool nhwc = strcmp(mode, "fused-nhwc") == 0;
+  if (!fp64 && !nocudnn && !reread && !nhwc && strcmp(mode, "fused") != 0) {
+    fprintf(stderr, "unknown mode '%s' (fused, fused-nocudnn, fused-reread, fused-nhwc, perop-fp64)\n",
+            mode);
     return 2;
   }
   kf_load_options lo;
@@ -224,6 +235,7 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   if (!use_interp && kf_io_read(kfio, &io, &d)) goto done;
   if (kf_pass_run_pipeline(g, kf_compile_pipeline(), true, &d)) goto done;
   if (use_interp && make_reference(g, &io, &d)) goto done;
+  if (nhwc && kf_pass_run_pipeline(g, "channels-last", true, &d)) goto done;
   kf_partition_options po;
   kf_partition_options_init(&po);
   po.fuse = !fp64;

@@ -1,0 +1,253 @@
+/* pass/layout.c — channels-last activations for 2-d convolutions.
+ *
+ * cuDNN's fastest Hopper convolution kernels (TF32 warpgroup implicit GEMM)
+ * read and write NHWC; given NCHW tensors cuDNN either transposes them
+ * around the call or picks an older NCHW kernel. On the H200 (2026-11-22,
+ * scripts/sweep.py --profile) a 3x3 64-channel convolution of [32, 64, 56,
+ * 56] ran 68 us on the NCHW path against 38 us in NHWC with its weights in
+ * KRSC order, which is what torch.compile gets by converting the model to
+ * channels-last. This pass does the same as a layout choice of the
+ * compiler: intermediates keep their logical NCHW shapes and get
+ * channels-last strides, so nothing above the kernels changes.
+ *
+ * Expects: a verified graph after the compile pipeline (it inserts its own
+ * copies for outputs). Changes, in program order:
+ *  - a kf.conv qualifies when it is 2-d, not transposed, groups == 1, f32,
+ *    f16 or bf16, with input and output channels multiples of 8 (tensor
+ *    core tiles) and every tensor under 2^31 elements (cuDNN's legacy API);
+ *  - its input becomes channels-last: the value itself when it already is,
+ *    else a kf.copy declared channels-last (one per source value, shared by
+ *    every use that needs it);
+ *  - its weight becomes a graph-owned constant in KRSC order (a kf.param of
+ *    channels-last type) when it is a plain weight, else a channels-last
+ *    kf.copy; its result is declared channels-last;
+ *  - an element-wise op (unary, binary, where) with a channels-last operand
+ *    of its own result shape is declared channels-last; its other operands
+ *    of that shape are converted like conv inputs;
+ *  - any other use of a channels-last value (pooling, reductions, views,
+ *    matrix products, ...) and every graph output that is one read a
+ *    row-major kf.copy of it instead, so only convolutions and element-wise
+ *    kernels ever see the layout.
+ * Shape inference accepts the declared layout on element-wise and
+ * convolution results (pass/infer.c); the kernels read and write through
+ * the strides, and the cuDNN steps describe NHWC tensors (runtime/
+ * kfr_cudnn.c). A graph without qualifying convolutions is unchanged. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kfuse/ir.h"
+#include "pass_int.h"
+
+typedef struct lay {
+  kf_graph *g;
+  kf_diag *diag;
+  kf_namer nm;
+  /* value id -> its channels-last copy / its row-major copy */
+  kf_value **to_cl, **to_rm;
+  uint32_t cap;
+} lay;
+
+static bool is_cl(const kf_value *v) {
+  return v && v->type.kind == KF_TYPE_TENSOR && kf_type_is_channels_last(&v->type) &&
+         !kf_type_is_contiguous(&v->type);
+}
+
+static bool small(const kf_type *t) { return kf_type_numel(t) <= INT32_MAX; }
+
+static bool qualifies(const kf_op *op) {
+  if (op->code != KF_OP_CONV || op->n_operands < 2) return false;
+  const kf_value *x = op->operands[0], *w = op->operands[1], *r = op->results[0];
+  if (!x || !w || x->type.kind != KF_TYPE_TENSOR || x->type.rank != 4 || w->type.rank != 4 ||
+      r->type.rank != 4)
+    return false;
+  kf_dtype dt = r->type.dtype;
+  if ((dt != KF_DTYPE_F32 && dt != KF_DTYPE_F16 && dt != KF_DTYPE_BF16) || x->type.dtype != dt ||
+      w->type.dtype != dt)
+    return false;
+  if (kf_op_get_bool(op, "transposed") || kf_op_get_int(op, "groups") != 1) return false;
+  int64_t c = x->type.shape[1], k = r->type.shape[1];
+  if (c % 8 || k % 8 || !small(&x->type) || !small(&w->type) || !small(&r->type)) return false;
+  /* the weights' own layout must be dense (a param, a folded constant or
+   * anything contiguous) */
+  if (!kf_type_is_contiguous(&w->type) && !kf_type_is_channels_last(&w->type)) return false;
+  return true;
+}
+
+static bool elementwise(const kf_op *op) {
+  const kf_op_info *info = kf_op_info_get(op->code);
+  return (info->kind == KF_KIND_UNARY || info->kind == KF_KIND_BINARY ||
+          info->kind == KF_KIND_TERNARY) &&
+         op->n_results == 1 && op->results[0]->type.kind == KF_TYPE_TENSOR &&
+         op->results[0]->type.rank == 4;
+}
+
+static kf_status grow(lay *l) {
+  uint32_t need = l->g->next_value_id + 1;
+  if (need <= l->cap) return KF_OK;
+  uint32_t cap = l->cap ? l->cap : 64;
+  while (cap < need) cap *= 2;
+  kf_value **a = realloc(l->to_cl, cap * sizeof *a), **b;
+  if (!a) return KF_ERR_NOMEM;
+  l->to_cl = a;
+  b = realloc(l->to_rm, cap * sizeof *b);
+  if (!b) return KF_ERR_NOMEM;
+  l->to_rm = b;
+  memset(l->to_cl + l->cap, 0, (cap - l->cap) * sizeof *a);
+  memset(l->to_rm + l->cap, 0, (cap - l->cap) * sizeof *b);
+  l->cap = cap;
+  return KF_OK;
+}
+
+/* A kf.copy of v in the given layout (one per value and layout), placed
+ * right after v's definition, or first for a graph input, so every later
+ * use may take it. */
+static kf_status copy_of(lay *l, kf_value *v, bool cl, kf_value **out) {
+  kf_status st = grow(l);
+  if (st) return st;
+  kf_value *have = cl ? l->to_cl[v->id] : l->to_rm[v->id];
+  if (have) {
+    *out = have;
+    return KF_OK;
+  }
+  kf_type t = v->type;
+  if (cl) kf_type_set_channels_last(&t);
+  else kf_type_set_contiguous(&t);
+  char base[200];
+  snprintf(base, sizeof base, "%.180s_%s", v->def ? v->def->name : l->g->input_names[v->index],
+           cl ? "nhwc" : "nchw");
+  const char *name = kf_namer_fresh(&l->nm, base);
+  if (!name) return KF_ERR_NOMEM;
+  kf_op *cp = kf_graph_append_op(l->g, KF_OP_COPY, name, &v, 1, &t, 1);
+  if (!v->def) kf_graph_move_op(l->g, cp, l->g->first);
+  else if (v->def->next != cp) kf_graph_move_op(l->g, cp, v->def->next);
+  kf_type inf = t;
+  if ((st = kf_infer_types(cp, &inf, l->diag)) != KF_OK) return st;
+  if (!kf_type_equal(&inf, &t)) {
+    kf_diag_error(l->diag, "channels-last: the copy '%s' does not keep its layout", name);
+    return KF_ERR_INVALID;
+  }
+  if ((st = grow(l)) != KF_OK) return st;
+  (cl ? l->to_cl : l->to_rm)[v->id] = cp->results[0];
+  *out = cp->results[0];
+  return KF_OK;
+}
+
+/* The conv weight w in KRSC order: a new graph-owned constant when w is a
+ * plain contiguous weight with data, else a channels-last copy. */
+static kf_status weight_krsc(lay *l, kf_op *conv, kf_value *w, kf_value **out) {
+  if (is_cl(w) || kf_type_is_channels_last(&w->type)) {
+    *out = w;
+    return KF_OK;
+  }
+  kf_status st = grow(l);
+  if (st) return st;
+  if (l->to_cl[w->id]) {
+    *out = l->to_cl[w->id];
+    return KF_OK;
+  }
+  const kf_op *d = w->def;
+  if (d && d->code == KF_OP_PARAM && kf_type_is_contiguous(&w->type) && l->g->store.get) {
+    const char *fqn = kf_op_get_str(d, "fqn");
+    const void *data = NULL;
+    int64_t nbytes = 0;
+    if ((st = l->g->store.get(l->g->store.impl, fqn, &data, &nbytes, l->diag)) != KF_OK) return st;
+    int64_t es = (int64_t)kf_dtype_size(w->type.dtype), n = kf_type_numel(&w->type);
+    if (data && nbytes >= n * es) {
+      const int64_t *s = w->type.shape; /* [K, C, R, S] */
+      kf_type t = w->type;
+      kf_type_set_channels_last(&t);
+      unsigned char *dst = malloc((size_t)(n > 0 ? n * es : 1));
+      if (!dst) return KF_ERR_NOMEM;
+      const unsigned char *src = data;
+      for (int64_t k = 0; k < s[0]; k++)
+        for (int64_t c = 0; c < s[1]; c++)
+          for (int64_t r = 0; r < s[2]; r++)
+            for (int64_t q = 0; q < s[3]; q++) {
+              int64_t from = ((k * s[1] + c) * s[2] + r) * s[3] + q;
+              int64_t to = k * t.strides[0] + c * t.strides[1] + r * t.strides[2] + q * t.strides[3];
+              memcpy(dst + to * es, src + from * es, (size_t)es);
+            }
+      char fqn2[300], base[260];
+      snprintf(base, sizeof base, "%.240s.krsc", fqn);
+      snprintf(fqn2, sizeof fqn2, "%s", base);
+      for (unsigned i = 1; kf_graph_find_weight(l->g, fqn2); i++)
+        snprintf(fqn2, sizeof fqn2, "%s_%u", base, i);
+      if ((st = kf_graph_add_constant(l->g, fqn2, &t, dst, n * es, l->diag)) != KF_OK) return st;
+      const char *name = kf_namer_fresh(&l->nm, base);
+      if (!name) return KF_ERR_NOMEM;
+      kf_op *p = kf_graph_append_op(l->g, KF_OP_PARAM, name, NULL, 0, &t, 1);
+      kf_op_set_str(p, "fqn", fqn2);
+      kf_op_set_str(p, "kind", "folded");
+      kf_graph_move_op(l->g, p, conv);
+      if ((st = grow(l)) != KF_OK) return st;
+      l->to_cl[w->id] = p->results[0];
+      *out = p->results[0];
+      return KF_OK;
+    }
+  }
+  return copy_of(l, w, true, out);
+}
+
+static kf_status run(lay *l) {
+  kf_status st = KF_OK;
+  bool any = false;
+  for (kf_op *op = l->g->first; op; op = op->next)
+    if (qualifies(op)) any = true;
+  if (!any) return KF_OK;
+  for (kf_op *op = l->g->first; op && !st; op = op->next) {
+    if (op->code == KF_OP_COPY && op->n_results == 1 && grow(l) == KF_OK &&
+        ((l->to_cl[op->operands[0]->id] == op->results[0]) ||
+         (l->to_rm[op->operands[0]->id] == op->results[0])))
+      continue; /* one of ours */
+    if (qualifies(op)) {
+      kf_value *x = op->operands[0], *w = op->operands[1];
+      if (!is_cl(x) && (st = copy_of(l, x, true, &x)) != KF_OK) break;
+      if ((st = weight_krsc(l, op, w, &w)) != KF_OK) break;
+      op->operands[0] = x;
+      op->operands[1] = w;
+      kf_type_set_channels_last(&op->results[0]->type);
+      continue;
+    }
+    const kf_type *r = elementwise(op) ? &op->results[0]->type : NULL;
+    bool propagate = false;
+    for (int i = 0; r && i < op->n_operands; i++)
+      if (is_cl(op->operands[i]) && kf_type_same_shape(&op->operands[i]->type, r)) propagate = true;
+    if (propagate) {
+      for (int i = 0; i < op->n_operands && !st; i++) {
+        kf_value *v = op->operands[i];
+        if (!v || v->type.kind != KF_TYPE_TENSOR || is_cl(v) || !kf_type_same_shape(&v->type, r) ||
+            kf_type_is_channels_last(&v->type))
+          continue;
+        if ((st = copy_of(l, v, true, &v)) == KF_OK) op->operands[i] = v;
+      }
+      kf_type_set_channels_last(&op->results[0]->type);
+      continue;
+    }
+    /* everything else reads row-major */
+    for (int i = 0; i < op->n_operands && !st; i++) {
+      kf_value *v = op->operands[i];
+      if (!is_cl(v)) continue;
+      if ((st = copy_of(l, v, false, &v)) == KF_OK) op->operands[i] = v;
+    }
+  }
+  for (int i = 0; i < l->g->n_outputs && !st; i++) {
+    kf_value *v = l->g->outputs[i];
+    if (!is_cl(v)) continue;
+    if ((st = copy_of(l, v, false, &v)) == KF_OK) l->g->outputs[i] = v;
+  }
+  return st;
+}
+
+kf_status kf_pass_channels_last(kf_graph *g, kf_diag *diag) {
+  lay l;
+  memset(&l, 0, sizeof l);
+  l.g = g;
+  l.diag = diag;
+  kf_status st = kf_namer_init(&l.nm, g);
+  if (st == KF_OK) st = run(&l);
+  kf_namer_fini(&l.nm);
+  free(l.to_cl);
+  free(l.to_rm);
+  return st;
+}
