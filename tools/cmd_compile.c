@@ -3,7 +3,7 @@
  *   kfuse compile MODEL -o OUT.so [--emit so|obj] [--target sm_90|sm_90a]
  *                 [--precision default|tf32|bf16|fp16] [--report R.json]
  *                 [--embed-weights] [--no-fuse] [--no-cudnn] [--no-channels-last]
- *                 [--reference]
+ *                 [--no-tune] [--reference]
  *                 [--prefix NAME] [--kernel-option KEY=N ...] [-q]
  *
  * --kernel-option forces a template choice on every group instead of the
@@ -13,8 +13,10 @@
  * resident threads a SM asked of ptxas for row kernels (sets the register
  * budget).
  *
- * Needs no GPU: kernels are compiled with NVRTC but not verified or tuned
- * (the report says so). */
+ * Needs no GPU: kernels are compiled with NVRTC; with a GPU of the target's
+ * arch here (and no --no-tune) groups with template choices are timed on it
+ * and the fastest matching candidate kept (agent/tune.c), else choices are
+ * by rule (the report says which). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +94,8 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
       o.embed_weights = true;
     } else if (strcmp(a, "--no-fuse") == 0) {
       o.fuse = false;
+    } else if (strcmp(a, "--no-tune") == 0) {
+      o.no_tune = true;
     } else if (strcmp(a, "--no-channels-last") == 0) {
       o.no_channels_last = true;
     } else if (strcmp(a, "--no-cudnn") == 0) {

@@ -9,6 +9,9 @@
 // RUN: not %kfuse run %s 2>&1 | FileCheck %s --check-prefix=USAGE
 // RUN: not %kfuse info %s extra.mlir 2>&1 | FileCheck %s --check-prefix=USAGE
 // RUN: not %kfuse run %s --io %t.missing.kfio 2>&1 | FileCheck %s --check-prefix=NOIO
+// RUN: not %kfuse compile %s -o %t.so --kernel-option tpr=3 2>&1 | FileCheck %s --check-prefix=KOPT
+// RUN: not %kfuse compile %s -o %t.so --kernel-option occ=x 2>&1 | FileCheck %s --check-prefix=KOCC
+// RUN: not %kfuse compile %s -o %t.so --kernel-option foo=1 2>&1 | FileCheck %s --check-prefix=KKEY
 
 // OPS-DAG: kf.relu
 // OPS-DAG: kf.conv {{.*}}(x, weight, bias?) {stride:I padding:I dilation:I transposed:b output_padding:I groups:i}
@@ -22,6 +25,9 @@
 // USAGE: usage: kfuse <command>
 // UNKNOWN: kfuse: error: unknown command 'frobnicate'
 // NOIO: kfuse: error: {{.*}}missing.kfio: cannot open
+// KOPT: kfuse: error: --kernel-option tpr=3: tpr takes a power of two from 1 to 1024
+// KOCC: kfuse: error: --kernel-option occ=x: occ takes an integer from 32 to 2048
+// KKEY: kfuse: error: --kernel-option 'foo=1': expected block=N, vec=N, tpr=N, cache=N or occ=N
 
 "builtin.module"() ({
   "func.func"() <{arg_attrs = [{kf.name = "x"}], function_type = (tensor<2xf32>) -> (tensor<2xf32>), sym_name = "cli"}> ({
