@@ -141,6 +141,16 @@ bool kf_type_is_channels_last(const kf_type *t) {
   return true;
 }
 
+bool kf_op_is_layout_copy(const kf_op *op) {
+  if (op->code != KF_OP_COPY || op->n_operands != 1 || op->n_results != 1 || !op->operands[0]) return false;
+  const kf_type *x = &op->operands[0]->type, *r = &op->results[0]->type;
+  if (x->kind != KF_TYPE_TENSOR || x->rank != 4 || x->dtype != r->dtype || !kf_type_same_shape(x, r))
+    return false;
+  bool xc = kf_type_is_contiguous(x), xl = kf_type_is_channels_last(x);
+  bool rc = kf_type_is_contiguous(r), rl = kf_type_is_channels_last(r);
+  return (xc && !xl && rl && !rc) || (xl && !xc && rc && !rl);
+}
+
 int64_t kf_type_numel(const kf_type *t) {
   int64_t n = 1;
   if (t->kind != KF_TYPE_TENSOR) return 1;

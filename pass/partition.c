@@ -88,6 +88,11 @@ static cls classify(const kf_op *op) {
   if (op->code == KF_OP_PARAM || op->code == KF_OP_SCALAR) return C_FREE;
   if (op->code == KF_OP_FULL || op->code == KF_OP_ARANGE) return C_SOURCE;
   if (kf_pass_is_view_op(op)) return C_VIEW;
+  /* a layout change is a transpose with a kernel of its own (tiled through
+   * shared memory): fused into a neighbour it would be an uncoalesced
+   * element-wise pass, and it would keep a convolution's epilogue out of
+   * cuDNN's fused call */
+  if (kf_op_is_layout_copy(op)) return C_OPAQUE;
   switch (kf_op_info_get(op->code)->kind) {
   case KF_KIND_UNARY: case KF_KIND_BINARY: case KF_KIND_TERNARY: return C_EW;
   case KF_KIND_REDUCE: case KF_KIND_NORM: return C_REDUCE;

@@ -294,6 +294,9 @@ KF_API void kf_graph_move_op(kf_graph *g, kf_op *op, kf_op *before);
 KF_API void kf_graph_remove_op(kf_graph *g, kf_op *op);
 /* Replace every use of `from` (operands and graph outputs) by `to`. */
 KF_API void kf_graph_replace_uses(kf_graph *g, kf_value *from, kf_value *to);
+/* A kf.copy between the two dense layouts of a rank-4 tensor (row-major to
+ * channels-last or back, same dtype): a transpose, its own kernel. */
+KF_API bool kf_op_is_layout_copy(const kf_op *op);
 /* Number of uses of v (operands and graph outputs). */
 KF_API int kf_graph_count_uses(const kf_graph *g, const kf_value *v);
 KF_API int kf_graph_count_ops(const kf_graph *g);
