@@ -22,6 +22,7 @@
  * the plan's B, its B the plan's A, m and n swap, and the bias (one value
  * per column of row-major D) becomes cuBLASLt's per-row bias of D^T. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kfr_int.h"
@@ -113,9 +114,118 @@ static cublasStatus_t make_layout(const kfr_cublaslt *lt,
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/* Elements a row-major operand of rows x cols spans (leading dim ld,
+ * batches stride apart). */
+static uint64_t operand_elems(int64_t rows, int64_t cols, int64_t ld,
+                              int64_t batch, int64_t stride) {
+  return (uint64_t)((batch - 1) * stride + (rows - 1) * ld + cols);
+}
+
+#define KFR_GEMM_CANDIDATES 8
+#define KFR_GEMM_SEARCH_MAX_BYTES ((uint64_t)1 << 30)
+
+static int gemm_verbose(void) {
+  const char *v = getenv("KFUSE_GEMM_VERBOSE");
+  return v && *v && strcmp(v, "0") != 0;
+}
+
+/* Time step s with each of cuBLASLt's candidates res[0..found) on scratch
+ * operands of the step's shapes (zeros; the arena's workspace): one warm-up
+ * call, then the median of three, on the legacy stream. Returns the index
+ * of the fastest; 0 (the heuristic's first) when the operands would take
+ * more than KFR_GEMM_SEARCH_MAX_BYTES or scratch cannot be had; a candidate
+ * that fails to run is skipped. */
+static int time_algos(kfuse_model *m, uint32_t s,
+                      const cublasLtMatmulHeuristicResult_t *res, int found) {
+  const kfr_cublaslt *lt = m->lt_api;
+  const kfr_driver *cu = m->cu;
+  const kfr_step *stp = &m->steps[s];
+  const kfr_gemm *g = &stp->gemm;
+  const kfr_arg *a = &m->args[stp->first_arg];
+  kfr_gemm_rt *rt = &m->gemm[s];
+  uint64_t es = kfr_dtype_size(g->dtype);
+  int64_t ar = g->trans_a ? g->k : g->m, ac = g->trans_a ? g->m : g->k;
+  int64_t br = g->trans_b ? g->n : g->k, bc = g->trans_b ? g->k : g->n;
+  int has_bias = g->epilogue == KFR_EPI_BIAS || g->epilogue == KFR_EPI_RELU_BIAS ||
+                 g->epilogue == KFR_EPI_GELU_BIAS;
+  /* A, B, C, D, bias */
+  uint64_t nb[5] = {
+      operand_elems(ar, ac, g->lda, g->batch, g->stride_a) * es,
+      operand_elems(br, bc, g->ldb, g->batch, g->stride_b) * es,
+      g->has_c ? operand_elems(g->m, g->n, g->ldc, g->batch, g->stride_c) * es : 0,
+      operand_elems(g->m, g->n, g->ldd, g->batch, g->stride_d) * es,
+      has_bias ? (uint64_t)g->n * es : 0};
+  uint64_t total = 0;
+  for (int i = 0; i < 5; i++) total += nb[i];
+  if (total > KFR_GEMM_SEARCH_MAX_BYTES)
+    return 0;
+  CUdeviceptr p[5] = {0};
+  CUevent ev[2] = {0};
+  int best = 0, ok = 1;
+  float best_ms = 0;
+  for (int i = 0; i < 5 && ok; i++)
+    if (nb[i] && (cu->cuMemAlloc(&p[i], nb[i]) != CUDA_SUCCESS ||
+                  cu->cuMemsetD8Async(p[i], 0, nb[i], NULL) != CUDA_SUCCESS))
+      ok = 0;
+  for (int i = 0; i < 2 && ok; i++)
+    if (cu->cuEventCreate(&ev[i], 0) != CUDA_SUCCESS)
+      ok = 0;
+  void *ws = g->workspace_bytes ? (void *)(uintptr_t)arg_ptr(m, &a[5]) : NULL;
+  if (ok && has_bias) {
+    const void *bias = (const void *)(uintptr_t)p[4];
+    ok = lt->cublasLtMatmulDescSetAttribute(rt->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                            &bias, sizeof bias) == CUBLAS_STATUS_SUCCESS;
+  }
+  CUdeviceptr pc = g->has_c ? p[2] : p[3];
+  for (int c = 0; c < found && ok; c++) {
+    float ms[3];
+    int ran = 1;
+    for (int rep = -1; rep < 3 && ran; rep++) {
+      if (rep >= 0 && cu->cuEventRecord(ev[0], NULL) != CUDA_SUCCESS)
+        ran = 0;
+      if (ran && lt->cublasLtMatmul(m->lt, rt->op, &rt->alpha, (const void *)(uintptr_t)p[1], rt->la,
+                                    (const void *)(uintptr_t)p[0], rt->lb, &rt->beta,
+                                    (const void *)(uintptr_t)pc, g->has_c ? rt->lc : rt->ld,
+                                    (void *)(uintptr_t)p[3], rt->ld, &res[c].algo, ws,
+                                    g->workspace_bytes, NULL) != CUBLAS_STATUS_SUCCESS)
+        ran = 0;
+      if (ran && rep >= 0 &&
+          (cu->cuEventRecord(ev[1], NULL) != CUDA_SUCCESS ||
+           cu->cuEventSynchronize(ev[1]) != CUDA_SUCCESS ||
+           cu->cuEventElapsedTime(&ms[rep], ev[0], ev[1]) != CUDA_SUCCESS))
+        ran = 0;
+    }
+    if (!ran) {
+      (void)cu->cuCtxSynchronize();
+      continue;
+    }
+    float med = ms[0] < ms[1] ? (ms[1] < ms[2] ? ms[1] : (ms[0] < ms[2] ? ms[2] : ms[0]))
+                              : (ms[0] < ms[2] ? ms[0] : (ms[1] < ms[2] ? ms[2] : ms[1]));
+    if (gemm_verbose())
+      fprintf(stderr, "kfuse: GEMM step %u (%s) m=%lld n=%lld k=%lld: candidate %d %.4f ms\n", s,
+              sname(m, s), (long long)g->m, (long long)g->n, (long long)g->k, c, med);
+    if (c == 0 || med < best_ms) {
+      best = c;
+      best_ms = med;
+    }
+  }
+  for (int i = 0; i < 2; i++)
+    if (ev[i]) (void)cu->cuEventDestroy(ev[i]);
+  (void)cu->cuCtxSynchronize();
+  for (int i = 0; i < 5; i++)
+    if (p[i]) (void)cu->cuMemFree(p[i]);
+  if (gemm_verbose())
+    fprintf(stderr, "kfuse: GEMM step %u (%s): chose candidate %d of %d\n", s, sname(m, s), best,
+            found);
+  return best;
+}
+
 /* Pick the algorithm for the given operand alignments (A, B, C, D in the
- * plan's terms). */
-static int choose_algo(kfuse_model *m, uint32_t s, const uint32_t align[4]) {
+ * plan's terms): at create time (timed) the fastest of cuBLASLt's first
+ * KFR_GEMM_CANDIDATES heuristic candidates on the GPU, unless
+ * KFUSE_GEMM_SEARCH=0; otherwise (and when a run's pointers are less
+ * aligned than planned) the heuristic's first. */
+static int choose_algo(kfuse_model *m, uint32_t s, const uint32_t align[4], int timed) {
   const kfr_cublaslt *lt = m->lt_api;
   const kfr_gemm *g = &m->steps[s].gemm;
   kfr_gemm_rt *rt = &m->gemm[s];
@@ -145,13 +255,29 @@ static int choose_algo(kfuse_model *m, uint32_t s, const uint32_t align[4]) {
     rc = lt_fail(m, st, call, s);
     goto done;
   }
-  cublasLtMatmulHeuristicResult_t res;
-  memset(&res, 0, sizeof res);
+  cublasLtMatmulHeuristicResult_t cand[KFR_GEMM_CANDIDATES];
+  memset(cand, 0, sizeof cand);
   int found = 0;
+  const char *search = getenv("KFUSE_GEMM_SEARCH");
+  if (search && strcmp(search, "0") == 0)
+    timed = 0;
   /* without C, cuBLASLt gets D's layout for it (and beta = 0) */
   st = lt->cublasLtMatmulAlgoGetHeuristic(m->lt, rt->op, rt->la, rt->lb,
                                           g->has_c ? rt->lc : rt->ld, rt->ld,
-                                          pref, 1, &res, &found);
+                                          pref, timed ? KFR_GEMM_CANDIDATES : 1,
+                                          cand, &found);
+  int pick = 0;
+  while (pick < found && cand[pick].state != CUBLAS_STATUS_SUCCESS)
+    pick++;
+  if (st == CUBLAS_STATUS_SUCCESS && timed && found > 1) {
+    int n = 0; /* usable candidates first */
+    for (int i = 0; i < found; i++)
+      if (cand[i].state == CUBLAS_STATUS_SUCCESS)
+        cand[n++] = cand[i];
+    found = n;
+    pick = found > 1 ? time_algos(m, s, cand, found) : 0;
+  }
+  cublasLtMatmulHeuristicResult_t res = pick < found ? cand[pick] : cand[0];
   if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED) {
     rc = lt_fail(m, st, "cublasLtMatmulAlgoGetHeuristic", s);
     goto done;
@@ -244,7 +370,7 @@ int kfr_gemm_prepare(kfuse_model *m, uint32_t s) {
                        planned_align(m, &a[3])};
   if (!g->has_c)
     align[2] = align[3];
-  return choose_algo(m, s, align);
+  return choose_algo(m, s, align, 1);
 }
 
 void kfr_gemm_release(kfuse_model *m, uint32_t s) {
@@ -284,7 +410,7 @@ static int run_gemm(kfuse_model *m, uint32_t s, CUstream stream) {
     for (int i = 0; i < 4; i++)
       if (align[i] > rt->align[i])
         align[i] = rt->align[i];
-    int rc = choose_algo(m, s, align);
+    int rc = choose_algo(m, s, align, 0);
     if (rc)
       return rc;
   }
