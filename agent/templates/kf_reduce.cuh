@@ -242,11 +242,7 @@ template <class T> struct red_softmax {
 // (tid = slot * TPR + lane); otherwise rows are consecutive (tid = lane *
 // RPB + slot). Every thread of the row returns the same state (the warp
 // path broadcasts the row leader's). Called by every thread of the block.
-// LEAD = false drops the barrier that keeps this reduction's writes from
-// overtaking readers of the previous one in the same smem: for callers that
-// alternate two regions, where the other region's barrier already orders
-// them (cached_reduce's two reductions a row).
-template <class RED, int BLOCK, int TPR, bool ROWLAYOUT, bool LEAD = true>
+template <class RED, int BLOCK, int TPR, bool ROWLAYOUT>
 __device__ __forceinline__ typename RED::state row_allreduce(const RED &red, typename RED::state s,
                                                              typename RED::state *smem) {
   if constexpr (ROWLAYOUT && TPR <= 32) {
@@ -258,7 +254,7 @@ __device__ __forceinline__ typename RED::state row_allreduce(const RED &red, typ
 #pragma unroll
     for (int m = 16; m >= 1; m /= 2) s = red.combine(s, red.shfl(s, m));
     const int warp = (int)threadIdx.x / 32;
-    if constexpr (LEAD) __syncthreads();
+    __syncthreads();
     if (threadIdx.x % 32 == 0) smem[warp] = s;
     __syncthreads();
     constexpr int WPR = TPR / 32;
@@ -324,11 +320,7 @@ cached_reduce(const red_softmax<T> &, T (&cache)[N], int n, long long, int, long
 #pragma unroll
   for (int i = 0; i < N; i++)
     if (i < n) mx.add(m, cache[i], 0);
-  // on the warp-partials path (ALT: a row over several warps) two regions
-  // (tmp, tmp + 32: at most 32 warps a block) alternate, so each
-  // reduction's middle barrier orders the other's reuse: no lead barriers
-  constexpr bool ALT = ROWLAYOUT && TPR > 32;
-  m = row_allreduce<red_maxnan<T>, BLOCK, TPR, ROWLAYOUT, !ALT>(mx, m, tmp);
+  m = row_allreduce<red_maxnan<T>, BLOCK, TPR, ROWLAYOUT>(mx, m, tmp);
   T sum = T(0);
 #pragma unroll
   for (int i = 0; i < N; i++) {
@@ -336,7 +328,7 @@ cached_reduce(const red_softmax<T> &, T (&cache)[N], int n, long long, int, long
     sum += e;
     if (EXP) cache[i] = e; // softmax's phase 2 then only scales
   }
-  sum = row_allreduce<red_sum<T>, BLOCK, TPR, ROWLAYOUT, !ALT>(red_sum<T>(), sum, ALT ? tmp + 32 : tmp);
+  sum = row_allreduce<red_sum<T>, BLOCK, TPR, ROWLAYOUT>(red_sum<T>(), sum, tmp);
   typename red_softmax<T>::state r;
   r.m = m;
   r.s = sum;
@@ -352,14 +344,13 @@ cached_reduce(const red_welford<T> &, T (&cache)[N], int n, long long, int, long
 #pragma unroll
   for (int i = 0; i < N; i++)
     if (i < n) sum += cache[i];
-  constexpr bool ALT = ROWLAYOUT && TPR > 32; // as softmax's
-  sum = row_allreduce<red_sum<T>, BLOCK, TPR, ROWLAYOUT, !ALT>(red_sum<T>(), sum, tmp);
+  sum = row_allreduce<red_sum<T>, BLOCK, TPR, ROWLAYOUT>(red_sum<T>(), sum, tmp);
   const T mean = sum / T(len);
   T m2 = T(0);
 #pragma unroll
   for (int i = 0; i < N; i++)
     if (i < n) m2 += (cache[i] - mean) * (cache[i] - mean);
-  m2 = row_allreduce<red_sum<T>, BLOCK, TPR, ROWLAYOUT, !ALT>(red_sum<T>(), m2, ALT ? tmp + 32 : tmp);
+  m2 = row_allreduce<red_sum<T>, BLOCK, TPR, ROWLAYOUT>(red_sum<T>(), m2, tmp);
   typename red_welford<T>::state r;
   r.mean = mean;
   r.m2 = m2;
