@@ -169,6 +169,7 @@ kf_status kb_unit_gemm(const kf_partition *p, const kf_group *g, const kf_builti
   int dindex = -1;
   kf_type dtype_t;
   contiguous(&dtype_t, gdt, r, res->type.shape);
+  bool inplace = false;
   if (!need_epi) {
     dindex = kb_group_output(g, final_val);
     if (dindex < 0) return kb_unsupported(diag, g, a, "GEMM result is not a group output");
@@ -176,8 +177,16 @@ kf_status kb_unit_gemm(const kf_partition *p, const kf_group *g, const kf_builti
       return kb_unsupported(diag, g, a, "non-contiguous GEMM output");
   } else {
     int oi = kb_group_output(g, res);
+    const kf_value *fo = g->n_outputs == 1 ? g->outputs[0] : NULL;
     if (oi >= 0 && !fp64 && kf_type_is_contiguous(&res->type)) {
       dindex = oi;
+    } else if (oi < 0 && !fp64 && fo && fo->type.kind == KF_TYPE_TENSOR && fo->type.dtype == gdt &&
+               kf_type_is_contiguous(&fo->type) && kf_type_same_shape(&fo->type, &res->type)) {
+      /* the group's one output holds the product and the epilogue launch
+       * rewrites it in place (element-wise: each element read, then
+       * written, by the same thread): no scratch of the output's size */
+      dindex = kb_group_output(g, fo);
+      inplace = true;
     } else {
       dkind = KF_UARG_SCRATCH;
       dindex = kf_unit_add_scratch(u, kf_type_numel(&dtype_t) * (int64_t)kf_dtype_size(gdt));
@@ -249,7 +258,7 @@ kf_status kb_unit_gemm(const kf_partition *p, const kf_group *g, const kf_builti
   l.bound_vals[0] = res;
   l.bound_kind[0] = dkind;
   l.bound_index[0] = dindex;
-  l.bound_type[0] = dkind == KF_UARG_OUTPUT ? &res->type : &dtype_t;
+  l.bound_type[0] = dkind == KF_UARG_OUTPUT && !inplace ? &res->type : &dtype_t;
   l.addmm = (bias && !bias_fused) ? a : NULL;
   for (int i = 0; i < g->n_outputs; i++) {
     const kf_value *v = g->outputs[i];

@@ -1,6 +1,7 @@
-// GEMM groups: bias+relu and bias+gelu(tanh) fused into the library step,
-// an addmm with a 2-d bias, alpha and beta (bias added by the epilogue
-// launch), a product that is both an output and read by its epilogue, bmm
+// GEMM groups: bias+relu fused into the library step, bias+gelu(tanh)
+// (f32: the library step's bias, then a launch rewriting the output in
+// place), an addmm with a 2-d bias, alpha and beta (bias added by the
+// epilogue launch, in place), a product that is both an output and read by its epilogue, bmm
 // with an expanded (batch stride 0) operand, a transposed left operand, and
 // an operand with no unit stride (copied to scratch first).
 "builtin.module"() ({
