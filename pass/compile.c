@@ -152,14 +152,14 @@ static kf_status build_units(const kf_partition *p, const kf_compile_options *o,
   }
   int ns = 0;
   kf_status st = KF_OK;
-  /* the GPU search: on when a GPU of the target's arch is here */
+  /* the GPU search: a CUDA context is opened for the first group with
+   * choices worth timing, when a GPU of the target's arch is here */
   kf_tuner *tu = NULL;
+  bool tried = false;
   ts->on = false;
   if (o->no_tune) snprintf(ts->why, sizeof ts->why, "--no-tune");
   else if (o->reference) snprintf(ts->why, sizeof ts->why, "the fp64 reference is not tuned");
-  else if (kf_tuner_open(&o->target, &tu, ts->why, sizeof ts->why) == KF_OK) ts->on = true;
-  if (o->progress && !ts->on && !o->reference)
-    fprintf(stderr, "kfuse: choices by rule, no GPU search (%s)\n", ts->why);
+  else snprintf(ts->why, sizeof ts->why, "no group has choices worth timing");
   for (int i = 0; i < p->n_groups && !st; i++) {
     const kf_group *grp = &p->groups[i];
     if (grp->kind == KF_GROUP_VIEW) continue;
@@ -175,6 +175,12 @@ static kf_status build_units(const kf_partition *p, const kf_compile_options *o,
       slots[ns].first = grp;
       slots[ns].build_s = t1 - t0;
       slots[ns].compile_s = now_s() - t1;
+      if (!st && !tried && !o->no_tune && !o->reference && kf_tune_wanted(grp)) {
+        tried = true;
+        if (kf_tuner_open(&o->target, &tu, ts->why, sizeof ts->why) == KF_OK) ts->on = true;
+        else if (o->progress)
+          fprintf(stderr, "kfuse: choices by rule, no GPU search (%s)\n", ts->why);
+      }
       if (!st && tu && kf_tune_wanted(grp)) {
         double t2 = now_s();
         st = kf_tune_group(tu, p, grp, &bo, &slots[ns].unit, &slots[ns].tune, diag);
