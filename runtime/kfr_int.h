@@ -1,6 +1,7 @@
 /* kfr_int.h — internals of the kfuse runtime (runtime/), shared by its
- * source files and by the runtime's own tests; nothing outside runtime/ and
- * tests/ includes it.
+ * source files, by the runtime's own tests and by the compiler's GPU search
+ * (agent/tune.c, which loads the driver through kfr_driver_load); nothing
+ * else includes it.
  *
  * The runtime never links the CUDA driver or cuBLASLt: both are loaded with
  * dlopen and their entry points kept in the tables below. Driver entry

@@ -401,7 +401,8 @@ static int check_conv(chk *c, uint32_t s, const char *sname,
     return bad(c, "step %u (%s): CONV has_bias/has_z must be 0 or 1", s,
                sname);
   if (v->layout > KFR_CONV_NHWC || v->reserved != 0)
-    return bad(c, "step %u (%s): unknown CONV layout %u", s, sname, v->layout);
+    return bad(c, "step %u (%s): CONV layout %u, reserved %u: the layout is 0 "
+               "(NCHW) or 1 (NHWC), reserved 0", s, sname, v->layout, v->reserved);
   if (v->layout == KFR_CONV_NHWC && v->nd != 2)
     return bad(c, "step %u (%s): an NHWC CONV step is 2-d, this one %u-d", s,
                sname, v->nd);

@@ -653,6 +653,9 @@ CMUT(dtype, c->dtype = KFUSE_DTYPE_F64)
 CMUT(compute, c->compute = 9)
 CMUT(activation, c->activation = 2)
 CMUT(has_bias, c->has_bias = 2)
+CMUT(layout, c->layout = 2)
+CMUT(reserved, c->reserved = 1)
+CMUT(nhwc_1d, { kfr_conv *d = &step(p, 1)->conv; d->layout = KFR_CONV_NHWC; })
 CMUT(n, c->n = 0)
 CMUT(groups, c->groups = 3)
 CMUT(groups_zero, c->groups = 0)
@@ -685,6 +688,9 @@ static const mutation conv_mutations[] = {
     {"compute", cmut_compute, "unknown CONV compute 9"},
     {"activation", cmut_activation, "unknown CONV activation 2"},
     {"has_bias", cmut_has_bias, "has_bias/has_z must be 0 or 1"},
+    {"layout", cmut_layout, "CONV layout 2, reserved 0"},
+    {"reserved", cmut_reserved, "CONV layout 0, reserved 1"},
+    {"nhwc_1d", cmut_nhwc_1d, "an NHWC CONV step is 2-d, this one 1-d"},
     {"n", cmut_n, "CONV sizes n=0 c=4 k=8 groups=2 must be positive"},
     {"groups", cmut_groups, "not multiples of groups=3"},
     {"groups_zero", cmut_groups_zero, "must be positive"},
