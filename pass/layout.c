@@ -195,11 +195,9 @@ static kf_status run(lay *l) {
   for (kf_op *op = l->g->first; op; op = op->next)
     if (qualifies(op)) any = true;
   if (!any) return KF_OK;
+  /* the copies made here go right after their operand's definition (or
+   * first), which the walk has passed: it never meets them */
   for (kf_op *op = l->g->first; op && !st; op = op->next) {
-    if (op->code == KF_OP_COPY && op->n_results == 1 && grow(l) == KF_OK &&
-        ((l->to_cl[op->operands[0]->id] == op->results[0]) ||
-         (l->to_rm[op->operands[0]->id] == op->results[0])))
-      continue; /* one of ours */
     if (qualifies(op)) {
       kf_value *x = op->operands[0], *w = op->operands[1];
       if (!is_cl(x) && (st = copy_of(l, x, true, &x)) != KF_OK) break;

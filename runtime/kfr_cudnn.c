@@ -423,8 +423,7 @@ static int time_fused(kfuse_model *m, uint32_t s, search_buf *sb, kfr_dnn_perf *
     }
     if (!ok || rc)
       continue;
-    float lo = ms[0] < ms[1] ? ms[0] : ms[1], hi = ms[0] < ms[1] ? ms[1] : ms[0];
-    float med = ms[2] < lo ? lo : ms[2] > hi ? hi : ms[2];
+    float med = kfr_median3(ms);
     if (verbose())
       fprintf(stderr, "kfuse: cuDNN step %u (%s): fused call, algo %d math %d: %.4f ms\n", s, sname(m, s),
               perf[i].algo, perf[i].math_type, med);

@@ -72,6 +72,13 @@ KFR_HIDDEN int kfr_driver_load(const kfr_driver **out, char *msg, size_t n);
 KFR_HIDDEN const char *kfr_cu_describe(const kfr_driver *d, CUresult r,
                                        char *buf, size_t n);
 
+/* The median of three timings (the algorithm searches of kfr_run.c and
+ * kfr_cudnn.c). */
+static inline float kfr_median3(const float ms[3]) {
+  float lo = ms[0] < ms[1] ? ms[0] : ms[1], hi = ms[0] < ms[1] ? ms[1] : ms[0];
+  return ms[2] < lo ? lo : ms[2] > hi ? hi : ms[2];
+}
+
 /* ---- cuBLASLt ----------------------------------------------------------- */
 
 #define KFR_LT_FUNCS(X)                                                      \

@@ -199,8 +199,7 @@ static int time_algos(kfuse_model *m, uint32_t s,
       (void)cu->cuCtxSynchronize();
       continue;
     }
-    float med = ms[0] < ms[1] ? (ms[1] < ms[2] ? ms[1] : (ms[0] < ms[2] ? ms[2] : ms[0]))
-                              : (ms[0] < ms[2] ? ms[0] : (ms[1] < ms[2] ? ms[2] : ms[1]));
+    float med = kfr_median3(ms);
     if (gemm_verbose())
       fprintf(stderr, "kfuse: GEMM step %u (%s) m=%lld n=%lld k=%lld: candidate %d %.4f ms\n", s,
               sname(m, s), (long long)g->m, (long long)g->n, (long long)g->k, c, med);
