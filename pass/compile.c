@@ -252,11 +252,33 @@ static void add_library_steps(cJSON *e, const kf_unit *u) {
   }
 }
 
+/* What one run of the module does: its plan's steps, which are the steps of
+ * every non-view group's unit in group order (pass/plan.c). */
+typedef struct run_steps {
+  int launches, gemm, conv, memset;
+} run_steps;
+
+static run_steps count_steps(const kf_partition *p, kf_unit **units) {
+  run_steps r = {0, 0, 0, 0};
+  for (int i = 0; i < p->n_groups; i++) {
+    if (p->groups[i].kind == KF_GROUP_VIEW || !units[i]) continue;
+    for (int s = 0; s < units[i]->n_steps; s++)
+      switch (units[i]->steps[s].kind) {
+      case KF_USTEP_LAUNCH: r.launches++; break;
+      case KF_USTEP_GEMM: r.gemm++; break;
+      case KF_USTEP_CONV: r.conv++; break;
+      case KF_USTEP_MEMSET: r.memset++; break;
+      default: break;
+      }
+  }
+  return r;
+}
+
 static kf_status write_report(const char *path, const kf_graph *g, const kf_partition *p,
                               const kf_memplan *mp, kf_unit **units, const unit_slot *slots, int ns,
                               const kf_compile_options *o, const char *out_path, size_t blob_bytes,
                               int64_t weights_bytes, const double *phase, const tune_state *ts,
-                              kf_diag *diag) {
+                              run_steps rs, kf_diag *diag) {
   cJSON *r = cJSON_CreateObject();
   if (!r) return KF_ERR_NOMEM;
   cJSON_AddStringToObject(r, "model", g->name);
@@ -284,6 +306,11 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
   cJSON_AddStringToObject(r, "note", note);
   cJSON_AddNumberToObject(r, "groups", p->n_groups);
   cJSON_AddNumberToObject(r, "unique_units", ns);
+  cJSON *sr = cJSON_AddObjectToObject(r, "steps_per_run");
+  cJSON_AddNumberToObject(sr, "launches", rs.launches);
+  cJSON_AddNumberToObject(sr, "gemm", rs.gemm);
+  cJSON_AddNumberToObject(sr, "conv", rs.conv);
+  cJSON_AddNumberToObject(sr, "memset", rs.memset);
   cJSON_AddNumberToObject(r, "arena_bytes", (double)mp->arena_bytes);
   cJSON_AddNumberToObject(r, "naive_bytes", (double)mp->naive_bytes);
   cJSON_AddNumberToObject(r, "scratch_bytes", (double)mp->scratch_bytes);
@@ -384,6 +411,7 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   kf_partition_options_init(&po);
   po.precision = o->precision;
   po.fuse = o->fuse && !o->reference;
+  po.horizontal = !o->no_horizontal;
   st = kf_partition_graph(g, &po, &p, diag);
   phase[1] = now_s() - t;
   if (st) goto done;
@@ -492,16 +520,18 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
     if (st) goto done;
   }
   phase[7] = now_s() - t0;
+  run_steps rs = count_steps(p, units);
   if (o->report_path)
     st = write_report(o->report_path, g, p, mp, units, slots, ns, o, out_path, blob_bytes, wbytes,
-                      phase, &ts, diag);
-  if (o->progress && !st)
+                      phase, &ts, rs, diag);
+  if (o->progress && !st) {
     fprintf(stderr,
-            "kfuse: wrote %s (%d groups, %d kernel units, arena %.1f KiB vs %.1f KiB naive, %.2f s; "
-            "kernels compiled, not verified; %d group(s) searched on the GPU, other choices by "
-            "rule)\n",
-            out_path, p->n_groups, ns, (double)mp->arena_bytes / 1024, (double)mp->naive_bytes / 1024,
-            phase[7], ts.searched);
+            "kfuse: wrote %s (%d groups, %d kernel units, %d launches + %d library calls a run, "
+            "arena %.1f KiB vs %.1f KiB naive, %.2f s; kernels compiled, not verified; %d group(s) "
+            "searched on the GPU, other choices by rule)\n",
+            out_path, p->n_groups, ns, rs.launches, rs.gemm + rs.conv, (double)mp->arena_bytes / 1024,
+            (double)mp->naive_bytes / 1024, phase[7], ts.searched);
+  }
 done:
   if (wf) fclose(wf);
   if (st && wpath) unlink(wpath);

@@ -35,6 +35,17 @@
  * a depth-first search over the current group graph, whose edges are
  * recomputed from use lists (groups only ever grow or merge).
  *
+ * Then horizontal fusion (option horizontal, on by default): ELEMENTWISE
+ * groups over the same iteration shape and memory layout that read a
+ * common tensor (siblings such as relu(x), gelu(x), x * sigmoid(x)) merge,
+ * in creation order, when no path through a third group joins them, the
+ * merged group stays within HFUSE_MAX_OUTPUTS outputs and HFUSE_MAX_OPS
+ * ops, and — over more than HFUSE_SMALL_NUMEL elements — both or neither
+ * read only vectorisable operands and both move the same smallest element
+ * size (which sets the vector width). One launch then reads the shared
+ * tensor once and does the work of several (the element-wise emitter
+ * computes all outputs of one shape in one launch).
+ *
  * With fuse off every non-view op is a group of its own (the per-op
  * lowering). Groups are then ordered topologically, ties broken by their
  * first op in program order, and given inputs (first use), outputs (used
@@ -78,6 +89,7 @@ void kf_partition_options_init(kf_partition_options *o) {
   memset(o, 0, sizeof *o);
   o->precision = KF_PRECISION_DEFAULT;
   o->fuse = true;
+  o->horizontal = true;
 }
 
 /* ---- op classes ------------------------------------------------------------- */
@@ -414,6 +426,133 @@ static kf_status place(part *P, int i) {
   case C_OPAQUE: return new_group(P, KF_GROUP_OPAQUE, i, &gid);
   }
   return KF_ERR_INTERNAL;
+}
+
+/* ---- horizontal fusion ---------------------------------------------------------- */
+
+enum { HFUSE_MAX_OUTPUTS = 8, HFUSE_MAX_OPS = 64 };
+/* Iteration spaces up to this many elements are launch-bound (1 MiB of f32
+ * moves in about a quarter of a launch's cost on Hopper): their groups
+ * merge whatever their accesses, since a launch saved outweighs vectors
+ * lost. */
+#define HFUSE_SMALL_NUMEL ((int64_t)1 << 18)
+
+/* Every op result of group a has the iteration shape's layout of t (the
+ * strides the launch's loop order is taken from). */
+static bool same_layout(const part *P, int a, const kf_type *t) {
+  const pgroup *pa = &P->gs[a];
+  for (int k = 0; k < pa->n_ops; k++) {
+    const kf_type *r = &P->ops[pa->ops[k]]->results[0]->type;
+    if (r->rank != t->rank) return false;
+    for (int d = 0; d < t->rank; d++)
+      if (r->shape[d] != t->shape[d] || (t->shape[d] > 1 && r->strides[d] != t->strides[d]))
+        return false;
+  }
+  return true;
+}
+
+/* How group a's launch accesses memory, as the element-wise emitter sees it
+ * (agent/builtin_ew.c, agent/builtin.c kb_rules_elementwise). *plain: every
+ * tensor it reads from outside moves with stride 0 or 1 along its last dim
+ * from a 16-byte aligned start, which 16-byte vector accesses need.
+ * *min_bytes: the smallest element size it moves with unit stride (those
+ * operands, and its values used outside it); the vector width is 16 bytes
+ * over it. A plain group only merges with a plain group of the same
+ * min_bytes: one transposed or oddly offset operand would turn its
+ * sibling's launch scalar, and a smaller element size would widen its
+ * sibling's vectors past what the last dim may divide. */
+static void access_profile(const part *P, int a, bool *plain, size_t *min_bytes) {
+  const pgroup *pa = &P->gs[a];
+  *plain = true;
+  *min_bytes = 16;
+  for (int k = 0; k < pa->n_ops; k++) {
+    const kf_op *op = P->ops[pa->ops[k]];
+    for (int s = 0; s < op->n_operands; s++) {
+      const kf_value *v = op->operands[s];
+      if (!v || v->type.kind != KF_TYPE_TENSOR || group_of_value(P, v) == a) continue;
+      const kf_type *t = &v->type;
+      size_t b = kf_dtype_size(t->dtype);
+      bool along = t->rank > 0 && t->shape[t->rank - 1] > 1;
+      if (along && t->strides[t->rank - 1] > 1) *plain = false;
+      if ((t->offset * (int64_t)b) % 16 != 0) *plain = false;
+      if (along && t->strides[t->rank - 1] == 1 && b < *min_bytes) *min_bytes = b;
+    }
+    for (int r = 0; r < op->n_results; r++) {
+      const kf_value *v = op->results[r];
+      bool out = P->is_out[v->id];
+      for (int u = P->use_start[v->id]; u < P->use_start[v->id + 1] && !out; u++)
+        out = P->grp[P->use_list[u]] != a;
+      size_t b = kf_dtype_size(v->type.dtype);
+      if (out && v->type.kind == KF_TYPE_TENSOR && b < *min_bytes) *min_bytes = b;
+    }
+  }
+}
+
+/* Values of groups a and b that would be outputs of their union: graph
+ * outputs and values used by any other group. */
+static int union_outputs(const part *P, int a, int b) {
+  int n = 0;
+  for (int w = 0; w < 2; w++) {
+    int x = w ? b : a;
+    const pgroup *px = &P->gs[x];
+    for (int k = 0; k < px->n_ops; k++) {
+      const kf_op *op = P->ops[px->ops[k]];
+      for (int r = 0; r < op->n_results; r++) {
+        uint32_t id = op->results[r]->id;
+        bool out = P->is_out[id];
+        for (int u = P->use_start[id]; u < P->use_start[id + 1] && !out; u++) {
+          int y = P->grp[P->use_list[u]];
+          out = y != a && y != b;
+        }
+        n += out;
+      }
+    }
+  }
+  return n;
+}
+
+/* Merges sibling ELEMENTWISE groups (see the file comment). */
+static kf_status fuse_horizontally(part *P) {
+  for (int a = 0; a < P->n_gs; a++) {
+    pgroup *pa = &P->gs[a];
+    if (!pa->alive || pa->kind != KF_GROUP_ELEMENTWISE || !pa->has_shape) continue;
+    const kf_type *lay = &P->ops[pa->ops[0]]->results[0]->type;
+    if (!same_layout(P, a, lay)) continue;
+    int64_t numel = 1;
+    for (int d = 0; d < pa->rank; d++) numel *= pa->shape[d];
+    bool small = numel <= HFUSE_SMALL_NUMEL;
+    bool plain;
+    size_t mb;
+    access_profile(P, a, &plain, &mb);
+    /* the tensors a reads from outside: graph inputs, weights, other groups' values */
+    for (int k = 0; k < pa->n_ops; k++) {
+      const kf_op *op = P->ops[pa->ops[k]];
+      for (int s = 0; s < op->n_operands; s++) {
+        const kf_value *v = op->operands[s];
+        if (!v || v->type.kind != KF_TYPE_TENSOR || group_of_value(P, v) == a) continue;
+        for (int u = P->use_start[v->id]; u < P->use_start[v->id + 1]; u++) {
+          int b = P->grp[P->use_list[u]];
+          if (b <= a || !P->gs[b].alive || P->gs[b].kind != KF_GROUP_ELEMENTWISE) continue;
+          const pgroup *pb = &P->gs[b];
+          if (!pb->has_shape || pb->rank != pa->rank ||
+              memcmp(pb->shape, pa->shape, sizeof(int64_t) * (size_t)pa->rank) != 0)
+            continue;
+          if (pa->n_ops + pb->n_ops > HFUSE_MAX_OPS || !same_layout(P, b, lay)) continue;
+          if (!small) {
+            bool plain_b;
+            size_t mb_b;
+            access_profile(P, b, &plain_b, &mb_b);
+            if (plain_b != plain || (plain && mb_b != mb)) continue;
+          }
+          if (union_outputs(P, a, b) > HFUSE_MAX_OUTPUTS || !can_merge(P, a, b)) continue;
+          kf_status st = merge(P, a, b);
+          if (st) return st;
+          pa = &P->gs[a];
+        }
+      }
+    }
+  }
+  return KF_OK;
 }
 
 /* ---- canonical form ----------------------------------------------------------- */
@@ -764,6 +903,7 @@ kf_status kf_partition_graph(const kf_graph *g, const kf_partition_options *opts
       int gid;
       st = new_group(&P, KF_GROUP_ELEMENTWISE, i, &gid);
     }
+  if (st == KF_OK && opts->fuse && opts->horizontal) st = fuse_horizontally(&P);
   if (st) goto fail;
   int n_live = 0;
   for (int c = 0; c < P.n_gs; c++)

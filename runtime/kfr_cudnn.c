@@ -8,6 +8,12 @@
  * handle, used only under the instance's lock (like the cuBLASLt handle),
  * and bound to the run's stream at the start of every run.
  *
+ * Graph API first: kfr_conv_prepare_all asks kfr_cudnn_graph.c for an
+ * execution plan per step (one cudnnBackendExecute a run, a fraction of the
+ * legacy calls' host time); what follows is the legacy path, taken by steps
+ * without a plan (cuDNN built none, KFUSE_CUDNN_GRAPH=0) and by runs whose
+ * pointers are less aligned than the plan's tensors.
+ *
  * Which cuDNN call. Without bias, activation and residual the step is
  * cudnnConvolutionForward; otherwise it is one fused
  * cudnnConvolutionBiasActivationForward (y = act(alpha1 conv + alpha2 z +
@@ -29,7 +35,6 @@
  * CUDNN_DEFAULT_MATH (TF32 for f32, as PyTorch allows it for convolutions),
  * then the math type cuDNN reported for the winning algorithm. */
 #include <dlfcn.h>
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,22 +71,19 @@ static void preload_parts(const char *path) {
 
 /* Try one path; on success resolve everything. Called with g_lock held. */
 static int try_dnn(const char *path, char *tried, size_t tn) {
-  size_t used = strlen(tried);
   if (strchr(path, '/'))
     preload_parts(path);
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
-    snprintf(tried + used, tn - used, "%s%s (%s)", used ? "; " : "", path,
-             e ? e : "?");
+    kfr_lib_tried(tried, tn, path, "%s", e ? e : "?");
     return 0;
   }
   void *p;
 #define KFR_DNN_RESOLVE(ret, name, params)                                    \
   p = dlsym(h, #name);                                                        \
   if (!p) {                                                                   \
-    snprintf(tried + used, tn - used, "%s%s (no %s)", used ? "; " : "", path,  \
-             #name);                                                          \
+    kfr_lib_tried(tried, tn, path, "no %s", #name);                           \
     dlclose(h);                                                               \
     memset(&g_dnn, 0, sizeof g_dnn);                                          \
     return 0;                                                                 \
@@ -89,33 +91,22 @@ static int try_dnn(const char *path, char *tried, size_t tn) {
   memcpy(&g_dnn.name, &p, sizeof p);
   KFR_DNN_FUNCS(KFR_DNN_RESOLVE)
 #undef KFR_DNN_RESOLVE
+  /* the graph API: optional (the legacy calls serve without it) */
+#define KFR_DNN_RESOLVE_OPT(ret, name, params)                                \
+  p = dlsym(h, #name);                                                        \
+  memcpy(&g_dnn.name, &p, sizeof p);
+  KFR_DNN_GRAPH_FUNCS(KFR_DNN_RESOLVE_OPT)
+#undef KFR_DNN_RESOLVE_OPT
   g_dnn.version = g_dnn.cudnnGetVersion();
   if (g_dnn.version < 90000) {
-    snprintf(tried + used, tn - used, "%s%s (cuDNN %zu; 9.0 or newer needed)",
-             used ? "; " : "", path, g_dnn.version);
+    kfr_lib_tried(tried, tn, path, "cuDNN %zu; 9.0 or newer needed",
+                  g_dnn.version);
     dlclose(h);
     memset(&g_dnn, 0, sizeof g_dnn);
     return 0;
   }
   snprintf(g_dnn.path, sizeof g_dnn.path, "%s", path);
   return 1; /* h stays open for the life of the process */
-}
-
-static int try_dnn_glob(const char *prefix, const char *pattern, char *tried,
-                        size_t tn) {
-  if (!prefix || !*prefix)
-    return 0;
-  char pat[1024];
-  if (snprintf(pat, sizeof pat, "%s%s", prefix, pattern) >= (int)sizeof pat)
-    return 0;
-  glob_t g;
-  memset(&g, 0, sizeof g);
-  int ok = 0;
-  if (glob(pat, GLOB_BRACE | GLOB_NOSORT, NULL, &g) == 0)
-    for (size_t i = 0; i < g.gl_pathc && !ok; i++)
-      ok = try_dnn(g.gl_pathv[i], tried, tn);
-  globfree(&g);
-  return ok;
 }
 
 static int load_dnn(char *msg, size_t n) {
@@ -127,25 +118,7 @@ static int load_dnn(char *msg, size_t n) {
     snprintf(msg, n, "cannot load cuDNN from KFUSE_CUDNN_LIBRARY: %s", tried);
     return KFUSE_ELIBRARY;
   }
-  /* by soname first: also finds the copy PyTorch already loaded */
-  if (try_dnn(DNN_SONAME, tried, sizeof tried))
-    return KFUSE_OK;
-  const char *site = "/lib/python3*/{site,dist}-packages/nvidia/cudnn/lib/"
-                     DNN_SONAME;
-  if (try_dnn_glob(getenv("CUDA_HOME"), "/lib64/" DNN_SONAME, tried,
-                   sizeof tried) ||
-      try_dnn_glob("/usr/local/cuda", "/lib64/" DNN_SONAME, tried,
-                   sizeof tried) ||
-      try_dnn_glob(getenv("VIRTUAL_ENV"), site, tried, sizeof tried) ||
-      try_dnn_glob(getenv("CONDA_PREFIX"), site, tried, sizeof tried) ||
-      try_dnn_glob(getenv("HOME"), "/.local/lib/python3*/site-packages/nvidia/"
-                   "cudnn/lib/" DNN_SONAME, tried, sizeof tried) ||
-      try_dnn_glob("/usr", "/local/lib/python3*/dist-packages/nvidia/cudnn/lib/"
-                   DNN_SONAME, tried, sizeof tried) ||
-      try_dnn_glob("/usr", "/lib/python3/dist-packages/nvidia/cudnn/lib/"
-                   DNN_SONAME, tried, sizeof tried) ||
-      try_dnn_glob("/opt", "/*/{.venv/,}lib/python3*/site-packages/nvidia/"
-                   "cudnn/lib/" DNN_SONAME, tried, sizeof tried))
+  if (kfr_lib_search(DNN_SONAME, "cudnn", try_dnn, tried, sizeof tried))
     return KFUSE_OK;
   snprintf(msg, n, "cannot load cuDNN 9 (" DNN_SONAME ") for the model's "
            "convolution steps; tried %s; install cuDNN 9 (e.g. pip install "
@@ -168,15 +141,11 @@ int kfr_cudnn_load(const kfr_cudnn **out, char *msg, size_t n) {
 
 /* ---- steps --------------------------------------------------------------- */
 
-static const char *sname(const kfuse_model *m, uint32_t s) {
-  return m->strings + m->steps[s].name;
-}
-
 static int dnn_fail(kfuse_model *m, kfr_dnn_status st, const char *call,
                     uint32_t s) {
   const char *why = m->dnn_api ? m->dnn_api->cudnnGetErrorString(st) : NULL;
   return kfr_fail(m, KFUSE_ELIBRARY, "%s failed in CONV step %u (%s): %s (%d)",
-                  call, s, sname(m, s), why ? why : "?", st);
+                  call, s, kfr_step_name(m, s), why ? why : "?", st);
 }
 
 static int dnn_dtype(uint32_t dt) {
@@ -187,15 +156,9 @@ static int dnn_dtype(uint32_t dt) {
   }
 }
 
-static int strict_fp32(const kfr_conv *c) {
-  return c->dtype == KFUSE_DTYPE_F32 && c->compute == KFR_COMPUTE_32F;
-}
+static int strict_fp32(const kfr_conv *c) { return kfr_conv_strict_fp32(c); }
 
-/* Dims and strides of a dense [a, b, spatial...] tensor of an nd-d
- * convolution as cuDNN takes it: 1-d becomes 2-d with height 1 (cuDNN wants
- * at least 4 dims). Returns the number of dims. */
-static int dense(uint32_t nd, int64_t a, int64_t b, const int64_t *sp,
-                 int *dim, int *stride) {
+int kfr_conv_dims(uint32_t nd, int64_t a, int64_t b, const int64_t *sp, int nhwc, int *dim, int *str) {
   int nb = nd == 3 ? 5 : 4;
   dim[0] = (int)a;
   dim[1] = (int)b;
@@ -206,18 +169,16 @@ static int dense(uint32_t nd, int64_t a, int64_t b, const int64_t *sp,
     for (int i = 2; i < nb; i++)
       dim[i] = (int)sp[i - 2];
   }
-  stride[nb - 1] = 1;
+  str[nb - 1] = 1;
   for (int i = nb - 2; i >= 0; i--)
-    stride[i] = stride[i + 1] * dim[i + 1];
+    str[i] = str[i + 1] * dim[i + 1];
+  if (nhwc && nb == 4) { /* NHWC memory order of [n, c, h, w] */
+    str[1] = 1;
+    str[3] = dim[1];
+    str[2] = dim[1] * dim[3];
+    str[0] = dim[1] * dim[2] * dim[3];
+  }
   return nb;
-}
-
-/* Strides of the NHWC memory order for 4-d dims [n, c, h, w]. */
-static void channels_last(const int *dim, int *str) {
-  str[1] = 1;
-  str[3] = dim[1];
-  str[2] = dim[1] * dim[3];
-  str[0] = dim[1] * dim[2] * dim[3];
 }
 
 /* Build step s's descriptors. */
@@ -239,19 +200,17 @@ static int describe(kfuse_model *m, uint32_t s) {
     return dnn_fail(m, st, call, s);
   call = "cudnnSetTensorNdDescriptor";
   int nhwc = c->layout == KFR_CONV_NHWC;
-  dense(c->nd, c->n, c->c, c->in, dim, str);
-  if (nhwc) channels_last(dim, str);
+  kfr_conv_dims(c->nd, c->n, c->c, c->in, nhwc, dim, str);
   if ((st = d->cudnnSetTensorNdDescriptor(rt->xd, dt, nb, dim, str)))
     return dnn_fail(m, st, call, s);
-  dense(c->nd, c->n, c->k, c->out, dim, str);
-  if (nhwc) channels_last(dim, str);
+  kfr_conv_dims(c->nd, c->n, c->k, c->out, nhwc, dim, str);
   if ((st = d->cudnnSetTensorNdDescriptor(rt->yd, dt, nb, dim, str)))
     return dnn_fail(m, st, call, s);
   int64_t ones[3] = {1, 1, 1};
-  dense(c->nd, 1, c->k, ones, dim, str);
+  kfr_conv_dims(c->nd, 1, c->k, ones, 0, dim, str);
   if ((st = d->cudnnSetTensorNdDescriptor(rt->bd, dt, nb, dim, str)))
     return dnn_fail(m, st, call, s);
-  dense(c->nd, c->k, c->c / c->groups, c->filter, dim, str);
+  kfr_conv_dims(c->nd, c->k, c->c / c->groups, c->filter, 0, dim, str);
   /* the filter's dims stay [k, c, r, s]; the format names its memory order */
   if ((st = d->cudnnSetFilterNdDescriptor(rt->wd, dt, nhwc ? KFR_DNN_TENSOR_NHWC : KFR_DNN_TENSOR_NCHW, nb,
                                           dim)))
@@ -284,11 +243,11 @@ static int describe(kfuse_model *m, uint32_t s) {
   if ((st = d->cudnnGetConvolutionNdForwardOutputDim(rt->cd, rt->xd, rt->wd, nb,
                                                      got)))
     return dnn_fail(m, st, "cudnnGetConvolutionNdForwardOutputDim", s);
-  dense(c->nd, c->n, c->k, c->out, dim, str);
+  kfr_conv_dims(c->nd, c->n, c->k, c->out, 0, dim, str);
   for (int i = 0; i < nb; i++)
     if (got[i] != dim[i])
       return kfr_fail(m, KFUSE_EPLAN, "CONV step %u (%s): cuDNN computes output "
-                      "dim %d as %d, the plan says %d", s, sname(m, s), i,
+                      "dim %d as %d, the plan says %d", s, kfr_step_name(m, s), i,
                       got[i], dim[i]);
   rt->math = strict_fp32(c) ? KFR_DNN_FMA_MATH : KFR_DNN_DEFAULT_MATH;
   rt->fused = c->has_bias || c->has_z || c->activation != KFR_ACT_NONE;
@@ -356,8 +315,7 @@ static void search_free(kfuse_model *m, search_buf *b) {
   if (b->y) (void)m->cu->cuMemFree(b->y);
 }
 
-/* KFUSE_CUDNN_VERBOSE=1: the search's candidates and choices on stderr */
-static int verbose(void) {
+int kfr_cudnn_verbose(void) {
   const char *v = getenv("KFUSE_CUDNN_VERBOSE");
   return v && *v && strcmp(v, "0") != 0;
 }
@@ -424,8 +382,8 @@ static int time_fused(kfuse_model *m, uint32_t s, search_buf *sb, kfr_dnn_perf *
     if (!ok || rc)
       continue;
     float med = kfr_median3(ms);
-    if (verbose())
-      fprintf(stderr, "kfuse: cuDNN step %u (%s): fused call, algo %d math %d: %.4f ms\n", s, sname(m, s),
+    if (kfr_cudnn_verbose())
+      fprintf(stderr, "kfuse: cuDNN step %u (%s): fused call, algo %d math %d: %.4f ms\n", s, kfr_step_name(m, s),
               perf[i].algo, perf[i].math_type, med);
     if (best == found || med < best_ms) {
       best = i;
@@ -439,7 +397,7 @@ static int time_fused(kfuse_model *m, uint32_t s, search_buf *sb, kfr_dnn_perf *
   }
   if (rc) {
     kfr_fail(m, KFUSE_ECUDA, "CONV step %u (%s): CUDA events failed while timing cuDNN's fused call", s,
-             sname(m, s));
+             kfr_step_name(m, s));
     return -1;
   }
   return best;
@@ -465,7 +423,7 @@ static int choose(kfuse_model *m, uint32_t s, search_buf *sb) {
     if (need > c->workspace_bytes)
       return kfr_fail(m, KFUSE_ELIBRARY, "CONV step %u (%s): cuDNN's "
                       "IMPLICIT_PRECOMP_GEMM needs %zu bytes of workspace, the "
-                      "plan gives %llu", s, sname(m, s), need,
+                      "plan gives %llu", s, kfr_step_name(m, s), need,
                       (unsigned long long)c->workspace_bytes);
     return KFUSE_OK;
   }
@@ -492,9 +450,9 @@ static int choose(kfuse_model *m, uint32_t s, search_buf *sb) {
   }
   if (st)
     return dnn_fail(m, st, call, s);
-  if (verbose()) {
+  if (kfr_cudnn_verbose()) {
     fprintf(stderr, "kfuse: cuDNN step %u (%s): n=%lld c=%lld k=%lld groups=%lld, %s, workspace budget %llu:\n",
-            s, sname(m, s), (long long)c->n, (long long)c->c, (long long)c->k, (long long)c->groups, call,
+            s, kfr_step_name(m, s), (long long)c->n, (long long)c->c, (long long)c->k, (long long)c->groups, call,
             (unsigned long long)c->workspace_bytes);
     for (int i = 0; i < found; i++)
       fprintf(stderr, "kfuse:   algo %d status %d time %.4f ms memory %zu math %d\n", perf[i].algo,
@@ -531,10 +489,31 @@ static int choose(kfuse_model *m, uint32_t s, search_buf *sb) {
   return kfr_fail(m, KFUSE_ELIBRARY, "CONV step %u (%s): cuDNN %zu offers no "
                   "forward algorithm within the plan's %llu-byte workspace "
                   "(%d candidates; n=%lld c=%lld k=%lld groups=%lld nd=%u dtype "
-                  "%u)", s, sname(m, s), d->version,
+                  "%u)", s, kfr_step_name(m, s), d->version,
                   (unsigned long long)c->workspace_bytes, found,
                   (long long)c->n, (long long)c->c, (long long)c->k,
                   (long long)c->groups, c->nd, c->dtype);
+}
+
+/* Step s on the graph API (kfr_cudnn_graph.c), timed on the search
+ * buffers when there are any: KFUSE_OK, or not (the legacy calls). */
+static int graph_prepare(kfuse_model *m, uint32_t s, search_buf *sb) {
+  const kfr_step *stp = &m->steps[s];
+  const kfr_conv *c = &stp->conv;
+  const kfr_arg *a = &m->args[stp->first_arg];
+  CUdeviceptr x = 0, w = 0, y = 0, b = 0;
+  if (sb) {
+    uint32_t wk = m->buffers[a[1].buffer].kind;
+    x = sb->x;
+    y = sb->y;
+    w = wk == KFR_BUF_INPUT || wk == KFR_BUF_OUTPUT ? sb->w : ptr_of(m, &a[1]);
+    if (c->has_bias) {
+      uint32_t bk = m->buffers[a[3].buffer].kind;
+      b = bk == KFR_BUF_INPUT || bk == KFR_BUF_OUTPUT ? sb->y : ptr_of(m, &a[3]);
+    }
+  }
+  CUdeviceptr ws = c->workspace_bytes ? ptr_of(m, &a[5]) : 0;
+  return kfr_conv_graph_prepare(m, s, x, w, y, b, ws);
 }
 
 /* An earlier CONV step with the same parameters, or s itself. */
@@ -571,10 +550,15 @@ int kfr_conv_prepare_all(kfuse_model *m) {
       continue;
     if ((rc = describe(m, s)))
       goto done;
+    if (graph_prepare(m, s, timed ? &sb : NULL) == KFUSE_OK)
+      continue;
     uint32_t t = twin(m, s);
+    if (t != s && !m->conv[t].legacy)
+      t = s; /* the twin runs a graph plan: choose here */
     if (t != s) {
       m->conv[s].algo = m->conv[t].algo;
       m->conv[s].math = m->conv[t].math;
+      m->conv[s].legacy = 1;
       if ((st = m->dnn_api->cudnnSetConvolutionMathType(m->conv[s].cd,
                                                         m->conv[s].math))) {
         rc = dnn_fail(m, st, "cudnnSetConvolutionMathType", s);
@@ -584,8 +568,9 @@ int kfr_conv_prepare_all(kfuse_model *m) {
     }
     if ((rc = choose(m, s, timed ? &sb : NULL)))
       goto done;
-    if (verbose())
-      fprintf(stderr, "kfuse: cuDNN step %u (%s): algo %d, math %d, %s\n", s, sname(m, s), m->conv[s].algo,
+    m->conv[s].legacy = 1;
+    if (kfr_cudnn_verbose())
+      fprintf(stderr, "kfuse: cuDNN step %u (%s): algo %d, math %d, %s\n", s, kfr_step_name(m, s), m->conv[s].algo,
               m->conv[s].math, m->conv[s].fused ? "fused bias/activation call" : "cudnnConvolutionForward");
   }
 done:
@@ -605,6 +590,7 @@ void kfr_conv_release_all(kfuse_model *m) {
     kfr_conv_rt *rt = &m->conv[s];
     if (m->steps[s].kind != KFR_STEP_CONV)
       continue;
+    kfr_conv_graph_release(m, s);
     /* best effort, as in destroy */
     if (rt->xd) (void)d->cudnnDestroyTensorDescriptor(rt->xd);
     if (rt->yd) (void)d->cudnnDestroyTensorDescriptor(rt->yd);
@@ -632,6 +618,24 @@ int kfr_conv_run(kfuse_model *m, uint32_t s, CUstream stream) {
   const void *w = (const void *)(uintptr_t)ptr_of(m, &a[1]);
   void *y = (void *)(uintptr_t)ptr_of(m, &a[2]);
   void *ws = c->workspace_bytes ? (void *)(uintptr_t)ptr_of(m, &a[5]) : NULL;
+  if (rt->plan) {
+    const void *b = c->has_bias ? (const void *)(uintptr_t)ptr_of(m, &a[3]) : NULL;
+    const void *z = c->has_z ? (const void *)(uintptr_t)ptr_of(m, &a[4]) : NULL;
+    int rc = kfr_conv_graph_run(m, s, (void *)x, (void *)w, y, (void *)b, (void *)z, ws);
+    if (rc != 1)
+      return rc;
+    /* a pointer less aligned than the plan's tensors: the legacy call,
+     * its algorithm chosen by heuristics on first need */
+    if (!rt->legacy) {
+      int cr = choose(m, s, NULL);
+      if (cr)
+        return cr;
+      rt->legacy = 1;
+      if (kfr_cudnn_verbose())
+        fprintf(stderr, "kfuse: cuDNN step %u (%s): a pointer is not 16-byte aligned: legacy call, algo %d\n", s,
+                kfr_step_name(m, s), rt->algo);
+    }
+  }
   if (!rt->fused) {
     st = d->cudnnConvolutionForward(m->dnn, &rt->alpha1, rt->xd, x, rt->wd, w,
                                     rt->cd, rt->algo, ws,

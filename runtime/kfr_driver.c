@@ -118,6 +118,79 @@ int kfr_driver_load(const kfr_driver **out, char *msg, size_t n) {
   return rc;
 }
 
+/* ---- finding a CUDA library --------------------------------------------- */
+
+void kfr_lib_tried(char *tried, size_t tn, const char *path, const char *fmt,
+                   ...) {
+  size_t used = strnlen(tried, tn);
+  if (used + 1 >= tn)
+    return;
+  int k = snprintf(tried + used, tn - used, "%s%s (", used ? "; " : "", path);
+  if (k < 0 || (size_t)k >= tn - used)
+    return;
+  used += (size_t)k;
+  va_list ap;
+  va_start(ap, fmt);
+  k = vsnprintf(tried + used, tn - used, fmt, ap);
+  va_end(ap);
+  if (k < 0 || (size_t)k >= tn - used)
+    return;
+  used += (size_t)k;
+  snprintf(tried + used, tn - used, ")");
+}
+
+/* try_path on every match of prefix + pattern (nothing when prefix is an
+ * unset variable or the pattern does not fit). */
+static int try_glob(const char *prefix, const char *pattern,
+                    kfr_lib_try try_path, char *tried, size_t tn) {
+  if (!prefix || !*prefix)
+    return 0;
+  char pat[1024];
+  if (snprintf(pat, sizeof pat, "%s%s", prefix, pattern) >= (int)sizeof pat)
+    return 0;
+  glob_t g;
+  memset(&g, 0, sizeof g);
+  int ok = 0;
+  if (glob(pat, GLOB_BRACE | GLOB_NOSORT, NULL, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc && !ok; i++)
+      ok = try_path(g.gl_pathv[i], tried, tn);
+  globfree(&g);
+  return ok;
+}
+
+int kfr_lib_search(const char *soname, const char *pip_dirs,
+                   kfr_lib_try try_path, char *tried, size_t tn) {
+  /* by soname first: also finds the copy PyTorch already loaded */
+  if (try_path(soname, tried, tn))
+    return 1;
+  char lib64[256], site[512], user[512], local[512], dist[512], opt[512];
+  int k = 0;
+  k |= snprintf(lib64, sizeof lib64, "/lib64/%s", soname) >= (int)sizeof lib64;
+  k |= snprintf(site, sizeof site, "/lib/python3*/{site,dist}-packages/"
+                "nvidia/%s/lib/%s", pip_dirs, soname) >= (int)sizeof site;
+  k |= snprintf(user, sizeof user, "/.local/lib/python3*/site-packages/"
+                "nvidia/%s/lib/%s", pip_dirs, soname) >= (int)sizeof user;
+  k |= snprintf(local, sizeof local, "/local/lib/python3*/dist-packages/"
+                "nvidia/%s/lib/%s", pip_dirs, soname) >= (int)sizeof local;
+  k |= snprintf(dist, sizeof dist, "/lib/python3/dist-packages/nvidia/%s/"
+                "lib/%s", pip_dirs, soname) >= (int)sizeof dist;
+  k |= snprintf(opt, sizeof opt, "/*/{.venv/,}lib/python3*/site-packages/"
+                "nvidia/%s/lib/%s", pip_dirs, soname) >= (int)sizeof opt;
+  if (k) {
+    kfr_lib_tried(tried, tn, soname, "name too long to search for");
+    return 0;
+  }
+  return try_glob(getenv("CUDA_HOME"), lib64, try_path, tried, tn) ||
+         try_glob(getenv("CUDA_PATH"), lib64, try_path, tried, tn) ||
+         try_glob("/usr/local/cuda", lib64, try_path, tried, tn) ||
+         try_glob(getenv("VIRTUAL_ENV"), site, try_path, tried, tn) ||
+         try_glob(getenv("CONDA_PREFIX"), site, try_path, tried, tn) ||
+         try_glob(getenv("HOME"), user, try_path, tried, tn) ||
+         try_glob("/usr", local, try_path, tried, tn) ||
+         try_glob("/usr", dist, try_path, tried, tn) ||
+         try_glob("/opt", opt, try_path, tried, tn);
+}
+
 /* ---- cuBLASLt ------------------------------------------------------------ */
 
 #define LT_SONAME "libcublasLt.so.13"
@@ -125,19 +198,16 @@ int kfr_driver_load(const kfr_driver **out, char *msg, size_t n) {
 /* Try one path; on success resolve everything. Called with g_lock held. */
 static int try_lt(const char *path, char *tried, size_t tn) {
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  size_t used = strlen(tried);
   if (!h) {
     const char *e = dlerror();
-    snprintf(tried + used, tn - used, "%s%s (%s)", used ? "; " : "", path,
-             e ? e : "?");
+    kfr_lib_tried(tried, tn, path, "%s", e ? e : "?");
     return 0;
   }
   void *p;
 #define KFR_LT_RESOLVE(name)                                                 \
   p = dlsym(h, #name);                                                       \
   if (!p) {                                                                  \
-    snprintf(tried + used, tn - used, "%s%s (no %s)", used ? "; " : "", path, \
-             #name);                                                         \
+    kfr_lib_tried(tried, tn, path, "no %s", #name);                          \
     dlclose(h);                                                              \
     memset(&g_lt, 0, sizeof g_lt);                                           \
     return 0;                                                                \
@@ -149,25 +219,6 @@ static int try_lt(const char *path, char *tried, size_t tn) {
   return 1; /* h stays open for the life of the process */
 }
 
-/* Try every match of a glob pattern under prefix (skipped when prefix is an
- * unset variable). */
-static int try_lt_glob(const char *prefix, const char *pattern, char *tried,
-                       size_t tn) {
-  if (!prefix || !*prefix)
-    return 0;
-  char pat[1024];
-  if (snprintf(pat, sizeof pat, "%s%s", prefix, pattern) >= (int)sizeof pat)
-    return 0;
-  glob_t g;
-  memset(&g, 0, sizeof g);
-  int ok = 0;
-  if (glob(pat, GLOB_BRACE | GLOB_NOSORT, NULL, &g) == 0)
-    for (size_t i = 0; i < g.gl_pathc && !ok; i++)
-      ok = try_lt(g.gl_pathv[i], tried, tn);
-  globfree(&g);
-  return ok;
-}
-
 static int load_lt(char *msg, size_t n) {
   char tried[2048] = "";
   const char *env = getenv("KFUSE_CUBLASLT");
@@ -177,27 +228,7 @@ static int load_lt(char *msg, size_t n) {
     snprintf(msg, n, "cannot load cuBLASLt from KFUSE_CUBLASLT: %s", tried);
     return KFUSE_ELIBRARY;
   }
-  /* by soname first: also finds the copy PyTorch already loaded */
-  if (try_lt(LT_SONAME, tried, sizeof tried))
-    return KFUSE_OK;
-  const char *site = "/lib/python3*/{site,dist}-packages/nvidia/{cu13,cublas}"
-                     "/lib/" LT_SONAME;
-  if (try_lt_glob(getenv("CUDA_HOME"), "/lib64/" LT_SONAME, tried,
-                  sizeof tried) ||
-      try_lt_glob(getenv("CUDA_PATH"), "/lib64/" LT_SONAME, tried,
-                  sizeof tried) ||
-      try_lt_glob("/usr/local/cuda", "/lib64/" LT_SONAME, tried,
-                  sizeof tried) ||
-      try_lt_glob(getenv("VIRTUAL_ENV"), site, tried, sizeof tried) ||
-      try_lt_glob(getenv("CONDA_PREFIX"), site, tried, sizeof tried) ||
-      try_lt_glob(getenv("HOME"), "/.local/lib/python3*/site-packages/nvidia/"
-                  "{cu13,cublas}/lib/" LT_SONAME, tried, sizeof tried) ||
-      try_lt_glob("/usr", "/local/lib/python3*/dist-packages/nvidia/"
-                  "{cu13,cublas}/lib/" LT_SONAME, tried, sizeof tried) ||
-      try_lt_glob("/usr", "/lib/python3/dist-packages/nvidia/{cu13,cublas}/lib/"
-                  LT_SONAME, tried, sizeof tried) ||
-      try_lt_glob("/opt", "/*/{.venv/,}lib/python3*/site-packages/nvidia/"
-                  "{cu13,cublas}/lib/" LT_SONAME, tried, sizeof tried))
+  if (kfr_lib_search(LT_SONAME, "{cu13,cublas}", try_lt, tried, sizeof tried))
     return KFUSE_OK;
   snprintf(msg, n, "cannot load cuBLASLt (" LT_SONAME ") for the model's GEMM "
            "steps; tried %s; set KFUSE_CUBLASLT to its path", tried);

@@ -79,6 +79,28 @@ static inline float kfr_median3(const float ms[3]) {
   return ms[2] < lo ? lo : ms[2] > hi ? hi : ms[2];
 }
 
+/* ---- finding a CUDA library --------------------------------------------- */
+
+/* Loads and resolves the library at path: 1 on success; on failure 0, with
+ * "path (why)" appended to tried through kfr_lib_tried. */
+typedef int (*kfr_lib_try)(const char *path, char *tried, size_t tn);
+
+/* Where cuBLASLt and cuDNN are looked for when no variable names them, in
+ * order: soname (the loader's search path, which also finds a copy PyTorch
+ * already loaded), $CUDA_HOME/lib64, $CUDA_PATH/lib64, /usr/local/cuda/lib64,
+ * then the nvidia/<pip_dirs>/lib directories of Python installations
+ * ($VIRTUAL_ENV, $CONDA_PREFIX, ~/.local, /usr/local, /usr, /opt/<env>);
+ * pip_dirs is a glob brace or a name ("{cu13,cublas}", "cudnn"). Calls try
+ * on the soname and on every existing match until one succeeds: 1 then,
+ * else 0 with what was tried in tried. */
+KFR_HIDDEN int kfr_lib_search(const char *soname, const char *pip_dirs,
+                              kfr_lib_try try_path, char *tried, size_t tn);
+
+/* Appends "path (why)" to tried, "; "-separated, truncating safely. */
+KFR_HIDDEN void kfr_lib_tried(char *tried, size_t tn, const char *path,
+                              const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* ---- cuBLASLt ----------------------------------------------------------- */
 
 #define KFR_LT_FUNCS(X)                                                      \
@@ -97,9 +119,8 @@ typedef struct kfr_cublaslt {
   char path[512]; /* where it was found, for messages */
 } kfr_cublaslt;
 
-/* Load libcublasLt.so.13 once per process: $KFUSE_CUBLASLT if set, else the
- * loader's search path, $CUDA_HOME/lib64, /usr/local/cuda/lib64 and the
- * nvidia/{cu13,cublas}/lib directories of Python installations.
+/* Load libcublasLt.so.13 once per process: $KFUSE_CUBLASLT if set, else
+ * kfr_lib_search's places with the nvidia/{cu13,cublas}/lib directories.
  * KFUSE_ELIBRARY with the places tried on failure. */
 KFR_HIDDEN int kfr_cublaslt_load(const kfr_cublaslt **out, char *msg,
                                  size_t n);
@@ -182,19 +203,31 @@ typedef struct kfr_dnn_perf {
      const void *, kfr_dnn_tensor, const void *, kfr_dnn_tensor,             \
      const void *, kfr_dnn_act, kfr_dnn_tensor, void *))
 
+/* The graph (backend) API, resolved when present (kfr_cudnn_graph.c);
+ * descriptor types, attribute names and attribute types are ints. */
+#define KFR_DNN_GRAPH_FUNCS(X)                                               \
+  X(kfr_dnn_status, cudnnBackendCreateDescriptor, (int, void **))            \
+  X(kfr_dnn_status, cudnnBackendDestroyDescriptor, (void *))                 \
+  X(kfr_dnn_status, cudnnBackendFinalize, (void *))                          \
+  X(kfr_dnn_status, cudnnBackendSetAttribute,                                \
+    (void *, int, int, int64_t, const void *))                               \
+  X(kfr_dnn_status, cudnnBackendGetAttribute,                                \
+    (void *, int, int, int64_t, int64_t *, void *))                          \
+  X(kfr_dnn_status, cudnnBackendExecute, (kfr_dnn_handle, void *, void *))
+
 typedef struct kfr_cudnn {
 #define KFR_DNN_FIELD(ret, name, params) ret(*name) params;
   KFR_DNN_FUNCS(KFR_DNN_FIELD)
+  KFR_DNN_GRAPH_FUNCS(KFR_DNN_FIELD) /* NULL when absent */
 #undef KFR_DNN_FIELD
   size_t version; /* cudnnGetVersion(), e.g. 91000 */
   char path[512]; /* where it was found, for messages */
 } kfr_cudnn;
 
 /* Load cuDNN 9 (libcudnn.so.9) once per process: $KFUSE_CUDNN_LIBRARY if
- * set, else the loader's search path (which finds the copy PyTorch already
- * loaded), $CUDA_HOME/lib64, /usr/local/cuda/lib64 and the nvidia/cudnn/lib
- * directories of Python installations. KFUSE_ELIBRARY naming the library,
- * the places tried and the variable on failure. */
+ * set, else kfr_lib_search's places with the nvidia/cudnn/lib directories.
+ * KFUSE_ELIBRARY naming the library, the places tried and the variable on
+ * failure. */
 KFR_HIDDEN int kfr_cudnn_load(const kfr_cudnn **out, char *msg, size_t n);
 
 /* ---- the plan ----------------------------------------------------------- */
@@ -242,6 +275,13 @@ typedef struct kfr_conv_rt {
   int algo;
   int math;  /* cudnnMathType_t set on cd */
   int fused; /* cudnnConvolutionBiasActivationForward (else ConvolutionForward) */
+  int legacy; /* algo and math chosen for the legacy calls */
+  /* the graph API's execution plan (kfr_cudnn_graph.c), NULL: legacy
+   * calls; its variant pack for the pointers of the last run */
+  void *plan, *vpack;
+  void **descs; /* the descriptors the plan was built from */
+  int n_descs;
+  void *vp_ptrs[5], *vp_ws;
   union {
     float f;
     double d;
@@ -294,6 +334,15 @@ struct kfuse_model {
   char err[1024];
 };
 
+/* step s's name, for messages */
+static inline const char *kfr_step_name(const kfuse_model *m, uint32_t s) {
+  return m->strings + m->steps[s].name;
+}
+
+/* KFUSE_CUDNN_VERBOSE=1: cuDNN's searches and choices on stderr
+ * (kfr_cudnn.c) */
+KFR_HIDDEN int kfr_cudnn_verbose(void);
+
 /* Printf into m->err; returns rc. */
 KFR_HIDDEN int kfr_fail(kfuse_model *m, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -309,5 +358,25 @@ KFR_HIDDEN void kfr_gemm_release(kfuse_model *m, uint32_t s);
 KFR_HIDDEN int kfr_conv_prepare_all(kfuse_model *m);
 KFR_HIDDEN void kfr_conv_release_all(kfuse_model *m);
 KFR_HIDDEN int kfr_conv_run(kfuse_model *m, uint32_t s, CUstream stream);
+/* kfr_cudnn_graph.c: build step s's execution plan (search buffers x, w, y,
+ * bias and the workspace; x 0: no timing, the heuristics' first plan).
+ * KFUSE_OK with m->conv[s].plan set, or 1: stay on the legacy calls. */
+KFR_HIDDEN int kfr_conv_graph_prepare(kfuse_model *m, uint32_t s, CUdeviceptr x, CUdeviceptr w,
+                                      CUdeviceptr y, CUdeviceptr b, CUdeviceptr ws);
+/* Run step s's plan: KFUSE_OK, an error (m->err), or 1 when a pointer is
+ * less aligned than the plan assumes (the caller runs the legacy call). */
+KFR_HIDDEN int kfr_conv_graph_run(kfuse_model *m, uint32_t s, void *x, void *w, void *y, void *b, void *z,
+                                  void *ws);
+KFR_HIDDEN void kfr_conv_graph_release(kfuse_model *m, uint32_t s);
+/* Dims and strides of a dense [a, b, spatial...] tensor of an nd-d
+ * convolution as cuDNN takes it (kfr_cudnn.c): 1-d becomes 2-d with height
+ * 1 (cuDNN wants at least 4 dims); nhwc: the NHWC memory order of a 4-d
+ * tensor. Returns the number of dims. */
+KFR_HIDDEN int kfr_conv_dims(uint32_t nd, int64_t a, int64_t b, const int64_t *sp, int nhwc, int *dim,
+                             int *str);
+/* f32 data, fp32 compute: no TF32 */
+static inline int kfr_conv_strict_fp32(const kfr_conv *c) {
+  return c->dtype == KFUSE_DTYPE_F32 && c->compute == KFR_COMPUTE_32F;
+}
 
 #endif

@@ -27,15 +27,11 @@
 
 #include "kfr_int.h"
 
-static const char *sname(const kfuse_model *m, uint32_t s) {
-  return m->strings + m->steps[s].name;
-}
-
 static int cu_step_fail(kfuse_model *m, CUresult r, const char *call,
                         uint32_t s) {
   char why[256];
   return kfr_fail(m, r == CUDA_ERROR_OUT_OF_MEMORY ? KFUSE_ENOMEM : KFUSE_ECUDA,
-                  "%s failed in step %u (%s): %s", call, s, sname(m, s),
+                  "%s failed in step %u (%s): %s", call, s, kfr_step_name(m, s),
                   kfr_cu_describe(m->cu, r, why, sizeof why));
 }
 
@@ -43,7 +39,7 @@ static int lt_fail(kfuse_model *m, cublasStatus_t st, const char *call,
                    uint32_t s) {
   const char *name = m->lt_api ? m->lt_api->cublasLtGetStatusName(st) : NULL;
   return kfr_fail(m, KFUSE_ELIBRARY, "%s failed in GEMM step %u (%s): %s (%d)",
-                  call, s, sname(m, s), name ? name : "?", (int)st);
+                  call, s, kfr_step_name(m, s), name ? name : "?", (int)st);
 }
 
 static CUdeviceptr arg_ptr(const kfuse_model *m, const kfr_arg *a) {
@@ -202,7 +198,7 @@ static int time_algos(kfuse_model *m, uint32_t s,
     float med = kfr_median3(ms);
     if (gemm_verbose())
       fprintf(stderr, "kfuse: GEMM step %u (%s) m=%lld n=%lld k=%lld: candidate %d %.4f ms\n", s,
-              sname(m, s), (long long)g->m, (long long)g->n, (long long)g->k, c, med);
+              kfr_step_name(m, s), (long long)g->m, (long long)g->n, (long long)g->k, c, med);
     if (c == 0 || med < best_ms) {
       best = c;
       best_ms = med;
@@ -214,7 +210,7 @@ static int time_algos(kfuse_model *m, uint32_t s,
   for (int i = 0; i < 5; i++)
     if (p[i]) (void)cu->cuMemFree(p[i]);
   if (gemm_verbose())
-    fprintf(stderr, "kfuse: GEMM step %u (%s): chose candidate %d of %d\n", s, sname(m, s), best,
+    fprintf(stderr, "kfuse: GEMM step %u (%s): chose candidate %d of %d\n", s, kfr_step_name(m, s), best,
             found);
   return best;
 }
@@ -286,7 +282,7 @@ static int choose_algo(kfuse_model *m, uint32_t s, const uint32_t align[4], int 
     rc = kfr_fail(m, KFUSE_ELIBRARY, "cuBLASLt has no algorithm for GEMM step "
                   "%u (%s): m=%lld n=%lld k=%lld batch=%lld dtype %u compute %u "
                   "epilogue %u, workspace %llu bytes, alignments %u/%u/%u/%u",
-                  s, sname(m, s), (long long)g->m, (long long)g->n,
+                  s, kfr_step_name(m, s), (long long)g->m, (long long)g->n,
                   (long long)g->k, (long long)g->batch, g->dtype, g->compute,
                   g->epilogue, (unsigned long long)ws, align[0], align[1],
                   align[2], align[3]);

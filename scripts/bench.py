@@ -21,6 +21,14 @@ flops from torch.utils.flop_counter.
     --fixtures tests/fixtures  also times every committed fixture model (the
                                exported program's module as eager); they are
                                summarised apart from the workloads
+    --unfused NAME,...         these workloads (default: the ones with a GEMM
+                               or convolution epilogue) are also compiled with
+                               --no-fuse, checked and timed: the fused
+                               epilogue against the unfused sequence, in a
+                               table of its own
+    --compile-args "FLAGS"     extra `kfuse compile` flags for every kfuse
+                               module (e.g. --no-horizontal: a second run with
+                               them times kfuse against itself)
 
 Writes DIR/bench.json, DIR/bench.md (the table) and DIR/bench.png, and prints
 the table. A workload kfuse cannot compile or that mismatches is reported as
@@ -31,6 +39,7 @@ import glob
 import json
 import math
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -298,10 +307,16 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default="")
     ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--compile-args", default="",
+                    help="extra `kfuse compile` flags for every kfuse module, e.g. --no-horizontal "
+                         "(a second run with them times kfuse against itself)")
     ap.add_argument("--fixtures", default="",
                     help="also time the fixture models in this directory (tests/fixtures)")
     ap.add_argument("--modes", default="default,max-autotune-no-cudagraphs",
                     help="torch.compile modes to time (comma-separated; '' for none)")
+    ap.add_argument("--unfused", default="mlp_4096,linear_gelu,conv_bn_relu,resnet_block",
+                    help="workloads also compiled with --no-fuse (one group per op) and timed, so the "
+                         "fused epilogues are measured against the unfused sequence ('' for none)")
     ap.add_argument("--merge", nargs="+", default=None, metavar="BENCH.JSON",
                     help="no timing: merge the rows of earlier runs' bench.json (in the order given; the "
                          "ceilings of the first) into one table in --out")
@@ -389,14 +404,15 @@ def run_workload(args, work, name, model, make, given_pt2, row, bw, rate, rate_t
             so = os.path.join(work, f"{fname}.so")
             t0 = time.time()
             rep_path = os.path.join(work, f"{fname}.report.json")
-            r = subprocess.run([args.kfuse, "compile", pt2, "-o", so, "-q", "--report", rep_path],
-                               capture_output=True, text=True)
+            r = subprocess.run([args.kfuse, "compile", pt2, "-o", so, "-q", "--report", rep_path]
+                               + shlex.split(args.compile_args), capture_output=True, text=True)
             row["kfuse_compile_s"] = time.time() - t0
             try:
                 with open(rep_path) as rf:
                     rep = json.load(rf)
                 row["kfuse_arena_bytes"] = rep.get("arena_bytes")
                 row["kfuse_groups"] = rep.get("groups")
+                row["kfuse_launches"] = (rep.get("steps_per_run") or {}).get("launches")
             except (OSError, ValueError):
                 pass
             if r.returncode != 0:
@@ -405,11 +421,7 @@ def run_workload(args, work, name, model, make, given_pt2, row, bw, rate, rate_t
                 return
             try:
                 m = kfuse.load(so)
-                got = m(*sets[1])
-                got = got if isinstance(got, tuple) else (got,)
-                want = model(*sets[1])
-                want = want if isinstance(want, tuple) else (want,)
-                err = max(rel_err(g, w) for g, w in zip(got, want))
+                err = module_err(m, model, sets[1])
                 row["rel_err"] = err
                 # fp32 kernels: 1e-4 relative (norm); models with
                 # convolutions: 2e-3, since eager computes them in TF32
@@ -424,6 +436,42 @@ def run_workload(args, work, name, model, make, given_pt2, row, bw, rate, rate_t
                 row["kfuse_e2e"] = time_fn(m, sets, 5, args.iters, queued=False)
             except Exception as e:  # noqa: BLE001 - reported
                 row["kfuse"] = {"error": f"{type(e).__name__}: {e}"[:300]}
+                return
+            if name in set(filter(None, args.unfused.split(","))):
+                row["kfuse_unfused"] = time_unfused(args, work, fname, pt2, model, sets, tol)
+
+
+def module_err(m, model, args):
+    """largest rel_err of the module's outputs against eager's on args"""
+    got = m(*args)
+    got = got if isinstance(got, tuple) else (got,)
+    want = model(*args)
+    want = want if isinstance(want, tuple) else (want,)
+    return max(rel_err(g, w) for g, w in zip(got, want))
+
+
+def time_unfused(args, work, fname, pt2, model, sets, tol):
+    """the same model compiled with --no-fuse (one group, so one kernel or
+    library call, per op: the unfused sequence the fused epilogues must
+    beat), checked against eager like the fused module and timed"""
+    so = os.path.join(work, f"{fname}.unfused.so")
+    rep_path = os.path.join(work, f"{fname}.unfused.report.json")
+    r = subprocess.run([args.kfuse, "compile", pt2, "-o", so, "-q", "--no-fuse", "--report", rep_path],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"error": "--no-fuse compile failed: " + (r.stderr or r.stdout).strip().splitlines()[0][:300]}
+    try:
+        with open(rep_path) as rf:
+            groups = json.load(rf).get("groups")
+        m = kfuse.load(so)
+        err = module_err(m, model, sets[2])
+        if not math.isfinite(err) or err > tol:
+            return {"error": f"--no-fuse mismatch: relative error {err:.2e} vs eager"}
+        t = time_fn(m, sets, 10, args.iters)
+        t["groups"] = groups
+        return t
+    except Exception as e:  # noqa: BLE001 - reported
+        return {"error": f"{type(e).__name__}: {e}"[:300]}
 
 
 def write_outputs(out, dev, ceil, rows, final, torch_version=None):
@@ -473,6 +521,18 @@ def write_outputs(out, dev, ceil, rows, final, torch_version=None):
         lines.append(f"| {r['name']} | {ms(med(r, 'eager_e2e'))} | {ms(med(r, 'kfuse_e2e'))} | "
                      f"{mib(r.get('eager_peak_bytes'))} | {mib(r.get('kfuse_arena_bytes'))} | "
                      f"{r.get('kfuse_groups', '—')} | " + (f"{cs:.2f} |" if cs is not None else "— |"))
+    fused = [r for r in rows if r.get("kfuse_unfused") is not None]
+    if fused:
+        lines += ["", "Fused epilogues against the unfused sequence: the same module compiled with "
+                  "`--no-fuse` (one group per op), timed in the same run.", "",
+                  "| workload | kfuse ms (groups) | kfuse --no-fuse ms (groups) | fused speedup |",
+                  "|---|---|---|---|"]
+        for r in fused:
+            k, u = med(r, "kfuse"), med(r, "kfuse_unfused")
+            uf = r["kfuse_unfused"]
+            ucell = f"{u:.3f} ({uf.get('groups', '—')})" if u else f"— ({uf.get('error', 'not run')})"
+            lines.append(f"| {r['name']} | {k:.3f} ({r.get('kfuse_groups', '—')}) | {ucell} | "
+                         + (f"{u / k:.3f}x |" if u and k else "— |"))
     table = "\n".join(lines)
     if final:
         print(table)

@@ -8,7 +8,8 @@
 #      report must list "cudnn conv" steps), run with `kfuse run` against the
 #      outputs recorded from PyTorch at the TF32 tolerance (KFUSE_GPU_TOL_TF32,
 #      default 2e-3), again in CUDA-graph mode and with cuDNN's heuristics
-#      instead of the timed search (KFUSE_CUDNN_FIND=0); compiled with
+#      instead of the timed search (KFUSE_CUDNN_FIND=0), and on cuDNN's
+#      legacy calls instead of graph-API plans (KFUSE_CUDNN_GRAPH=0); compiled with
 #      --no-cudnn and run at the fp32 tolerance (KFUSE_GPU_TOL, default 1e-4);
 #      compiled with --no-channels-last (NCHW cuDNN steps) and run; `kfuse
 #      bench` of the three builds side by side;
@@ -16,7 +17,8 @@
 #      message naming libcudnn.so.9 and KFUSE_CUDNN_LIBRARY;
 #   4. the Python loader on a conv + batch norm + relu + residual model with
 #      torch already imported (torch has cuDNN loaded in the process),
-#      compared with eager at the TF32 tolerance.
+#      compared with eager at the TF32 tolerance; its NCHW build also on an
+#      input that is not 16-byte aligned (the legacy-call fallback).
 # Prints PASS/FAIL lines and a final PASS or FAIL; the log goes to $OUT
 # (default /tmp/kfuse-conv-check).
 set -uo pipefail
@@ -82,6 +84,7 @@ for base in resnet_block vgg_block convs mobilenetv2_block efficientnet_mbconv d
     run "$b.cudnn" "$tol_tf32" "$work/$b.so" "$io"
     run "$b.cudnn.graph" "$tol_tf32" "$work/$b.so" "$io" --graph
     KFUSE_CUDNN_FIND=0 run "$b.cudnn.heuristic" "$tol_tf32" "$work/$b.so" "$io"
+    KFUSE_CUDNN_GRAPH=0 run "$b.cudnn.legacy" "$tol_tf32" "$work/$b.so" "$io"
     if ! "$k" compile "$p" -o "$work/$b.nocudnn.so" -q --no-cudnn > "$work/$b.nc.log" 2>&1; then
       fail=1; echo "FAIL $b --no-cudnn compile: $(head -n 2 "$work/$b.nc.log" | tr '\n' ' ')"; continue
     fi
@@ -140,6 +143,20 @@ with torch.no_grad():
     xs = [torch.randn(8, 64, 28, 28, device="cuda") for _ in range(3)]
     err = max(((mod(a) - mc(a)).abs().max() / mc(a).abs().max()).item() for a in xs)
 print(f"python loader, conv block: max error vs eager {err:.2e} (relative to max |y|)")
+assert err < tol, err
+# NCHW steps read the caller's x directly (conv and residual): an input
+# 4 bytes off a 16-byte boundary takes the legacy call for that run (the
+# graph plans assume 16-byte alignment), aligned runs the plan again
+subprocess.run([k, "compile", f"{work}/block.pt2", "-o", f"{work}/block_nchw.so", "-q",
+                "--no-channels-last"], check=True)
+mn = kfuse.load(f"{work}/block_nchw.so")
+with torch.no_grad():
+    buf = torch.empty(xs[0].numel() + 1, device="cuda")
+    mis = buf[1:].view_as(xs[0])
+    mis.copy_(xs[0])
+    assert mis.data_ptr() % 16 != 0
+    err = max(((mn(a) - mc(a)).abs().max() / mc(a).abs().max()).item() for a in (xs[1], mis, xs[2]))
+print(f"python loader, NCHW block, aligned / misaligned / aligned input: max error vs eager {err:.2e}")
 assert err < tol, err
 PY
 echo "== result: $([ $fail -eq 0 ] && echo PASS || echo FAIL)"

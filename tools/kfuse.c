@@ -42,14 +42,16 @@ static void usage(FILE *f) {
           "  run MODEL --io FILE.kfio [--atol A] [--rtol R] [-p PIPELINE]\n"
           "        run the CPU reference interpreter (fp64) on the inputs recorded\n"
           "        in FILE.kfio and compare with the outputs recorded there\n"
-          "  partition MODEL [-p PIPELINE] [--no-fuse] [--precision P] [--canonical]\n"
+          "  partition MODEL [-p PIPELINE] [--no-fuse] [--no-horizontal] [--precision P]\n"
+          "            [--canonical]\n"
           "        run the compile passes (or PIPELINE), cut the graph into fusion groups\n"
           "        and plan its memory; print the groups (kind, ops, inputs, outputs,\n"
-          "        key; --canonical: their canonical forms) and the arena size\n"
+          "        key; --canonical: their canonical forms) and the arena size;\n"
+          "        --no-horizontal keeps sibling element-wise groups apart\n"
           "  compile MODEL -o OUT.so [--emit so|obj] [--target sm_90|sm_90a]\n"
           "          [--precision default|tf32|bf16|fp16] [--report R.json]\n"
-          "          [--embed-weights] [--no-fuse] [--no-cudnn] [--no-channels-last]\n"
-          "          [--no-tune] [--reference] [--prefix NAME] [--kernel-option KEY=N ...] [-q]\n"
+          "          [--embed-weights] [--no-fuse] [--no-horizontal] [--no-cudnn]\n"
+          "          [--no-channels-last] [--no-tune] [--reference] [--prefix NAME] [--kernel-option KEY=N ...] [-q]\n"
           "        compile MODEL into a module linked with the kfuse runtime; weights go\n"
           "        to OUT.so.weights unless embedded; needs no GPU (kernels are compiled,\n"
           "        choices made by rule); with a GPU here, groups with template choices\n"
@@ -387,6 +389,8 @@ static int cmd_partition(int argc, char **argv, kf_diag *diag) {
       pipeline = argv[++i];
     } else if (strcmp(argv[i], "--no-fuse") == 0) {
       po.fuse = false;
+    } else if (strcmp(argv[i], "--no-horizontal") == 0) {
+      po.horizontal = false;
     } else if (strcmp(argv[i], "--canonical") == 0) {
       canonical = true;
     } else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {

@@ -286,6 +286,20 @@ template <class T> struct red_maxnan {
   __device__ state bcast(state s, int l) const { return shfl_idx(s, l); }
 };
 
+// f(i) for the n values a thread holds (i < n <= N); a row's threads all
+// hold N but the last few of a row that does not fill them, so the common
+// case runs without a compare per value.
+template <int N, class F> __device__ __forceinline__ void each_cached(int n, F f) {
+  if (n == N) {
+#pragma unroll
+    for (int i = 0; i < N; i++) f(i);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; i++)
+      if (i < n) f(i);
+  }
+}
+
 // The row's state from values a thread holds in registers (cache[0..n),
 // the rest of the array is padding), all-reduced over the row's threads.
 // The generic form adds the values one by one; softmax and Welford take
@@ -304,9 +318,7 @@ __device__ __forceinline__ typename RED::state cached_reduce(const RED &red, A (
                                                              long long first, int rv, long long,
                                                              typename RED::state *smem) {
   typename RED::state s = red.init();
-#pragma unroll
-  for (int i = 0; i < N; i++)
-    if (i < n) red.add(s, cache[i], first + (long long)(i / rv) * TPR * rv + i % rv);
+  each_cached<N>(n, [&](int i) { red.add(s, cache[i], first + (long long)(i / rv) * TPR * rv + i % rv); });
   return row_allreduce<RED, BLOCK, TPR, ROWLAYOUT>(red, s, smem);
 }
 
@@ -317,17 +329,14 @@ cached_reduce(const red_softmax<T> &, T (&cache)[N], int n, long long, int, long
   T *const tmp = reinterpret_cast<T *>(smem);
   const red_maxnan<T> mx;
   T m = mx.init();
-#pragma unroll
-  for (int i = 0; i < N; i++)
-    if (i < n) mx.add(m, cache[i], 0);
+  each_cached<N>(n, [&](int i) { mx.add(m, cache[i], 0); });
   m = row_allreduce<red_maxnan<T>, BLOCK, TPR, ROWLAYOUT>(mx, m, tmp);
   T sum = T(0);
-#pragma unroll
-  for (int i = 0; i < N; i++) {
-    const T e = (i < n && cache[i] != lowest_<T>()) ? exp_(cache[i] - m) : T(0);
+  each_cached<N>(n, [&](int i) {
+    const T e = cache[i] != lowest_<T>() ? exp_(cache[i] - m) : T(0);
     sum += e;
     if (EXP) cache[i] = e; // softmax's phase 2 then only scales
-  }
+  });
   sum = row_allreduce<red_sum<T>, BLOCK, TPR, ROWLAYOUT>(red_sum<T>(), sum, tmp);
   typename red_softmax<T>::state r;
   r.m = m;
@@ -341,15 +350,11 @@ cached_reduce(const red_welford<T> &, T (&cache)[N], int n, long long, int, long
               typename red_welford<T>::state *smem) {
   T *const tmp = reinterpret_cast<T *>(smem);
   T sum = T(0);
-#pragma unroll
-  for (int i = 0; i < N; i++)
-    if (i < n) sum += cache[i];
+  each_cached<N>(n, [&](int i) { sum += cache[i]; });
   sum = row_allreduce<red_sum<T>, BLOCK, TPR, ROWLAYOUT>(red_sum<T>(), sum, tmp);
   const T mean = sum / T(len);
   T m2 = T(0);
-#pragma unroll
-  for (int i = 0; i < N; i++)
-    if (i < n) m2 += (cache[i] - mean) * (cache[i] - mean);
+  each_cached<N>(n, [&](int i) { m2 += (cache[i] - mean) * (cache[i] - mean); });
   m2 = row_allreduce<red_sum<T>, BLOCK, TPR, ROWLAYOUT>(red_sum<T>(), m2, tmp);
   typename red_welford<T>::state r;
   r.mean = mean;

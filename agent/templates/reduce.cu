@@ -151,7 +151,8 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MINB) KF_KERNEL(KF_PAR
 #define KF_LD(k) kf_rv_##k[j]
 #pragma unroll
           for (int j = 0; j < KF_RVEC; j++) {
-            const I r = r0 + j;
+            const I r = r0 + j; /* read by some prologues */
+            (void)r;
             const int it = iv * KF_RVEC + j;
             KF_PRO
           }
@@ -200,7 +201,8 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MINB) KF_KERNEL(KF_PAR
 #define KF_LD(k) kf_rv_##k[j]
 #pragma unroll
           for (int j = 0; j < KF_RVEC; j++) {
-            const I r = r0 + j;
+            const I r = r0 + j; /* read by some prologues */
+            (void)r;
             KF_PRO
           }
 #undef KF_LD

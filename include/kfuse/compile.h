@@ -41,6 +41,8 @@ typedef struct kf_compile_options {
   bool no_tune;             /* no GPU search even with a GPU here */
   bool no_channels_last;    /* keep 2-d convolutions' activations NCHW
                                (pass/layout.c is skipped) */
+  bool no_horizontal;       /* no horizontal fusion of sibling element-wise
+                               groups (kf_partition_options.horizontal) */
   bool reference;           /* the verification reference: one group per op,
                                every kernel computing in fp64 (storage dtypes
                                unchanged), no cuDNN; implies !fuse */

@@ -90,6 +90,8 @@ typedef struct kf_partition_options {
   kf_precision precision;
   bool fuse;            /* false: one group per op (the unfused per-op
                            lowering, PyTorch eager's analogue) */
+  bool horizontal;      /* merge sibling element-wise groups that read a
+                           common tensor (with fuse; default true) */
 } kf_partition_options;
 
 KF_API void kf_partition_options_init(kf_partition_options *o);

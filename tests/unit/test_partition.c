@@ -394,21 +394,28 @@ static void check_memplan(const kf_partition *p, const kf_memplan *m, const char
   free(last_t);
 }
 
-static kf_partition *partition(const kf_graph *gr, bool fuse, kf_precision prec) {
+static kf_partition *partition_h(const kf_graph *gr, bool fuse, bool horizontal, kf_precision prec) {
   kf_partition_options o;
   kf_partition_options_init(&o);
   o.fuse = fuse;
+  o.horizontal = horizontal;
   o.precision = prec;
   kf_partition *p = NULL;
   if (kf_partition_graph(gr, &o, &p, fresh_diag()) != KF_OK) fail_msg("partition: %s", messages());
   return p;
 }
 
+static kf_partition *partition(const kf_graph *gr, bool fuse, kf_precision prec) {
+  return partition_h(gr, fuse, true, prec);
+}
+
+/* per-op, fused without horizontal fusion, fused */
 static void check_all(const kf_graph *gr, const char *what) {
-  for (int fuse = 0; fuse < 2; fuse++) {
+  for (int mode = 0; mode < 3; mode++) {
+    bool fuse = mode > 0;
     char w[700];
-    snprintf(w, sizeof w, "%s (%s)", what, fuse ? "fused" : "per-op");
-    kf_partition *p = partition(gr, fuse, KF_PRECISION_DEFAULT);
+    snprintf(w, sizeof w, "%s (%s)", what, mode == 0 ? "per-op" : mode == 1 ? "fused, not horizontally" : "fused");
+    kf_partition *p = partition_h(gr, fuse, mode == 2, KF_PRECISION_DEFAULT);
     check_partition(p, w);
     kf_memplan *m = NULL;
     if (kf_memplan_build(p, 1000, &m, fresh_diag()) != KF_OK) fail_msg("%s: memplan: %s", w, messages());
@@ -1046,6 +1053,106 @@ static void test_partition_merge(void **state) {
   kf_partition_destroy(p);
 }
 
+/* Horizontal fusion: element-wise siblings of one shape that read a common
+ * tensor share a group, unless a third group sits between them; at most 8
+ * outputs a group; over large iteration spaces only groups that vectorise
+ * alike; off with the option. */
+static void test_partition_horizontal(void **state) {
+  (void)state;
+  /* 2^19 elements: above the launch-bound size, so vector widths count */
+  kf_value *x = input("x", KF_DTYPE_F32, SHAPE(512, 1024));
+  kf_value *w = input("w", KF_DTYPE_F32, SHAPE(1024));
+  kf_value *y = input("y", KF_DTYPE_F32, SHAPE(512, 1024));
+  kf_value *q = input("q", KF_DTYPE_F32, SHAPE(16));
+  kf_value *s1 = op_(KF_OP_RELU, "s1", ARGS(x));
+  kf_value *s2 = op_(KF_OP_EXP, "s2", ARGS(x));
+  kf_value *sg = op_(KF_OP_SIGMOID, "sg", ARGS(x));
+  kf_value *s3 = op_(KF_OP_MUL, "s3", ARGS(x, sg));
+  kf_value *b = op_(KF_OP_NEG, "b", ARGS(y)); /* reads nothing the siblings read */
+  /* s1's group -> sum -> t: t reads x too, but can't join s1's group */
+  kf_op *sum = mk(KF_OP_SUM, "sum", ARGS(s1), 1, NULL);
+  kf_op_set_ints(sum, "dims", (int64_t[]){1}, 1);
+  kf_op_set_bool(sum, "keepdim", true);
+  kf_value *r = fin(sum);
+  kf_value *t = op_(KF_OP_ADD, "t", ARGS(x, r));
+  /* w is read at two shapes: v1 [8] stays apart, v2 [4, 8] joins the siblings */
+  kf_value *v1 = op_(KF_OP_EXP, "v1", ARGS(w));
+  kf_value *v2 = op_(KF_OP_ADD, "v2", ARGS(x, w));
+  /* a sibling reading a transposed operand (scalar accesses) stays apart,
+   * so the others keep 16-byte vectors; so does one writing f16 (8-element
+   * vectors where the others have 4) */
+  kf_value *xt = input("xt", KF_DTYPE_F32, SHAPE(1024, 512));
+  kf_op *pm = mk(KF_OP_PERMUTE, "tr", ARGS(xt), 1, NULL);
+  kf_op_set_ints(pm, "dims", (int64_t[]){1, 0}, 2);
+  kf_value *tr = fin(pm);
+  kf_value *m = op_(KF_OP_MUL, "m", ARGS(x, tr));
+  kf_type ht = tt(KF_DTYPE_F16, 2, (const int64_t[]){512, 1024});
+  kf_value *h = fin(mk(KF_OP_CAST, "h", ARGS(x), 1, &ht));
+  /* over a launch-bound space the transposed sibling merges all the same */
+  kf_value *z = input("z", KF_DTYPE_F32, SHAPE(4, 8));
+  kf_value *zt = input("zt", KF_DTYPE_F32, SHAPE(8, 4));
+  kf_op *pz = mk(KF_OP_PERMUTE, "ztr", ARGS(zt), 1, NULL);
+  kf_op_set_ints(pz, "dims", (int64_t[]){1, 0}, 2);
+  kf_value *ztr = fin(pz);
+  kf_value *z1 = op_(KF_OP_RELU, "z1", ARGS(z));
+  kf_value *z2 = op_(KF_OP_MUL, "z2", ARGS(z, ztr));
+  /* ten siblings of q: 8 outputs in one group, 2 in another */
+  static const kf_opcode un[10] = {KF_OP_RELU, KF_OP_EXP, KF_OP_SIN, KF_OP_COS, KF_OP_TANH,
+                                   KF_OP_NEG, KF_OP_ABS, KF_OP_SIGMOID, KF_OP_SQRT, KF_OP_LOG};
+  kf_value *outs[24];
+  int n = 0;
+  outs[n++] = s1;
+  outs[n++] = s2;
+  outs[n++] = s3;
+  outs[n++] = b;
+  outs[n++] = t;
+  outs[n++] = v1;
+  outs[n++] = v2;
+  outs[n++] = m;
+  outs[n++] = h;
+  outs[n++] = z1;
+  outs[n++] = z2;
+  char qn[10][8];
+  for (int i = 0; i < 10; i++) {
+    snprintf(qn[i], sizeof qn[i], "q%d", i);
+    outs[n++] = op_(un[i], qn[i], ARGS(q));
+  }
+  outputs(outs, n);
+  verify_ok(g);
+  kf_partition *p = partition(g, true, KF_PRECISION_DEFAULT);
+  check_partition(p, "horizontal");
+  const kf_group *gx = group_of(p, "s1");
+  assert_int_equal(gx->kind, KF_GROUP_ELEMENTWISE);
+  assert_ptr_equal(group_of(p, "s2"), gx);
+  assert_ptr_equal(group_of(p, "sg"), gx);
+  assert_ptr_equal(group_of(p, "s3"), gx);
+  assert_ptr_equal(group_of(p, "v2"), gx);
+  assert_true(group_of(p, "b") != gx);
+  assert_true(group_of(p, "t") != gx);
+  assert_true(group_of(p, "v1") != gx);
+  assert_true(group_of(p, "m") != gx);
+  assert_true(group_of(p, "h") != gx);
+  assert_ptr_equal(group_of(p, "z1"), group_of(p, "z2"));
+  assert_int_equal(group_of(p, "sum")->kind, KF_GROUP_REDUCE);
+  const kf_group *gq = group_of(p, "q0"), *gq2 = group_of(p, "q9");
+  assert_true(gq != gq2);
+  assert_int_equal(gq->n_outputs, 8);
+  for (int i = 1; i < 8; i++) assert_ptr_equal(group_of(p, qn[i]), gq);
+  assert_ptr_equal(group_of(p, "q8"), gq2);
+  assert_int_equal(gq2->n_outputs, 2);
+  int groups = p->n_groups;
+  kf_partition_destroy(p);
+  /* without it every sibling keeps its own group */
+  p = partition_h(g, true, false, KF_PRECISION_DEFAULT);
+  check_partition(p, "not horizontal");
+  assert_true(group_of(p, "s1") != group_of(p, "s2"));
+  assert_true(group_of(p, "s2") != group_of(p, "s3"));
+  assert_true(group_of(p, "q0") != group_of(p, "q1"));
+  assert_int_equal(p->n_groups, groups + 3 + 1 + 6 + 1 + 1);
+  kf_partition_destroy(p);
+  check_all(g, "horizontal");
+}
+
 /* sdpa is alone; fuse off gives one group per op. */
 static void test_partition_attention_unfused(void **state) {
   (void)state;
@@ -1299,6 +1406,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_sink_reshapes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_partition_rules, setup, teardown),
       cmocka_unit_test_setup_teardown(test_partition_merge, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_partition_horizontal, setup, teardown),
       cmocka_unit_test_setup_teardown(test_partition_attention_unfused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_canonical_keys, setup, teardown),
       cmocka_unit_test_setup_teardown(test_keys_stable_across_loads, setup, teardown),

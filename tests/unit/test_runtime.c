@@ -6,7 +6,9 @@
  * it gets a plan broken one field at a time (each must be rejected with
  * KFUSE_EPLAN and a message naming the record), the same plan truncated at
  * every byte, and many randomly flipped ones (run under ASan: nothing may
- * be read outside the plan). tests/gpu/runtime_smoke.c covers running. */
+ * be read outside the plan). Finding cuBLASLt and cuDNN needs no GPU
+ * either: the search order on a fake tree, and the real libraries where
+ * this machine has them. tests/gpu/runtime_smoke.c covers running. */
 #include <dlfcn.h>
 #include <math.h>
 #include <setjmp.h>
@@ -16,10 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "kfr_int.h"
 #include "kfr_plan.h"
 #include "kfr_plan_writer.h"
 #include "kfuse_runtime.h"
@@ -905,6 +909,199 @@ static void test_create_without_driver(void **state) {
   free(p);
 }
 
+/* ---- finding cuBLASLt and cuDNN -------------------------------------------- */
+
+/* mkdir -p of the directory part of path, then an empty file at path */
+static void touch_p(const char *path) {
+  char d[1024];
+  snprintf(d, sizeof d, "%s", path);
+  for (char *c = d + 1; *c; c++)
+    if (*c == '/') {
+      *c = 0;
+      if (mkdir(d, 0700) != 0 && access(d, F_OK) != 0)
+        fail_msg("mkdir %s failed", d);
+      *c = '/';
+    }
+  FILE *f = fopen(path, "w");
+  if (!f)
+    fail_msg("cannot create %s", path);
+  fclose(f);
+}
+
+static char g_seen[8][1024];
+static int g_nseen;
+static const char *g_accept; /* the path the fake loader accepts, or NULL */
+
+static int fake_try(const char *path, char *tried, size_t tn) {
+  if (g_nseen < 8)
+    snprintf(g_seen[g_nseen], sizeof g_seen[0], "%s", path);
+  g_nseen++;
+  if (g_accept && strcmp(path, g_accept) == 0)
+    return 1;
+  kfr_lib_tried(tried, tn, path, "fake %d", g_nseen);
+  return 0;
+}
+
+static void save_env(const char *name, char **keep) {
+  const char *v = getenv(name);
+  *keep = v ? strdup(v) : NULL;
+}
+
+static void restore_env(const char *name, char *keep) {
+  if (keep)
+    setenv(name, keep, 1);
+  else
+    unsetenv(name);
+  free(keep);
+}
+
+static void test_lib_search_order(void **state) {
+  (void)state;
+  static const char *const vars[] = {"CUDA_HOME", "CUDA_PATH", "VIRTUAL_ENV",
+                                     "CONDA_PREFIX", "HOME"};
+  char *keep[5];
+  for (int i = 0; i < 5; i++)
+    save_env(vars[i], &keep[i]);
+  const char *tmp = getenv("TMPDIR");
+  char root[512];
+  snprintf(root, sizeof root, "%s/kfuse_libsearch_XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
+  assert_non_null(mkdtemp(root));
+  /* a name no system has, so only the fake tree can match */
+  const char *so = "libkfuse_test_absent.so.9";
+  char cuda[1024], venv[1024], venv13[1024], user[1024];
+  snprintf(cuda, sizeof cuda, "%s/cuda/lib64/%s", root, so);
+  snprintf(venv, sizeof venv,
+           "%s/venv/lib/python3.12/site-packages/nvidia/cudnn/lib/%s", root, so);
+  snprintf(venv13, sizeof venv13,
+           "%s/venv/lib/python3.12/site-packages/nvidia/cu13/lib/%s", root, so);
+  snprintf(user, sizeof user,
+           "%s/home/.local/lib/python3.11/site-packages/nvidia/cudnn/lib/%s",
+           root, so);
+  touch_p(cuda);
+  touch_p(venv);
+  touch_p(venv13);
+  touch_p(user);
+  char d[1024];
+  snprintf(d, sizeof d, "%s/cuda", root);
+  setenv("CUDA_HOME", d, 1);
+  unsetenv("CUDA_PATH");
+  unsetenv("CONDA_PREFIX");
+  snprintf(d, sizeof d, "%s/venv", root);
+  setenv("VIRTUAL_ENV", d, 1);
+  snprintf(d, sizeof d, "%s/home", root);
+  setenv("HOME", d, 1);
+
+  /* nothing accepted: the soname, then every existing place, in order */
+  char tried[4096] = "";
+  g_nseen = 0;
+  g_accept = NULL;
+  assert_int_equal(kfr_lib_search(so, "cudnn", fake_try, tried, sizeof tried), 0);
+  assert_int_equal(g_nseen, 4);
+  assert_string_equal(g_seen[0], so);
+  assert_string_equal(g_seen[1], cuda);
+  assert_string_equal(g_seen[2], venv);
+  assert_string_equal(g_seen[3], user);
+  char want[4096];
+  snprintf(want, sizeof want, "%s (fake 1); %s (fake 2); %s (fake 3); %s (fake 4)",
+           so, cuda, venv, user);
+  assert_string_equal(tried, want);
+
+  /* the first that loads wins; later places are not tried */
+  tried[0] = 0;
+  g_nseen = 0;
+  g_accept = venv;
+  assert_int_equal(kfr_lib_search(so, "cudnn", fake_try, tried, sizeof tried), 1);
+  assert_int_equal(g_nseen, 3);
+  /* a glob brace of pip directories (cuBLASLt's {cu13,cublas}) */
+  tried[0] = 0;
+  g_nseen = 0;
+  g_accept = venv13;
+  unsetenv("CUDA_HOME");
+  assert_int_equal(
+      kfr_lib_search(so, "{cu13,cublas}", fake_try, tried, sizeof tried), 1);
+  assert_int_equal(g_nseen, 2);
+  assert_string_equal(g_seen[1], venv13);
+  g_accept = NULL;
+
+  /* tried truncates, never overflows, and stays terminated */
+  char small[24];
+  memset(small, 'x', sizeof small);
+  small[0] = 0;
+  kfr_lib_tried(small, sizeof small, "/a/rather/long/path/libx.so", "why %d", 1);
+  assert_true(strlen(small) < sizeof small);
+  kfr_lib_tried(small, sizeof small, "/b", "again");
+  assert_true(strlen(small) < sizeof small);
+  assert_int_equal(strncmp(small, "/a/rather/long/path/lib", 23), 0);
+
+  for (int i = 0; i < 5; i++)
+    restore_env(vars[i], keep[i]);
+  char cmd[1100];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* whether the loader finds soname by itself (then the default search must
+ * load it; else it must fail naming it) */
+static int loader_has(const char *soname) {
+  void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  if (h)
+    dlclose(h);
+  return h != NULL;
+}
+
+static void test_lib_load(void **state) {
+  (void)state;
+  char msg[4096];
+  const kfr_cublaslt *lt = NULL;
+  const kfr_cudnn *dnn = NULL;
+  /* a variable naming a missing file, or a library without the entry points */
+  setenv("KFUSE_CUBLASLT", "/nonexistent/libcublasLt.so.13", 1);
+  assert_int_equal(kfr_cublaslt_load(&lt, msg, sizeof msg), KFUSE_ELIBRARY);
+  assert_null(lt);
+  assert_contains(msg, "cannot load cuBLASLt from KFUSE_CUBLASLT: "
+                       "/nonexistent/libcublasLt.so.13 (");
+  setenv("KFUSE_CUBLASLT", "libm.so.6", 1);
+  assert_int_equal(kfr_cublaslt_load(&lt, msg, sizeof msg), KFUSE_ELIBRARY);
+  assert_contains(msg, "libm.so.6 (no cublasLtCreate)");
+  unsetenv("KFUSE_CUBLASLT");
+  setenv("KFUSE_CUDNN_LIBRARY", "/nonexistent/libcudnn.so.9", 1);
+  assert_int_equal(kfr_cudnn_load(&dnn, msg, sizeof msg), KFUSE_ELIBRARY);
+  assert_null(dnn);
+  assert_contains(msg, "cannot load cuDNN from KFUSE_CUDNN_LIBRARY: "
+                       "/nonexistent/libcudnn.so.9 (");
+  setenv("KFUSE_CUDNN_LIBRARY", "libm.so.6", 1);
+  assert_int_equal(kfr_cudnn_load(&dnn, msg, sizeof msg), KFUSE_ELIBRARY);
+  assert_contains(msg, "libm.so.6 (no cudnnGetVersion)");
+  unsetenv("KFUSE_CUDNN_LIBRARY");
+
+  /* the default search: loading needs no GPU */
+  if (loader_has("libcublasLt.so.13")) {
+    assert_int_equal(kfr_cublaslt_load(&lt, msg, sizeof msg), KFUSE_OK);
+    assert_non_null(lt);
+    assert_string_equal(lt->path, "libcublasLt.so.13");
+    assert_true(lt->cublasLtGetVersion() >= 130000);
+  } else {
+    int rc = kfr_cublaslt_load(&lt, msg, sizeof msg);
+    if (rc == KFUSE_OK) /* found by the search beyond the loader's path */
+      assert_true(strchr(lt->path, '/') != NULL);
+    else
+      assert_contains(msg, "libcublasLt.so.13 (");
+  }
+  if (loader_has("libcudnn.so.9")) {
+    assert_int_equal(kfr_cudnn_load(&dnn, msg, sizeof msg), KFUSE_OK);
+    assert_non_null(dnn);
+    assert_string_equal(dnn->path, "libcudnn.so.9");
+    assert_true(dnn->version >= 90000);
+  } else {
+    int rc = kfr_cudnn_load(&dnn, msg, sizeof msg);
+    if (rc == KFUSE_OK)
+      assert_true(strchr(dnn->path, '/') != NULL && dnn->version >= 90000);
+    else
+      assert_contains(msg, "KFUSE_CUDNN_LIBRARY");
+  }
+}
+
 static void test_api_null(void **state) {
   (void)state;
   kfuse_model_destroy(NULL);
@@ -942,6 +1139,8 @@ int main(void) {
       cmocka_unit_test(test_create_rejects_bad_plan),
       cmocka_unit_test(test_create_without_driver),
       cmocka_unit_test(test_api_null),
+      cmocka_unit_test(test_lib_search_order),
+      cmocka_unit_test(test_lib_load),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
