@@ -11,8 +11,14 @@
  * Graph API first: kfr_conv_prepare_all asks kfr_cudnn_graph.c for an
  * execution plan per step (one cudnnBackendExecute a run, a fraction of the
  * legacy calls' host time); what follows is the legacy path, taken by steps
- * without a plan (cuDNN built none, KFUSE_CUDNN_GRAPH=0) and by runs whose
- * pointers are less aligned than the plan's tensors.
+ * without a plan (cuDNN built none, KFUSE_CUDNN_GRAPH=0).
+ *
+ * Caller tensors less than 16-byte aligned (the arena, weights and constants
+ * are 256-byte aligned; a caller's view may not be) go through a staging
+ * buffer on both paths: cuDNN's kernels assume the alignment. The fused
+ * call with IMPLICIT_PRECOMP_GEMM faults with "misaligned address" when its
+ * residual z sits 4 bytes off (H200, cuDNN 9; scripts/gpu_conv_check.sh),
+ * and the graph plans declare 16-byte tensors.
  *
  * Which cuDNN call. Without bias, activation and residual the step is
  * cudnnConvolutionForward; otherwise it is one fused
@@ -603,53 +609,133 @@ void kfr_conv_release_all(kfuse_model *m) {
   if (m->dnn)
     (void)d->cudnnDestroy(m->dnn);
   m->dnn = NULL;
+  if (m->conv_stage)
+    (void)m->cu->cuMemFree(m->conv_stage);
+  m->conv_stage = 0;
+  m->conv_stage_bytes = 0;
 }
 
-int kfr_conv_run(kfuse_model *m, uint32_t s, CUstream stream) {
-  const kfr_cudnn *d = m->dnn_api;
-  const kfr_step *stp = &m->steps[s];
-  const kfr_conv *c = &stp->conv;
-  const kfr_arg *a = &m->args[stp->first_arg];
-  kfr_conv_rt *rt = &m->conv[s];
-  kfr_dnn_status st = d->cudnnSetStream(m->dnn, stream);
-  if (st)
-    return dnn_fail(m, st, "cudnnSetStream", s);
-  const void *x = (const void *)(uintptr_t)ptr_of(m, &a[0]);
-  const void *w = (const void *)(uintptr_t)ptr_of(m, &a[1]);
-  void *y = (void *)(uintptr_t)ptr_of(m, &a[2]);
-  void *ws = c->workspace_bytes ? (void *)(uintptr_t)ptr_of(m, &a[5]) : NULL;
-  if (rt->plan) {
-    const void *b = c->has_bias ? (const void *)(uintptr_t)ptr_of(m, &a[3]) : NULL;
-    const void *z = c->has_z ? (const void *)(uintptr_t)ptr_of(m, &a[4]) : NULL;
-    int rc = kfr_conv_graph_run(m, s, (void *)x, (void *)w, y, (void *)b, (void *)z, ws);
-    if (rc != 1)
-      return rc;
-    /* a pointer less aligned than the plan's tensors: the legacy call,
-     * its algorithm chosen by heuristics on first need */
-    if (!rt->legacy) {
-      int cr = choose(m, s, NULL);
-      if (cr)
-        return cr;
-      rt->legacy = 1;
-      if (kfr_cudnn_verbose())
-        fprintf(stderr, "kfuse: cuDNN step %u (%s): a pointer is not 16-byte aligned: legacy call, algo %d\n", s,
-                kfr_step_name(m, s), rt->algo);
+/* ---- caller tensors less than 16-byte aligned ----------------------------- */
+
+#define KFR_CONV_ALIGN 16
+static uint64_t round256(uint64_t v) { return (v + 255) & ~(uint64_t)255; }
+
+/* Bytes of x, w, y, bias and z of step s, in that order. */
+static void operand_bytes(const kfr_conv *c, uint64_t nb[5]) {
+  nb[0] = conv_bytes(c, 0);
+  nb[1] = conv_bytes(c, 1);
+  nb[2] = conv_bytes(c, 2);
+  nb[3] = c->has_bias ? (uint64_t)c->k * (uint64_t)kfr_dtype_size(c->dtype) : 0;
+  nb[4] = c->has_z ? nb[2] : 0;
+}
+
+/* Move step s's operands p[] (x, w, y, bias, z; 0 where absent) that are
+ * less than 16-byte aligned into the staging buffer: inputs copied in on
+ * the stream, y pointed at staging with the caller's y returned in *y_back
+ * (the caller copies the result out). The buffer holds the largest CONV
+ * step and is allocated at the first run that needs it (so not while a
+ * stream is captured: a capture of such a run fails with cuMemAlloc's
+ * error). */
+static int stage_operands(kfuse_model *m, uint32_t s, CUstream stream, CUdeviceptr p[5], CUdeviceptr *y_back) {
+  const kfr_driver *cu = m->cu;
+  uint64_t nb[5];
+  char why[256];
+  CUresult r;
+  if (!m->conv_stage) {
+    uint64_t need = 0;
+    for (uint32_t t = 0; t < m->h.n_steps; t++) {
+      if (m->steps[t].kind != KFR_STEP_CONV)
+        continue;
+      operand_bytes(&m->steps[t].conv, nb);
+      uint64_t sum = 0;
+      for (int i = 0; i < 5; i++)
+        sum += round256(nb[i]);
+      if (sum > need)
+        need = sum;
     }
+    if ((r = cu->cuMemAlloc(&m->conv_stage, need)) != CUDA_SUCCESS) {
+      m->conv_stage = 0;
+      return kfr_fail(m, r == CUDA_ERROR_OUT_OF_MEMORY ? KFUSE_ENOMEM : KFUSE_ECUDA,
+                      "CONV step %u (%s): a tensor is not %d-byte aligned and its staging buffer could not be "
+                      "allocated (cuMemAlloc of %llu bytes): %s",
+                      s, kfr_step_name(m, s), KFR_CONV_ALIGN, (unsigned long long)need,
+                      kfr_cu_describe(cu, r, why, sizeof why));
+    }
+    m->conv_stage_bytes = need;
   }
+  operand_bytes(&m->steps[s].conv, nb);
+  CUdeviceptr at = m->conv_stage;
+  *y_back = 0;
+  for (int i = 0; i < 5; i++) {
+    CUdeviceptr here = at;
+    at += round256(nb[i]);
+    if (!nb[i] || p[i] % KFR_CONV_ALIGN == 0)
+      continue;
+    if (i == 2) { /* the output: written to staging, copied out after */
+      *y_back = p[2];
+      p[2] = here;
+      continue;
+    }
+    if ((r = cu->cuMemcpyDtoDAsync(here, p[i], nb[i], stream)) != CUDA_SUCCESS)
+      return kfr_fail(m, KFUSE_ECUDA, "CONV step %u (%s): cuMemcpyDtoDAsync failed staging an unaligned operand: %s",
+                      s, kfr_step_name(m, s), kfr_cu_describe(cu, r, why, sizeof why));
+    p[i] = here;
+  }
+  if (kfr_cudnn_verbose())
+    fprintf(stderr, "kfuse: cuDNN step %u (%s): a tensor is not %d-byte aligned: staged\n", s, kfr_step_name(m, s),
+            KFR_CONV_ALIGN);
+  return KFUSE_OK;
+}
+
+/* The step's cuDNN call on aligned pointers p[] (x, w, y, bias, z). */
+static int conv_call(kfuse_model *m, uint32_t s, const CUdeviceptr p[5], void *ws) {
+  const kfr_cudnn *d = m->dnn_api;
+  const kfr_conv *c = &m->steps[s].conv;
+  kfr_conv_rt *rt = &m->conv[s];
+  void *x = (void *)(uintptr_t)p[0], *w = (void *)(uintptr_t)p[1], *y = (void *)(uintptr_t)p[2];
+  void *b = (void *)(uintptr_t)p[3], *z = (void *)(uintptr_t)p[4];
+  if (rt->plan)
+    return kfr_conv_graph_run(m, s, x, w, y, b, z, ws);
+  kfr_dnn_status st;
   if (!rt->fused) {
-    st = d->cudnnConvolutionForward(m->dnn, &rt->alpha1, rt->xd, x, rt->wd, w,
-                                    rt->cd, rt->algo, ws,
-                                    (size_t)c->workspace_bytes, &rt->zero,
-                                    rt->yd, y);
+    st = d->cudnnConvolutionForward(m->dnn, &rt->alpha1, rt->xd, x, rt->wd, w, rt->cd, rt->algo, ws,
+                                    (size_t)c->workspace_bytes, &rt->zero, rt->yd, y);
     return st ? dnn_fail(m, st, "cudnnConvolutionForward", s) : KFUSE_OK;
   }
   /* without z, alpha2 is 0 and cuDNN does not read it: y stands in */
-  const void *z = c->has_z ? (const void *)(uintptr_t)ptr_of(m, &a[4]) : y;
-  const void *b = (const void *)(uintptr_t)ptr_of(m, &a[3]);
-  st = d->cudnnConvolutionBiasActivationForward(
-      m->dnn, &rt->alpha1, rt->xd, x, rt->wd, w, rt->cd, rt->algo, ws,
-      (size_t)c->workspace_bytes, &rt->alpha2, rt->yd, z, rt->bd, b, rt->ad,
-      rt->yd, y);
-  return st ? dnn_fail(m, st, "cudnnConvolutionBiasActivationForward", s)
-            : KFUSE_OK;
+  st = d->cudnnConvolutionBiasActivationForward(m->dnn, &rt->alpha1, rt->xd, x, rt->wd, w, rt->cd, rt->algo, ws,
+                                                (size_t)c->workspace_bytes, &rt->alpha2, rt->yd, c->has_z ? z : y,
+                                                rt->bd, b, rt->ad, rt->yd, y);
+  return st ? dnn_fail(m, st, "cudnnConvolutionBiasActivationForward", s) : KFUSE_OK;
+}
+
+int kfr_conv_run(kfuse_model *m, uint32_t s, CUstream stream) {
+  const kfr_step *stp = &m->steps[s];
+  const kfr_conv *c = &stp->conv;
+  const kfr_arg *a = &m->args[stp->first_arg];
+  kfr_dnn_status st = m->dnn_api->cudnnSetStream(m->dnn, stream);
+  if (st)
+    return dnn_fail(m, st, "cudnnSetStream", s);
+  CUdeviceptr p[5] = {ptr_of(m, &a[0]), ptr_of(m, &a[1]), ptr_of(m, &a[2]), c->has_bias ? ptr_of(m, &a[3]) : 0,
+                      c->has_z ? ptr_of(m, &a[4]) : 0};
+  void *ws = c->workspace_bytes ? (void *)(uintptr_t)ptr_of(m, &a[5]) : NULL;
+  CUdeviceptr y_back = 0;
+  int rc;
+  for (int i = 0; i < 5; i++)
+    if (p[i] % KFR_CONV_ALIGN) {
+      if ((rc = stage_operands(m, s, stream, p, &y_back)))
+        return rc;
+      break;
+    }
+  if ((rc = conv_call(m, s, p, ws)))
+    return rc;
+  if (y_back) {
+    CUresult r = m->cu->cuMemcpyDtoDAsync(y_back, p[2], conv_bytes(c, 2), stream);
+    if (r != CUDA_SUCCESS) {
+      char why[256];
+      return kfr_fail(m, KFUSE_ECUDA, "CONV step %u (%s): cuMemcpyDtoDAsync failed copying the output out of "
+                      "staging: %s", s, kfr_step_name(m, s), kfr_cu_describe(m->cu, r, why, sizeof why));
+    }
+  }
+  return KFUSE_OK;
 }

@@ -20,8 +20,7 @@
  * At run (kfr_conv_graph_run): a variant pack of the step's pointers,
  * rebuilt only when they change (arena pointers do not; caller inputs and
  * outputs may), and cudnnBackendExecute. Tensors are described as 16-byte
- * aligned; a run whose x, y or z is less aligned returns 1 and the caller
- * takes the legacy path for it.
+ * aligned; kfr_conv_run stages any operand that is not (kfr_cudnn.c).
  *
  * The declarations are our own (no cudnn.h is needed to build); enum
  * values as in cuDNN 9's cudnn_graph.h. */
@@ -390,7 +389,8 @@ int kfr_conv_graph_run(kfuse_model *m, uint32_t s, void *x, void *w, void *y, vo
   const kfr_conv *c = &m->steps[s].conv;
   kfr_conv_rt *rt = &m->conv[s];
   if (!aligned(x) || !aligned(w) || !aligned(y) || (c->has_z && !aligned(z)) || (c->has_bias && !aligned(b)))
-    return 1; /* the legacy call takes it */
+    return kfr_fail(m, KFUSE_ECUDA, "CONV step %u (%s): internal error: a pointer less than %d-byte aligned reached "
+                    "the graph plan", s, kfr_step_name(m, s), KFR_GRAPH_ALIGN);
   void *ptrs[5] = {x, w, y, b, z};
   if (!rt->vpack || memcmp(ptrs, rt->vp_ptrs, sizeof ptrs) != 0 || ws != rt->vp_ws) {
     int64_t uids[5] = {UID_X, UID_W, UID_Y, 0, 0};

@@ -324,6 +324,10 @@ struct kfuse_model {
   const kfr_cudnn *dnn_api;
   kfr_dnn_handle dnn;  /* per instance, used under lock like lt */
   kfr_conv_rt *conv;   /* per step; used by CONV steps only */
+  /* staging for caller tensors less than 16-byte aligned (kfr_cudnn.c),
+   * allocated at first need */
+  CUdeviceptr conv_stage;
+  uint64_t conv_stage_bytes;
 
   int use_graph;
   CUdeviceptr *gin, *gout; /* fixed input/output buffers (graph mode) */
@@ -363,8 +367,9 @@ KFR_HIDDEN int kfr_conv_run(kfuse_model *m, uint32_t s, CUstream stream);
  * KFUSE_OK with m->conv[s].plan set, or 1: stay on the legacy calls. */
 KFR_HIDDEN int kfr_conv_graph_prepare(kfuse_model *m, uint32_t s, CUdeviceptr x, CUdeviceptr w,
                                       CUdeviceptr y, CUdeviceptr b, CUdeviceptr ws);
-/* Run step s's plan: KFUSE_OK, an error (m->err), or 1 when a pointer is
- * less aligned than the plan assumes (the caller runs the legacy call). */
+/* Run step s's plan: KFUSE_OK or an error (m->err). The pointers are
+ * 16-byte aligned, as the plan declares (kfr_conv_run stages any that are
+ * not). */
 KFR_HIDDEN int kfr_conv_graph_run(kfuse_model *m, uint32_t s, void *x, void *w, void *y, void *b, void *z,
                                   void *ws);
 KFR_HIDDEN void kfr_conv_graph_release(kfuse_model *m, uint32_t s);
