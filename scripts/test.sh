@@ -52,56 +52,29 @@ run_ctest() { # DIR
   ctest --test-dir "$1" --output-on-failure -j "$jobs"
 }
 
-# LeakSanitizer's stop-the-world tracer sometimes dies itself at process exit
-# ("Tracer caught signal 11 ... LeakSanitizer has encountered a fatal
-# error"): a fault of the sanitizer runtime that comes and goes between runs
-# of the same binary (google/sanitizers#1353; seen here once, on CI, on the
-# two longest NVRTC tests, and not in 12 local runs of them). It is not a
-# finding, so a test that failed with that message and no sanitizer report
-# runs again, up to twice. Any other failure stands, and a test whose own
-# failure was hidden by the crash fails again on the rerun.
-lsan_tracer_crash='LeakSanitizer has encountered a fatal error'
-sanitizer_report='ERROR: (Address|Leak|Undefined)Sanitizer|runtime error:'
-test_output() { # LOG NAME: the output ctest recorded for test NAME
-  awk -v name="$2" '
-    $0 ~ /^[0-9]+\/[0-9]+ Test: / && substr($0, index($0, "Test: ") + 6) == name { on = 1; next }
-    on && index($0, "\"" name "\" end time:") == 1 { on = 0 }
-    on { print }' "$1"
-}
-run_ctest_sanitized() { # DIR
-  local dir=$1
-  run_ctest "$dir" && return 0
-  local tmp=$dir/Testing/Temporary
-  [[ -f $tmp/LastTestsFailed.log && -f $tmp/LastTest.log ]] || return 1
-  local retry=() name out
-  while IFS=: read -r _ name; do
-    out=$(test_output "$tmp/LastTest.log" "$name")
-    if grep -q "$lsan_tracer_crash" <<<"$out" && ! grep -Eq "$sanitizer_report" <<<"$out"; then
-      retry+=("$name")
-    else
-      echo "test.sh: $name failed on its own (not LeakSanitizer's tracer); not rerun" >&2
-      return 1
-    fi
-  done <"$tmp/LastTestsFailed.log"
-  ((${#retry[@]})) || return 1
-  local re attempt
-  re="^($(printf '%s\n' "${retry[@]}" | sed 's/[.[\]*^$+?(){}|]/\\&/g' | paste -sd '|'))\$"
-  for attempt in 1 2; do
-    echo "test.sh: LeakSanitizer's tracer crashed in ${#retry[@]} test(s): ${retry[*]}; rerun $attempt of 2" >&2
-    ctest --test-dir "$dir" --output-on-failure -R "$re" && return 0
-  done
-  return 1
-}
-
 step "build" configure_and_build "$build"
 step "tests" run_ctest "$build"
 
 # LeakSanitizer is part of ASan on x86-64 Linux; keep it on and make every
 # finding fatal, so a leak or UB fails its test instead of scrolling past.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1}
+#
+# intercept_tls_get_addr=0: NVRTC is dlopen'd and has a TLS segment, so its
+# thread-local block comes from __tls_get_addr. gcc 12's ASan records such
+# blocks for LeakSanitizer, and where a block happens to start 16 bytes into
+# a page it takes the 16 bytes before it for a glibc 2.19 header (start and
+# size) that newer glibc does not write; LSan's tracer then scans that bogus
+# range at exit and dies ("Tracer caught signal 11 ... LeakSanitizer has
+# encountered a fatal error"). Whether a block lands there depends on what
+# was allocated before it (the checkout's path, the environment), so the
+# crash is deterministic per machine and path: CI's /check/work/main hit it
+# in kernels.rnn.default and two module tests on every run, this machine's
+# checkout never did. Without the interception no such blocks are recorded;
+# leaks are still found, only pointers held solely in a dlopen'd library's
+# thread-local storage are no longer roots (none of ours are).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1:intercept_tls_get_addr=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 step "build (ASan+UBSan)" configure_and_build "$asan" -DKFUSE_SANITIZE=ON
-step "tests (ASan+UBSan)" run_ctest_sanitized "$asan"
+step "tests (ASan+UBSan)" run_ctest "$asan"
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 step "fuzz (${FUZZ_SECONDS}s per target)" bash scripts/fuzz.sh "$FUZZ_SECONDS"
