@@ -326,6 +326,25 @@ int kfr_cudnn_verbose(void) {
   return v && *v && strcmp(v, "0") != 0;
 }
 
+/* One fused convolution call of the search (kfr_time3's call); y is also
+ * z, as the step does without a residual. */
+typedef struct fused_call {
+  kfuse_model *m;
+  kfr_conv_rt *rt;
+  const void *x, *w, *b;
+  void *y, *ws;
+  size_t ws_bytes;
+  int algo;
+} fused_call;
+
+static int run_fused_call(void *ctx) {
+  const fused_call *f = ctx;
+  const kfr_conv_rt *rt = f->rt;
+  return f->m->dnn_api->cudnnConvolutionBiasActivationForward(
+             f->m->dnn, &rt->alpha1, rt->xd, f->x, rt->wd, f->w, rt->cd, f->algo, f->ws, f->ws_bytes, &rt->alpha2,
+             rt->yd, f->y, rt->bd, f->b, rt->ad, rt->yd, f->y) != 0;
+}
+
 /* Time step s's fused call (cudnnConvolutionBiasActivationForward) with
  * each candidate of perf[0..found) that ran in Find and fits the workspace:
  * one warm-up call, then the median of three timed calls, on the search
@@ -361,6 +380,7 @@ static int time_fused(kfuse_model *m, uint32_t s, search_buf *sb, kfr_dnn_perf *
   int best = found;
   float best_ms = 0;
   int rc = 0;
+  fused_call fc = {m, rt, x, w, b, y, ws, (size_t)c->workspace_bytes, 0};
   kfr_dnn_status st = d->cudnnSetStream(m->dnn, NULL);
   for (int i = 0; i < found && !st && !rc; i++) {
     if (perf[i].status != 0 || perf[i].memory > c->workspace_bytes)
@@ -369,25 +389,15 @@ static int time_fused(kfuse_model *m, uint32_t s, search_buf *sb, kfr_dnn_perf *
       continue;
     if (!strict_fp32(c) && (st = d->cudnnSetConvolutionMathType(rt->cd, perf[i].math_type)))
       break;
-    float ms[3];
-    int ok = 1;
-    for (int rep = -1; rep < 3 && ok; rep++) {
-      if (rep >= 0 && cu->cuEventRecord(ev[0], NULL) != CUDA_SUCCESS) rc = 1;
-      kfr_dnn_status fs = d->cudnnConvolutionBiasActivationForward(
-          m->dnn, &rt->alpha1, rt->xd, x, rt->wd, w, rt->cd, perf[i].algo, ws,
-          (size_t)c->workspace_bytes, &rt->alpha2, rt->yd, y, rt->bd, b, rt->ad, rt->yd, y);
-      if (fs) {
-        ok = 0; /* this algorithm does not take the fused call: not a candidate */
-        break;
-      }
-      if (rep >= 0 && (cu->cuEventRecord(ev[1], NULL) != CUDA_SUCCESS ||
-                       cu->cuEventSynchronize(ev[1]) != CUDA_SUCCESS ||
-                       cu->cuEventElapsedTime(&ms[rep], ev[0], ev[1]) != CUDA_SUCCESS))
-        rc = 1;
+    fc.algo = perf[i].algo;
+    float med;
+    int tr = kfr_time3(cu, ev, run_fused_call, &fc, &med);
+    if (tr == 1)
+      continue; /* this algorithm does not take the fused call: not a candidate */
+    if (tr < 0) {
+      rc = 1;
+      break;
     }
-    if (!ok || rc)
-      continue;
-    float med = kfr_median3(ms);
     if (kfr_cudnn_verbose())
       fprintf(stderr, "kfuse: cuDNN step %u (%s): fused call, algo %d math %d: %.4f ms\n", s, kfr_step_name(m, s),
               perf[i].algo, perf[i].math_type, med);

@@ -178,10 +178,20 @@ static void *variant_pack(const kfr_cudnn *d, const int64_t *uids, void *const *
   return vp;
 }
 
+/* One execution of a plan (kfr_time3's call). */
+typedef struct plan_call {
+  kfuse_model *m;
+  void *plan, *vp;
+} plan_call;
+
+static int run_plan(void *ctx) {
+  const plan_call *x = ctx;
+  return x->m->dnn_api->cudnnBackendExecute(x->m->dnn, x->plan, x->vp) != 0;
+}
+
 /* Median of three timed executions of plan (after one warm-up) on the
  * legacy stream, in ms; < 0 when it failed to run. */
 static float time_plan(kfuse_model *m, void *plan, void *vp) {
-  const kfr_cudnn *d = m->dnn_api;
   const kfr_driver *cu = m->cu;
   CUevent ev[2] = {0};
   if (cu->cuEventCreate(&ev[0], 0) != CUDA_SUCCESS) return -1;
@@ -189,20 +199,15 @@ static float time_plan(kfuse_model *m, void *plan, void *vp) {
     (void)cu->cuEventDestroy(ev[0]);
     return -1;
   }
-  float ms[3] = {0, 0, 0}, r = 0;
-  if (d->cudnnSetStream(m->dnn, NULL)) r = -1; /* the events' stream */
-  for (int rep = -1; rep < 3 && r >= 0; rep++) {
-    if (rep >= 0 && cu->cuEventRecord(ev[0], NULL) != CUDA_SUCCESS) r = -1;
-    if (r >= 0 && d->cudnnBackendExecute(m->dnn, plan, vp)) r = -1;
-    if (r >= 0 && rep >= 0 &&
-        (cu->cuEventRecord(ev[1], NULL) != CUDA_SUCCESS || cu->cuEventSynchronize(ev[1]) != CUDA_SUCCESS ||
-         cu->cuEventElapsedTime(&ms[rep], ev[0], ev[1]) != CUDA_SUCCESS))
-      r = -1;
-  }
-  if (r >= 0 && cu->cuCtxSynchronize() != CUDA_SUCCESS) r = -1;
+  plan_call pc = {m, plan, vp};
+  float ms = -1;
+  /* the events' stream */
+  if (m->dnn_api->cudnnSetStream(m->dnn, NULL) || kfr_time3(cu, ev, run_plan, &pc, &ms) ||
+      cu->cuCtxSynchronize() != CUDA_SUCCESS)
+    ms = -1;
   (void)cu->cuEventDestroy(ev[0]);
   (void)cu->cuEventDestroy(ev[1]);
-  return r < 0 ? r : kfr_median3(ms);
+  return ms;
 }
 
 int kfr_conv_graph_prepare(kfuse_model *m, uint32_t s, CUdeviceptr sx, CUdeviceptr sw, CUdeviceptr sy,

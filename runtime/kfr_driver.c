@@ -42,6 +42,23 @@ const char *kfr_cu_describe(const kfr_driver *d, CUresult r, char *buf,
   return buf;
 }
 
+int kfr_time3(const kfr_driver *cu, CUevent ev[2], kfr_timed_call call, void *ctx, float *ms) {
+  float t[3];
+  for (int rep = -1; rep < 3; rep++) {
+    if (rep >= 0 && cu->cuEventRecord(ev[0], NULL) != CUDA_SUCCESS)
+      return -1;
+    if (call(ctx))
+      return 1;
+    if (rep >= 0 && (cu->cuEventRecord(ev[1], NULL) != CUDA_SUCCESS || cu->cuEventSynchronize(ev[1]) != CUDA_SUCCESS ||
+                     cu->cuEventElapsedTime(&t[rep], ev[0], ev[1]) != CUDA_SUCCESS))
+      return -1;
+  }
+  /* the median of the three */
+  float lo = t[0] < t[1] ? t[0] : t[1], hi = t[0] < t[1] ? t[1] : t[0];
+  *ms = t[2] < lo ? lo : t[2] > hi ? hi : t[2];
+  return 0;
+}
+
 static int driver_fail(void *h, char *msg, size_t n, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

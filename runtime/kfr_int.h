@@ -72,12 +72,14 @@ KFR_HIDDEN int kfr_driver_load(const kfr_driver **out, char *msg, size_t n);
 KFR_HIDDEN const char *kfr_cu_describe(const kfr_driver *d, CUresult r,
                                        char *buf, size_t n);
 
-/* The median of three timings (the algorithm searches of kfr_run.c and
- * kfr_cudnn.c). */
-static inline float kfr_median3(const float ms[3]) {
-  float lo = ms[0] < ms[1] ? ms[0] : ms[1], hi = ms[0] < ms[1] ? ms[1] : ms[0];
-  return ms[2] < lo ? lo : ms[2] > hi ? hi : ms[2];
-}
+/* Times call(ctx) for the algorithm searches (cuBLASLt in kfr_run.c, the
+ * cuDNN fused call and graph plans): one warm-up call, then three calls
+ * each between ev[0] and ev[1] recorded on the legacy stream (the call
+ * must run there), the median in *ms. Returns 0; 1 when call returned
+ * non-zero (nothing timed; the caller skips that candidate); -1 when an
+ * event call failed. */
+typedef int (*kfr_timed_call)(void *ctx);
+KFR_HIDDEN int kfr_time3(const kfr_driver *cu, CUevent ev[2], kfr_timed_call call, void *ctx, float *ms);
 
 /* ---- finding a CUDA library --------------------------------------------- */
 

@@ -125,6 +125,27 @@ static int gemm_verbose(void) {
   return v && *v && strcmp(v, "0") != 0;
 }
 
+/* One cuBLASLt call of the search (kfr_time3's call). */
+typedef struct gemm_call {
+  kfuse_model *m;
+  kfr_gemm_rt *rt;
+  CUdeviceptr a, b, c, d; /* cuBLASLt's A, B, C, D */
+  const cublasLtMatmulAlgo_t *algo;
+  void *ws;
+  uint64_t ws_bytes;
+  int has_c;
+} gemm_call;
+
+static int run_gemm_call(void *ctx) {
+  const gemm_call *x = ctx;
+  const kfr_gemm_rt *rt = x->rt;
+  return x->m->lt_api->cublasLtMatmul(x->m->lt, rt->op, &rt->alpha, (const void *)(uintptr_t)x->a, rt->la,
+                                      (const void *)(uintptr_t)x->b, rt->lb, &rt->beta,
+                                      (const void *)(uintptr_t)x->c, x->has_c ? rt->lc : rt->ld,
+                                      (void *)(uintptr_t)x->d, rt->ld, x->algo, x->ws, (size_t)x->ws_bytes,
+                                      NULL) != CUBLAS_STATUS_SUCCESS;
+}
+
 /* Time step s with each of cuBLASLt's candidates res[0..found) on scratch
  * operands of the step's shapes (zeros; the arena's workspace): one warm-up
  * call, then the median of three, on the legacy stream. Returns the index
@@ -172,36 +193,22 @@ static int time_algos(kfuse_model *m, uint32_t s,
     ok = lt->cublasLtMatmulDescSetAttribute(rt->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                             &bias, sizeof bias) == CUBLAS_STATUS_SUCCESS;
   }
-  CUdeviceptr pc = g->has_c ? p[2] : p[3];
+  int timed_any = 0; /* candidate 0 may fail to run: compare with the first that ran */
+  gemm_call gc = {m, rt, p[1], p[0], g->has_c ? p[2] : p[3], p[3], NULL, ws, g->workspace_bytes, g->has_c};
   for (int c = 0; c < found && ok; c++) {
-    float ms[3];
-    int ran = 1;
-    for (int rep = -1; rep < 3 && ran; rep++) {
-      if (rep >= 0 && cu->cuEventRecord(ev[0], NULL) != CUDA_SUCCESS)
-        ran = 0;
-      if (ran && lt->cublasLtMatmul(m->lt, rt->op, &rt->alpha, (const void *)(uintptr_t)p[1], rt->la,
-                                    (const void *)(uintptr_t)p[0], rt->lb, &rt->beta,
-                                    (const void *)(uintptr_t)pc, g->has_c ? rt->lc : rt->ld,
-                                    (void *)(uintptr_t)p[3], rt->ld, &res[c].algo, ws,
-                                    g->workspace_bytes, NULL) != CUBLAS_STATUS_SUCCESS)
-        ran = 0;
-      if (ran && rep >= 0 &&
-          (cu->cuEventRecord(ev[1], NULL) != CUDA_SUCCESS ||
-           cu->cuEventSynchronize(ev[1]) != CUDA_SUCCESS ||
-           cu->cuEventElapsedTime(&ms[rep], ev[0], ev[1]) != CUDA_SUCCESS))
-        ran = 0;
-    }
-    if (!ran) {
+    float med;
+    gc.algo = &res[c].algo;
+    if (kfr_time3(cu, ev, run_gemm_call, &gc, &med)) {
       (void)cu->cuCtxSynchronize();
       continue;
     }
-    float med = kfr_median3(ms);
     if (gemm_verbose())
       fprintf(stderr, "kfuse: GEMM step %u (%s) m=%lld n=%lld k=%lld: candidate %d %.4f ms\n", s,
               kfr_step_name(m, s), (long long)g->m, (long long)g->n, (long long)g->k, c, med);
-    if (c == 0 || med < best_ms) {
+    if (!timed_any || med < best_ms) {
       best = c;
       best_ms = med;
+      timed_any = 1;
     }
   }
   for (int i = 0; i < 2; i++)
