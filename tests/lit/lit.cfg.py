@@ -4,7 +4,7 @@
 # RUN lines; FileCheck, not and split-file come from LLVM 22's tools
 # (llvm-22-tools). tests/CMakeLists.txt runs each file as one ctest:
 #   lit -v --param kfuse=build/kfuse --param llvm_bin=/usr/lib/llvm-22/bin
-#          --param exec_root=build/tests/lit tests/lit/NAME.mlir
+#          --param exec_root=build/tests/lit/NAME tests/lit/NAME.mlir
 # Substitutions: %kfuse (the tool), %fixtures (tests/fixtures).
 import os
 
