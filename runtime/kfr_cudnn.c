@@ -622,7 +622,6 @@ void kfr_conv_release_all(kfuse_model *m) {
   if (m->conv_stage)
     (void)m->cu->cuMemFree(m->conv_stage);
   m->conv_stage = 0;
-  m->conv_stage_bytes = 0;
 }
 
 /* ---- caller tensors less than 16-byte aligned ----------------------------- */
@@ -671,7 +670,6 @@ static int stage_operands(kfuse_model *m, uint32_t s, CUstream stream, CUdevicep
                       s, kfr_step_name(m, s), KFR_CONV_ALIGN, (unsigned long long)need,
                       kfr_cu_describe(cu, r, why, sizeof why));
     }
-    m->conv_stage_bytes = need;
   }
   operand_bytes(&m->steps[s].conv, nb);
   CUdeviceptr at = m->conv_stage;

@@ -329,7 +329,6 @@ struct kfuse_model {
   /* staging for caller tensors less than 16-byte aligned (kfr_cudnn.c),
    * allocated at first need */
   CUdeviceptr conv_stage;
-  uint64_t conv_stage_bytes;
 
   int use_graph;
   CUdeviceptr *gin, *gout; /* fixed input/output buffers (graph mode) */
