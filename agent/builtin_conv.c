@@ -295,8 +295,8 @@ static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_b
   bool relu = false;
   bool fused = bv && fusable_epilogue(g, a, nhwc, &z, &relu, &final);
   *taken = true;
-  int ws = kf_unit_add_scratch(u, c.workspace_bytes);
-  if (ws < 0) return KF_ERR_NOMEM;
+  /* workspace_bytes is the budget of the runtime's algorithm search; the
+   * runtime allocates what the chosen algorithms need (no arena scratch) */
   kf_unit_step *q = kf_unit_add_step(u, KF_USTEP_CONV);
   if (!q || !kf_unit_step_args(q, 6)) return KF_ERR_NOMEM;
   q->args[0].kind = KF_UARG_INPUT;
@@ -305,8 +305,7 @@ static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_b
   q->args[1].index = kb_group_input(g, wv);
   q->args[3].kind = KF_UARG_NONE;
   q->args[4].kind = KF_UARG_NONE;
-  q->args[5].kind = KF_UARG_SCRATCH;
-  q->args[5].index = ws;
+  q->args[5].kind = KF_UARG_NONE;
   if (fused) {
     c.has_bias = true;
     c.activation = relu ? KFR_ACT_RELU : KFR_ACT_NONE;

@@ -29,9 +29,11 @@
  * Choosing the algorithm (once per distinct parameter set of an instance,
  * at create time): cudnnFindConvolutionForwardAlgorithmEx times every
  * candidate on the GPU, on scratch copies of x and y allocated for the
- * search (zeroed; freed before create returns) and the step's weights when
- * they are already on the device; the fastest one whose workspace fits the
- * plan's budget wins; for a fused step the candidates are then timed again
+ * search (zeroed; freed before create returns, like a workspace of the
+ * largest step's budget) and the step's weights when they are already on
+ * the device; the fastest one whose workspace fits the plan's budget wins,
+ * and create then allocates the workspace the chosen algorithms need (the
+ * plan reserves none); for a fused step the candidates are then timed again
  * with the fused call itself (Find times the bare convolution, and the
  * fused call's speed per algorithm differs). KFUSE_CUDNN_VERBOSE=1 prints
  * the candidates and timings. KFUSE_CUDNN_FIND=0 uses cuDNN's heuristics
@@ -278,8 +280,8 @@ static CUdeviceptr ptr_of(const kfuse_model *m, const kfr_arg *a) {
 
 /* Scratch for the timed search, shared by every step. */
 typedef struct search_buf {
-  CUdeviceptr x, w, y;
-  uint64_t xb, wb, yb;
+  CUdeviceptr x, w, y, ws; /* ws: the largest step's workspace budget */
+  uint64_t xb, wb, yb, wsb;
 } search_buf;
 
 static int search_alloc(kfuse_model *m, search_buf *b) {
@@ -291,10 +293,13 @@ static int search_alloc(kfuse_model *m, search_buf *b) {
     if (conv_bytes(c, 0) > b->xb) b->xb = conv_bytes(c, 0);
     if (conv_bytes(c, 1) > b->wb) b->wb = conv_bytes(c, 1);
     if (conv_bytes(c, 2) > b->yb) b->yb = conv_bytes(c, 2);
+    if (c->workspace_bytes > b->wsb) b->wsb = c->workspace_bytes;
   }
-  CUdeviceptr *p[3] = {&b->x, &b->w, &b->y};
-  uint64_t nb[3] = {b->xb, b->wb, b->yb};
-  for (int i = 0; i < 3; i++) {
+  CUdeviceptr *p[4] = {&b->x, &b->w, &b->y, &b->ws};
+  uint64_t nb[4] = {b->xb, b->wb, b->yb, b->wsb};
+  for (int i = 0; i < 4; i++) {
+    if (!nb[i])
+      continue;
     CUresult r = cu->cuMemAlloc(p[i], nb[i]);
     if (r != CUDA_SUCCESS) {
       *p[i] = 0;
@@ -319,6 +324,7 @@ static void search_free(kfuse_model *m, search_buf *b) {
   if (b->x) (void)m->cu->cuMemFree(b->x);
   if (b->w) (void)m->cu->cuMemFree(b->w);
   if (b->y) (void)m->cu->cuMemFree(b->y);
+  if (b->ws) (void)m->cu->cuMemFree(b->ws);
 }
 
 int kfr_cudnn_verbose(void) {
@@ -365,7 +371,7 @@ static int time_fused(kfuse_model *m, uint32_t s, search_buf *sb, kfr_dnn_perf *
   /* a bias that is a graph input: any readable memory of its size times the same */
   const void *b = (const void *)(uintptr_t)(bk == KFR_BUF_INPUT || bk == KFR_BUF_OUTPUT ? sb->y : ptr_of(m, &a[3]));
   void *y = (void *)(uintptr_t)sb->y;
-  void *ws = c->workspace_bytes ? (void *)(uintptr_t)ptr_of(m, &a[5]) : NULL;
+  void *ws = (void *)(uintptr_t)sb->ws;
   CUevent ev[2] = {0};
   for (int i = 0; i < 2; i++) {
     CUresult r = cu->cuEventCreate(&ev[i], 0);
@@ -441,6 +447,7 @@ static int choose(kfuse_model *m, uint32_t s, search_buf *sb) {
                       "IMPLICIT_PRECOMP_GEMM needs %zu bytes of workspace, the "
                       "plan gives %llu", s, kfr_step_name(m, s), need,
                       (unsigned long long)c->workspace_bytes);
+    rt->ws_bytes = need;
     return KFUSE_OK;
   }
   kfr_dnn_perf perf[KFR_DNN_FWD_ALGO_COUNT];
@@ -452,8 +459,7 @@ static int choose(kfuse_model *m, uint32_t s, search_buf *sb) {
     uint32_t wk = m->buffers[a[1].buffer].kind;
     CUdeviceptr w = wk == KFR_BUF_INPUT || wk == KFR_BUF_OUTPUT ? sb->w
                                                                 : ptr_of(m, &a[1]);
-    void *ws = c->workspace_bytes
-                   ? (void *)(uintptr_t)ptr_of(m, &a[5]) : NULL;
+    void *ws = (void *)(uintptr_t)sb->ws;
     st = d->cudnnFindConvolutionForwardAlgorithmEx(
         m->dnn, rt->xd, (const void *)(uintptr_t)sb->x, rt->wd,
         (const void *)(uintptr_t)w, rt->cd, rt->yd, (void *)(uintptr_t)sb->y,
@@ -484,6 +490,7 @@ static int choose(kfuse_model *m, uint32_t s, search_buf *sb) {
     if (best < found) {
       rt->algo = perf[best].algo;
       rt->math = perf[best].math_type;
+      rt->ws_bytes = perf[best].memory;
       if ((st = d->cudnnSetConvolutionMathType(rt->cd, rt->math)))
         return dnn_fail(m, st, "cudnnSetConvolutionMathType", s);
       return KFUSE_OK;
@@ -495,6 +502,7 @@ static int choose(kfuse_model *m, uint32_t s, search_buf *sb) {
     if (strict_fp32(c) && perf[i].math_type == KFR_DNN_TENSOR_OP_MATH)
       continue;
     rt->algo = perf[i].algo;
+    rt->ws_bytes = perf[i].memory;
     if (!strict_fp32(c)) {
       rt->math = perf[i].math_type;
       if ((st = d->cudnnSetConvolutionMathType(rt->cd, rt->math)))
@@ -528,8 +536,30 @@ static int graph_prepare(kfuse_model *m, uint32_t s, search_buf *sb) {
       b = bk == KFR_BUF_INPUT || bk == KFR_BUF_OUTPUT ? sb->y : ptr_of(m, &a[3]);
     }
   }
-  CUdeviceptr ws = c->workspace_bytes ? ptr_of(m, &a[5]) : 0;
-  return kfr_conv_graph_prepare(m, s, x, w, y, b, ws);
+  return kfr_conv_graph_prepare(m, s, x, w, y, b, sb ? sb->ws : 0);
+}
+
+/* The workspace the chosen algorithms and plans need (the largest step's;
+ * steps run one at a time), allocated once the search buffers are freed:
+ * the plan's workspace_bytes is only the search's budget. */
+static int alloc_workspace(kfuse_model *m) {
+  uint64_t need = 0;
+  for (uint32_t s = 0; s < m->h.n_steps; s++)
+    if (m->steps[s].kind == KFR_STEP_CONV && m->conv[s].ws_bytes > need)
+      need = m->conv[s].ws_bytes;
+  if (!need)
+    return KFUSE_OK;
+  CUresult r = m->cu->cuMemAlloc(&m->conv_ws, need);
+  if (r != CUDA_SUCCESS) {
+    char why[256];
+    m->conv_ws = 0;
+    return kfr_fail(m, r == CUDA_ERROR_OUT_OF_MEMORY ? KFUSE_ENOMEM : KFUSE_ECUDA,
+                    "cuMemAlloc failed (%llu bytes of cuDNN workspace for the chosen algorithms): %s",
+                    (unsigned long long)need, kfr_cu_describe(m->cu, r, why, sizeof why));
+  }
+  if (kfr_cudnn_verbose())
+    fprintf(stderr, "kfuse: cuDNN workspace for the chosen algorithms: %llu bytes\n", (unsigned long long)need);
+  return KFUSE_OK;
 }
 
 /* An earlier CONV step with the same parameters, or s itself. */
@@ -574,6 +604,7 @@ int kfr_conv_prepare_all(kfuse_model *m) {
     if (t != s) {
       m->conv[s].algo = m->conv[t].algo;
       m->conv[s].math = m->conv[t].math;
+      m->conv[s].ws_bytes = m->conv[t].ws_bytes;
       m->conv[s].legacy = 1;
       if ((st = m->dnn_api->cudnnSetConvolutionMathType(m->conv[s].cd,
                                                         m->conv[s].math))) {
@@ -595,7 +626,7 @@ done:
     (void)m->cu->cuCtxSynchronize();
     search_free(m, &sb);
   }
-  return rc;
+  return rc ? rc : alloc_workspace(m);
 }
 
 void kfr_conv_release_all(kfuse_model *m) {
@@ -622,6 +653,9 @@ void kfr_conv_release_all(kfuse_model *m) {
   if (m->conv_stage)
     (void)m->cu->cuMemFree(m->conv_stage);
   m->conv_stage = 0;
+  if (m->conv_ws)
+    (void)m->cu->cuMemFree(m->conv_ws);
+  m->conv_ws = 0;
 }
 
 /* ---- caller tensors less than 16-byte aligned ----------------------------- */
@@ -707,12 +741,12 @@ static int conv_call(kfuse_model *m, uint32_t s, const CUdeviceptr p[5], void *w
   kfr_dnn_status st;
   if (!rt->fused) {
     st = d->cudnnConvolutionForward(m->dnn, &rt->alpha1, rt->xd, x, rt->wd, w, rt->cd, rt->algo, ws,
-                                    (size_t)c->workspace_bytes, &rt->zero, rt->yd, y);
+                                    (size_t)rt->ws_bytes, &rt->zero, rt->yd, y);
     return st ? dnn_fail(m, st, "cudnnConvolutionForward", s) : KFUSE_OK;
   }
   /* without z, alpha2 is 0 and cuDNN does not read it: y stands in */
   st = d->cudnnConvolutionBiasActivationForward(m->dnn, &rt->alpha1, rt->xd, x, rt->wd, w, rt->cd, rt->algo, ws,
-                                                (size_t)c->workspace_bytes, &rt->alpha2, rt->yd, c->has_z ? z : y,
+                                                (size_t)rt->ws_bytes, &rt->alpha2, rt->yd, c->has_z ? z : y,
                                                 rt->bd, b, rt->ad, rt->yd, y);
   return st ? dnn_fail(m, st, "cudnnConvolutionBiasActivationForward", s) : KFUSE_OK;
 }
@@ -726,7 +760,7 @@ int kfr_conv_run(kfuse_model *m, uint32_t s, CUstream stream) {
     return dnn_fail(m, st, "cudnnSetStream", s);
   CUdeviceptr p[5] = {ptr_of(m, &a[0]), ptr_of(m, &a[1]), ptr_of(m, &a[2]), c->has_bias ? ptr_of(m, &a[3]) : 0,
                       c->has_z ? ptr_of(m, &a[4]) : 0};
-  void *ws = c->workspace_bytes ? (void *)(uintptr_t)ptr_of(m, &a[5]) : NULL;
+  void *ws = m->conv[s].ws_bytes ? (void *)(uintptr_t)m->conv_ws : NULL;
   CUdeviceptr y_back = 0;
   int rc;
   for (int i = 0; i < 5; i++)

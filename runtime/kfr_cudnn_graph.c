@@ -381,6 +381,7 @@ int kfr_conv_graph_prepare(kfuse_model *m, uint32_t s, CUdeviceptr sx, CUdevicep
   memcpy(rt->descs, b.descs, (size_t)b.n * sizeof *rt->descs);
   rt->n_descs = b.n;
   rt->plan = best;
+  rt->ws_bytes = (uint64_t)best_ws;
   if (kfr_cudnn_verbose())
     fprintf(stderr, "kfuse: cuDNN step %u (%s): graph API plan, workspace %lld bytes%s\n", s, kfr_step_name(m, s),
             (long long)best_ws, sx ? " (fastest timed)" : " (heuristics' first)");

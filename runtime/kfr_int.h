@@ -278,6 +278,7 @@ typedef struct kfr_conv_rt {
   int math;  /* cudnnMathType_t set on cd */
   int fused; /* cudnnConvolutionBiasActivationForward (else ConvolutionForward) */
   int legacy; /* algo and math chosen for the legacy calls */
+  uint64_t ws_bytes; /* workspace the chosen algorithm or plan needs */
   /* the graph API's execution plan (kfr_cudnn_graph.c), NULL: legacy
    * calls; its variant pack for the pointers of the last run */
   void *plan, *vpack;
@@ -329,6 +330,9 @@ struct kfuse_model {
   /* staging for caller tensors less than 16-byte aligned (kfr_cudnn.c),
    * allocated at first need */
   CUdeviceptr conv_stage;
+  /* the CONV steps' workspace, allocated at create for the chosen
+   * algorithms (the largest ws_bytes; 0 when none needs any) */
+  CUdeviceptr conv_ws;
 
   int use_graph;
   CUdeviceptr *gin, *gout; /* fixed input/output buffers (graph mode) */

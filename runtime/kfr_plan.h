@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #define KFR_PLAN_MAGIC "KFPLAN\r\n"
-#define KFR_PLAN_VERSION 3u
+#define KFR_PLAN_VERSION 4u
 #define KFR_MAX_RANK 8
 
 enum kfr_buffer_kind {
@@ -141,13 +141,14 @@ enum kfr_activation {
  * x [n, c, in...], w [k, c/groups, filter...], y and z [n, k, out...],
  * bias [k]; every operand dense in the step's layout (row-major NC +
  * spatial, or for nd 2 NHWC with KRSC weights) in dtype (f32, f16 or bf16). Spatial entries past nd are 1 (pad 0). The step has exactly
- * 6 args: x, w, y, bias|NONE, z|NONE, workspace|NONE (PTR iff
- * workspace_bytes > 0). Without z, alpha2 is 0 and z is not read; an
+ * 6 args: x, w, y, bias|NONE, z|NONE, NONE (the workspace is the
+ * runtime's own, since version 4). Without z, alpha2 is 0 and z is not read; an
  * activation or a z needs a bias (cuDNN's fused call takes one). compute:
  * KFR_COMPUTE_32F for f32 forbids TF32 (cuDNN FMA math); any other value
  * lets cuDNN use tensor cores (TF32 for f32), accumulating in fp32.
  * workspace_bytes is the most the algorithm may use: the runtime picks the
- * fastest algorithm that fits (runtime/kfr_cudnn.c). Element counts and
+ * fastest algorithm that fits, then allocates the workspace the chosen
+ * algorithms need (runtime/kfr_cudnn.c). Element counts and
  * sizes must fit in 31 bits (cuDNN's legacy API takes int). */
 enum kfr_conv_layout {
   KFR_CONV_NCHW = 0, /* x, y, z [n, c, spatial...] row-major; w [k, c/g, filter...] */
@@ -167,7 +168,7 @@ typedef struct kfr_conv {
   int64_t in[3], filter[3], out[3];
   int64_t pad[3], stride[3], dilation[3];
   double alpha1, alpha2;
-  uint64_t workspace_bytes; /* from the arena: args[first_arg + 5] */
+  uint64_t workspace_bytes; /* the algorithm search's budget */
 } kfr_conv;
 
 typedef struct kfr_step {

@@ -380,7 +380,6 @@ static bool prod31(const int64_t *v, int n, uint64_t base, uint64_t *out) {
 static int check_conv(chk *c, uint32_t s, const char *sname,
                       const kfr_step *st, const kfr_arg *a) {
   const kfr_conv *v = &st->conv;
-  const kfr_buffer *bufs = (const kfr_buffer *)(c->p + c->h->off_buffers);
   if (st->n_args != 6)
     return bad(c, "step %u (%s): a CONV step has 6 args, this one %u", s, sname,
                st->n_args);
@@ -468,20 +467,10 @@ static int check_conv(chk *c, uint32_t s, const char *sname,
                                (uint64_t)v->k, es)) ||
       (rc = check_conv_operand(c, s, sname, "z", &a[4], v->has_z, ny, es)))
     return rc;
-  if (v->workspace_bytes) {
-    if (a[5].kind != KFR_ARG_PTR)
-      return bad(c, "step %u (%s): CONV workspace of %llu bytes has no pointer "
-                 "arg", s, sname, (unsigned long long)v->workspace_bytes);
-    if (!within((uint64_t)a[5].offset, v->workspace_bytes, 0,
-                bufs[a[5].buffer].nbytes))
-      return bad(c, "step %u (%s): CONV workspace of %llu bytes does not fit in "
-                 "buffer %u at offset %lld", s, sname,
-                 (unsigned long long)v->workspace_bytes, a[5].buffer,
-                 (long long)a[5].offset);
-  } else if (a[5].kind != KFR_ARG_NONE && a[5].kind != KFR_ARG_PTR) {
-    return bad(c, "step %u (%s): CONV workspace arg has kind %u", s, sname,
-               a[5].kind);
-  }
+  /* the workspace is the runtime's own (plan version 4) */
+  if (a[5].kind != KFR_ARG_NONE)
+    return bad(c, "step %u (%s): CONV arg 5 has kind %u; the workspace is "
+               "not in the plan", s, sname, a[5].kind);
   return KFUSE_OK;
 }
 

@@ -606,7 +606,7 @@ static int build_conv(void **plan, size_t *bytes, char *msg, size_t n) {
   kfr_writer_arg_ptr(w, CB_Y, 0);
   kfr_writer_arg_ptr(w, CB_B, 0);
   kfr_writer_arg_ptr(w, CB_Z, 0);
-  kfr_writer_arg_ptr(w, CB_WS, 0);
+  kfr_writer_arg_none(w); /* the workspace is the runtime's own */
   /* 1-d, no bias, strict fp32: x [1, 4, 36] -> y [1, 8, 34], w [8, 4, 3] */
   memset(&c, 0, sizeof c);
   c.nd = 1;
@@ -680,8 +680,7 @@ CMUT(bias_missing, sarg(p, 0, 3)->kind = KFR_ARG_NONE)
 CMUT(z_missing, sarg(p, 0, 4)->kind = KFR_ARG_NONE)
 CMUT(z_extra, { kfr_conv *d = &step(p, 1)->conv; (void)d;
                 sarg(p, 1, 4)->kind = KFR_ARG_PTR; sarg(p, 1, 4)->buffer = CB_Z; })
-CMUT(workspace_size, c->workspace_bytes = 4097)
-CMUT(workspace_kind, sarg(p, 0, 5)->kind = KFR_ARG_NONE)
+CMUT(workspace_ptr, { sarg(p, 0, 5)->kind = KFR_ARG_PTR; sarg(p, 0, 5)->buffer = CB_WS; })
 CMUT(workspace_imm, sarg(p, 1, 5)->kind = KFR_ARG_F32)
 
 static const mutation conv_mutations[] = {
@@ -715,9 +714,8 @@ static const mutation conv_mutations[] = {
     {"bias_missing", cmut_bias_missing, "CONV operand bias is not a pointer arg"},
     {"z_missing", cmut_z_missing, "CONV operand z is not a pointer arg"},
     {"z_extra", cmut_z_extra, "step 1 (g1_conv1d): CONV without z has that arg of kind 1"},
-    {"workspace_size", cmut_workspace_size, "CONV workspace of 4097 bytes does not fit"},
-    {"workspace_kind", cmut_workspace_kind, "CONV workspace of 4096 bytes has no pointer"},
-    {"workspace_imm", cmut_workspace_imm, "CONV workspace arg has kind 4"},
+    {"workspace_ptr", cmut_workspace_ptr, "step 0 (g0_conv): CONV arg 5 has kind 1; the workspace is not in the plan"},
+    {"workspace_imm", cmut_workspace_imm, "step 1 (g1_conv1d): CONV arg 5 has kind 4"},
 };
 
 static void test_conv_check_each_field(void **state) {
