@@ -1,10 +1,12 @@
 /* agent/builtin_conv.c — CONV groups.
  *
  * Three lowerings, chosen by rule:
- *   - cuDNN (the default; not for the fp64 reference, transposed
- *     convolutions or kfuse compile --no-cudnn): one library step
- *     (runtime/kfr_plan.h, kfr_conv) for f32/f16/bf16 1-3d convolutions with
- *     dense operands. When the group's epilogue is exactly "add the conv's
+ *   - cuDNN (the default; not for the fp64 reference or kfuse compile
+ *     --no-cudnn): one library step (runtime/kfr_plan.h, kfr_conv) for
+ *     f32/f16/bf16 1-3d convolutions with dense operands, transposed ones
+ *     included (cuDNN's backward data; their bias and epilogue always
+ *     follow as one element-wise launch, as eager adds the bias after
+ *     cuDNN too). When the group's epilogue is exactly "add the conv's
  *     own per-channel bias, then optionally add a same-shaped residual
  *     tensor, then optionally relu", cuDNN's fused
  *     y = act(conv + z + bias) computes the whole group; otherwise the step
@@ -236,7 +238,8 @@ static bool fusable_epilogue(const kf_group *g, const kf_op *a, bool nhwc, const
 static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
                             const kf_op *a, kf_unit *u, kf_strbuf *src, kf_diag *diag, bool *taken) {
   *taken = false;
-  if (o->fp64 || o->no_cudnn || kf_op_get_bool(a, "transposed")) return KF_OK;
+  if (o->fp64 || o->no_cudnn) return KF_OK;
+  bool tr = kf_op_get_bool(a, "transposed");
   const kf_value *xv = a->operands[0], *wv = a->operands[1];
   const kf_value *bv = a->n_operands > 2 ? a->operands[2] : NULL;
   const kf_value *res = a->results[0];
@@ -249,6 +252,7 @@ static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_b
    * channels-last; any other mix is not a cuDNN step */
   bool nhwc = sp == 2 && ((kf_type_is_channels_last(x) && !kf_type_is_contiguous(x)) ||
                           (kf_type_is_channels_last(r) && !kf_type_is_contiguous(r)));
+  if (tr && nhwc) return KF_OK; /* transposed steps are NCHW */
   if (!dense_in(x, dt, nhwc) || !dense_in(w, dt, nhwc) || (nhwc && !dense_in(r, dt, true)) ||
       (r->rank > 0 && kf_type_numel(r) > INT32_MAX))
     return KF_OK;
@@ -271,7 +275,10 @@ static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_b
   c.c = x->shape[1];
   c.k = r->shape[1];
   c.groups = groups;
-  if (w->shape[0] != c.k || w->shape[1] * groups != c.c || c.k % groups) return KF_OK;
+  c.transposed = tr;
+  /* forward w [k, c/g, ...]; transposed w [c, k/g, ...] */
+  if (!tr && (w->shape[0] != c.k || w->shape[1] * groups != c.c || c.k % groups)) return KF_OK;
+  if (tr && (w->shape[0] != c.c || w->shape[1] * groups != c.k || c.c % groups)) return KF_OK;
   for (int d = 0; d < 3; d++) {
     c.in[d] = c.filter[d] = c.out[d] = c.stride[d] = c.dilation[d] = 1;
     c.pad[d] = 0;
@@ -283,9 +290,13 @@ static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_b
     c.pad[d] = pd[d];
     c.stride[d] = st[d];
     c.dilation[d] = dl[d];
-    int64_t span = c.in[d] + 2 * c.pad[d] - c.dilation[d] * (c.filter[d] - 1);
+    /* cuDNN's geometry: out from in, or for a transposed convolution (its
+     * backward data) in from out — an output_padding of stride or more,
+     * which PyTorch allows below the dilation, breaks that */
+    int64_t src = tr ? c.out[d] : c.in[d], dst = tr ? c.in[d] : c.out[d];
+    int64_t span = src + 2 * c.pad[d] - c.dilation[d] * (c.filter[d] - 1);
     if (c.stride[d] < 1 || c.dilation[d] < 1 || c.pad[d] < 0 || c.pad[d] > INT32_MAX || span < 1 ||
-        (span - 1) / c.stride[d] + 1 != c.out[d])
+        (span - 1) / c.stride[d] + 1 != dst)
       return KF_OK; /* not cuDNN's geometry (the direct template decides) */
   }
   int64_t es = (int64_t)kf_dtype_size(dt);
@@ -293,7 +304,7 @@ static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_b
   c.workspace_bytes = cudnn_workspace(kf_type_numel(x) * es, kf_type_numel(r) * es);
   const kf_value *z = NULL, *final = NULL;
   bool relu = false;
-  bool fused = bv && fusable_epilogue(g, a, nhwc, &z, &relu, &final);
+  bool fused = !tr && bv && fusable_epilogue(g, a, nhwc, &z, &relu, &final);
   *taken = true;
   /* workspace_bytes is the budget of the runtime's algorithm search; the
    * runtime allocates what the chosen algorithms need (no arena scratch) */

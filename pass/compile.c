@@ -53,6 +53,52 @@ static const char *base_name(const char *p) {
   return s ? s + 1 : p;
 }
 
+/* Every file kfuse compile writes (weights, header, module, report) goes to
+ * a temporary name in its own directory and is renamed into place once all
+ * of them are written, so a reader sees the previous artifact or the new
+ * one, never a truncated file, and a failed compile leaves the previous
+ * artifact as it was. */
+typedef struct artifact {
+  char *final, *tmp;
+} artifact;
+
+enum { ART_WEIGHTS, ART_HEADER, ART_MODULE, ART_REPORT, ART_COUNT };
+
+static kf_status art_init(artifact *a, const char *final) {
+  size_t n = strlen(final) + 40;
+  a->final = malloc(n);
+  a->tmp = malloc(n);
+  if (!a->final || !a->tmp) return KF_ERR_NOMEM;
+  snprintf(a->final, n, "%s", final);
+  snprintf(a->tmp, n, "%s.kfuse-tmp-%ld", final, (long)getpid());
+  return KF_OK;
+}
+
+/* Rename every written artifact into place, in order (the module after
+ * its weights and header, the report last). */
+static kf_status art_commit(artifact *a, kf_diag *diag) {
+  for (int i = 0; i < ART_COUNT; i++) {
+    if (!a[i].tmp) continue;
+    if (rename(a[i].tmp, a[i].final) != 0) {
+      kf_diag_error(diag, "%s: cannot rename %s into place: %s", a[i].final, a[i].tmp, strerror(errno));
+      return KF_ERR_IO;
+    }
+    free(a[i].tmp);
+    a[i].tmp = NULL;
+  }
+  return KF_OK;
+}
+
+/* Remove what was not committed; free the names. */
+static void art_fini(artifact *a) {
+  for (int i = 0; i < ART_COUNT; i++) {
+    if (a[i].tmp) unlink(a[i].tmp);
+    free(a[i].tmp);
+    free(a[i].final);
+    a[i].tmp = a[i].final = NULL;
+  }
+}
+
 /* ---- weights ------------------------------------------------------------- */
 
 /* Lay out every weight a kf.param still references: one region per storage
@@ -242,7 +288,7 @@ static void add_library_steps(cJSON *e, const kf_unit *u) {
       snprintf(buf, sizeof buf, "cublaslt gemm %s",
                q->gemm.dtype == KF_DTYPE_F64 ? "fp64" : compute_name(q->gemm.compute));
     else if (q->kind == KF_USTEP_CONV)
-      snprintf(buf, sizeof buf, "cudnn conv %s",
+      snprintf(buf, sizeof buf, "cudnn %s %s", q->conv.transposed ? "conv_transpose" : "conv",
                q->conv.dtype == KF_DTYPE_F32 ? compute_name(q->conv.compute)
                                              : kf_dtype_name(q->conv.dtype));
     else
@@ -386,7 +432,9 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   void *blob = NULL;
   size_t blob_bytes = 0;
   int64_t *woff = NULL, wbytes = 0;
-  char *wpath = NULL, *objpath = NULL;
+  char *objpath = NULL;
+  artifact art[ART_COUNT];
+  memset(art, 0, sizeof art);
   FILE *wf = NULL;
   kf_status st;
 
@@ -446,26 +494,31 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   const char *wrecord = NULL;
   if (!o->embed_weights) {
     size_t n = strlen(out_path) + 16;
-    wpath = malloc(n);
+    char *wpath = malloc(n);
     if (!wpath) {
       st = KF_ERR_NOMEM;
       goto done;
     }
     snprintf(wpath, n, "%s.weights", out_path);
-    wf = fopen(wpath, "wb");
+    st = art_init(&art[ART_WEIGHTS], wpath);
+    free(wpath);
+    if (st) goto done;
+    const char *wtmp = art[ART_WEIGHTS].tmp;
+    wf = fopen(wtmp, "wb");
     if (!wf) {
-      kf_diag_error(diag, "%s: cannot open for writing: %s", wpath, strerror(errno));
+      kf_diag_error(diag, "%s: cannot open for writing: %s", wtmp, strerror(errno));
       st = KF_ERR_IO;
       goto done;
     }
-    st = layout_weights(g, woff, &wbytes, wf, wpath, diag);
+    st = layout_weights(g, woff, &wbytes, wf, wtmp, diag);
     if (fclose(wf) != 0 && !st) {
-      kf_diag_error(diag, "%s: write failed: %s", wpath, strerror(errno));
+      kf_diag_error(diag, "%s: write failed: %s", wtmp, strerror(errno));
       st = KF_ERR_IO;
     }
     wf = NULL;
     if (st) goto done;
-    wrecord = base_name(wpath); /* resolved against the module's directory */
+    /* resolved against the module's directory */
+    wrecord = base_name(art[ART_WEIGHTS].final);
   } else {
     st = layout_weights(g, woff, &wbytes, NULL, "weights", diag);
     if (st) goto done;
@@ -497,33 +550,43 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
       if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
         *c = '_';
   }
-  size_t n = strlen(out_path) + 16;
+  if ((st = art_init(&art[ART_MODULE], out_path))) goto done;
+  size_t n = strlen(art[ART_MODULE].tmp) + 8;
   objpath = malloc(n);
   if (!objpath) {
     st = KF_ERR_NOMEM;
     goto done;
   }
+  /* a shared module links an object written beside it */
   if (o->emit == KF_EMIT_SO)
-    snprintf(objpath, n, "%s.o", out_path);
+    snprintf(objpath, n, "%s.o", art[ART_MODULE].tmp);
   else
-    snprintf(objpath, n, "%s", out_path);
+    snprintf(objpath, n, "%s", art[ART_MODULE].tmp);
   st = kf_emit_object(blob, blob_bytes, prefix, objpath, diag);
-  if (!st && o->emit == KF_EMIT_OBJ) st = kf_write_header(out_path, prefix, g, diag);
+  if (!st && o->emit == KF_EMIT_OBJ) {
+    char *hpath = kf_header_path(out_path);
+    st = hpath ? art_init(&art[ART_HEADER], hpath) : KF_ERR_NOMEM;
+    free(hpath);
+    if (!st) st = kf_write_header(art[ART_HEADER].tmp, out_path, prefix, g, diag);
+  }
   phase[5] = now_s() - t;
   if (st) goto done;
 
   if (o->emit == KF_EMIT_SO) {
     t = now_s();
-    st = kf_link_shared(objpath, out_path, diag);
+    st = kf_link_shared(objpath, art[ART_MODULE].tmp, diag);
     unlink(objpath);
     phase[6] = now_s() - t;
     if (st) goto done;
   }
   phase[7] = now_s() - t0;
   run_steps rs = count_steps(p, units);
-  if (o->report_path)
-    st = write_report(o->report_path, g, p, mp, units, slots, ns, o, out_path, blob_bytes, wbytes,
+  if (o->report_path) {
+    if ((st = art_init(&art[ART_REPORT], o->report_path))) goto done;
+    st = write_report(art[ART_REPORT].tmp, g, p, mp, units, slots, ns, o, out_path, blob_bytes, wbytes,
                       phase, &ts, rs, diag);
+  }
+  if (!st) st = art_commit(art, diag);
   if (o->progress && !st) {
     fprintf(stderr,
             "kfuse: wrote %s (%d groups, %d kernel units, %d launches + %d library calls a run, "
@@ -534,8 +597,8 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   }
 done:
   if (wf) fclose(wf);
-  if (st && wpath) unlink(wpath);
-  free(wpath);
+  if (objpath && o->emit == KF_EMIT_SO) unlink(objpath); /* gone unless emission failed */
+  art_fini(art);
   free(objpath);
   free(blob);
   free(woff);

@@ -26,9 +26,13 @@ typedef struct kf_plan_input {
 kf_status kf_plan_build(const kf_plan_input *in, void **blob, size_t *blob_bytes,
                         kf_diag *diag);
 
-/* Write the C header for an object module: the runtime API plus
- * <prefix>_create. path is the object's path; the header replaces ".o". */
-kf_status kf_write_header(const char *obj_path, const char *prefix, const kf_graph *g,
-                          kf_diag *diag);
+/* The header's path for an object module's path: ".o" becomes ".h"
+ * (else ".h" is appended); malloc'd, NULL when out of memory. */
+char *kf_header_path(const char *obj_path);
+
+/* Write the C header for an object module obj_path (named in its text):
+ * the runtime API plus <prefix>_create, to path. */
+kf_status kf_write_header(const char *path, const char *obj_path, const char *prefix,
+                          const kf_graph *g, kf_diag *diag);
 
 #endif

@@ -20,8 +20,11 @@
  * residual z sits 4 bytes off (H200, cuDNN 9; scripts/gpu_conv_check.sh),
  * and the graph plans declare 16-byte tensors.
  *
- * Which cuDNN call. Without bias, activation and residual the step is
- * cudnnConvolutionForward; otherwise it is one fused
+ * Which cuDNN call. A transposed step (PyTorch's conv_transpose) is
+ * cudnnConvolutionBackwardData with the step's x as dy and y as dx, its
+ * algorithm found or chosen like a forward one (the backward-data
+ * variants of the calls below). Without bias, activation and residual a
+ * forward step is cudnnConvolutionForward; otherwise it is one fused
  * cudnnConvolutionBiasActivationForward (y = act(alpha1 conv + alpha2 z +
  * bias)). cuDNN runs the fused call with an identity activation only with
  * IMPLICIT_PRECOMP_GEMM, so that is the algorithm of such steps.
@@ -31,9 +34,10 @@
  * candidate on the GPU, on scratch copies of x and y allocated for the
  * search (zeroed; freed before create returns, like a workspace of the
  * largest step's budget) and the step's weights when they are already on
- * the device; the fastest one whose workspace fits the plan's budget wins,
- * and create then allocates the workspace the chosen algorithms need (the
- * plan reserves none); for a fused step the candidates are then timed again
+ * the device; the fastest one whose workspace fits the plan's budget wins
+ * (when none fits, the first that ran: the budget bounds the search, never
+ * the load), and create then allocates the workspace the chosen algorithms
+ * need (the plan reserves none); for a fused step the candidates are then timed again
  * with the fused call itself (Find times the bare convolution, and the
  * fused call's speed per algorithm differs). KFUSE_CUDNN_VERBOSE=1 prints
  * the candidates and timings. KFUSE_CUDNN_FIND=0 uses cuDNN's heuristics
@@ -218,7 +222,12 @@ static int describe(kfuse_model *m, uint32_t s) {
   kfr_conv_dims(c->nd, 1, c->k, ones, 0, dim, str);
   if ((st = d->cudnnSetTensorNdDescriptor(rt->bd, dt, nb, dim, str)))
     return dnn_fail(m, st, call, s);
-  kfr_conv_dims(c->nd, c->k, c->c / c->groups, c->filter, 0, dim, str);
+  /* forward: [k, c/g, filter...]; transposed: [c, k/g, filter...], the
+   * filter of the forward convolution from y to x */
+  if (c->transposed)
+    kfr_conv_dims(c->nd, c->c, c->k / c->groups, c->filter, 0, dim, str);
+  else
+    kfr_conv_dims(c->nd, c->k, c->c / c->groups, c->filter, 0, dim, str);
   /* the filter's dims stay [k, c, r, s]; the format names its memory order */
   if ((st = d->cudnnSetFilterNdDescriptor(rt->wd, dt, nhwc ? KFR_DNN_TENSOR_NHWC : KFR_DNN_TENSOR_NCHW, nb,
                                           dim)))
@@ -246,17 +255,21 @@ static int describe(kfuse_model *m, uint32_t s) {
                                                  : KFR_DNN_ACTIVATION_IDENTITY,
            KFR_DNN_PROPAGATE_NAN, 0.0)))
     return dnn_fail(m, st, "cudnnSetActivationDescriptor", s);
-  /* cuDNN's idea of the output must be the plan's */
+  /* cuDNN's idea of the output must be the plan's (for a transposed step,
+   * the forward convolution of y must give x's shape) */
   int got[5];
-  if ((st = d->cudnnGetConvolutionNdForwardOutputDim(rt->cd, rt->xd, rt->wd, nb,
+  if ((st = d->cudnnGetConvolutionNdForwardOutputDim(rt->cd, c->transposed ? rt->yd : rt->xd, rt->wd, nb,
                                                      got)))
     return dnn_fail(m, st, "cudnnGetConvolutionNdForwardOutputDim", s);
-  kfr_conv_dims(c->nd, c->n, c->k, c->out, 0, dim, str);
+  if (c->transposed)
+    kfr_conv_dims(c->nd, c->n, c->c, c->in, 0, dim, str);
+  else
+    kfr_conv_dims(c->nd, c->n, c->k, c->out, 0, dim, str);
   for (int i = 0; i < nb; i++)
     if (got[i] != dim[i])
-      return kfr_fail(m, KFUSE_EPLAN, "CONV step %u (%s): cuDNN computes output "
-                      "dim %d as %d, the plan says %d", s, kfr_step_name(m, s), i,
-                      got[i], dim[i]);
+      return kfr_fail(m, KFUSE_EPLAN, "CONV step %u (%s): cuDNN computes %s "
+                      "dim %d as %d, the plan says %d", s, kfr_step_name(m, s),
+                      c->transposed ? "the transposed input" : "output", i, got[i], dim[i]);
   rt->math = strict_fp32(c) ? KFR_DNN_FMA_MATH : KFR_DNN_DEFAULT_MATH;
   rt->fused = c->has_bias || c->has_z || c->activation != KFR_ACT_NONE;
   rt->alpha1.f = (float)c->alpha1;
@@ -442,11 +455,12 @@ static int choose(kfuse_model *m, uint32_t s, search_buf *sb) {
     if ((st = d->cudnnGetConvolutionForwardWorkspaceSize(
              m->dnn, rt->xd, rt->wd, rt->cd, rt->yd, rt->algo, &need)))
       return dnn_fail(m, st, "cudnnGetConvolutionForwardWorkspaceSize", s);
-    if (need > c->workspace_bytes)
-      return kfr_fail(m, KFUSE_ELIBRARY, "CONV step %u (%s): cuDNN's "
-                      "IMPLICIT_PRECOMP_GEMM needs %zu bytes of workspace, the "
-                      "plan gives %llu", s, kfr_step_name(m, s), need,
-                      (unsigned long long)c->workspace_bytes);
+    /* the only algorithm there is: it gets the workspace it needs (the
+     * plan's budget bounds a search, and create allocates what the chosen
+     * algorithms need; cuMemAlloc's failure is the error if it cannot) */
+    if (need > c->workspace_bytes && kfr_cudnn_verbose())
+      fprintf(stderr, "kfuse: cuDNN step %u (%s): IMPLICIT_PRECOMP_GEMM needs %zu bytes of workspace, over the "
+              "%llu-byte search budget\n", s, kfr_step_name(m, s), need, (unsigned long long)c->workspace_bytes);
     rt->ws_bytes = need;
     return KFUSE_OK;
   }
@@ -454,7 +468,19 @@ static int choose(kfuse_model *m, uint32_t s, search_buf *sb) {
   memset(perf, 0, sizeof perf);
   int found = 0;
   const char *call;
-  if (sb) {
+  if (c->transposed && sb) {
+    call = "cudnnFindConvolutionBackwardDataAlgorithmEx";
+    uint32_t wk = m->buffers[a[1].buffer].kind;
+    CUdeviceptr w = wk == KFR_BUF_INPUT || wk == KFR_BUF_OUTPUT ? sb->w : ptr_of(m, &a[1]);
+    st = d->cudnnFindConvolutionBackwardDataAlgorithmEx(
+        m->dnn, rt->wd, (const void *)(uintptr_t)w, rt->xd, (const void *)(uintptr_t)sb->x, rt->cd, rt->yd,
+        (void *)(uintptr_t)sb->y, KFR_DNN_BWD_DATA_ALGO_COUNT, &found, perf, (void *)(uintptr_t)sb->ws,
+        (size_t)c->workspace_bytes);
+  } else if (c->transposed) {
+    call = "cudnnGetConvolutionBackwardDataAlgorithm_v7";
+    st = d->cudnnGetConvolutionBackwardDataAlgorithm_v7(m->dnn, rt->wd, rt->xd, rt->cd, rt->yd,
+                                                        KFR_DNN_BWD_DATA_ALGO_COUNT, &found, perf);
+  } else if (sb) {
     call = "cudnnFindConvolutionForwardAlgorithmEx";
     uint32_t wk = m->buffers[a[1].buffer].kind;
     CUdeviceptr w = wk == KFR_BUF_INPUT || wk == KFR_BUF_OUTPUT ? sb->w
@@ -496,25 +522,29 @@ static int choose(kfuse_model *m, uint32_t s, search_buf *sb) {
       return KFUSE_OK;
     }
   }
-  for (int i = 0; i < found; i++) {
-    if (perf[i].status != 0 || perf[i].memory > c->workspace_bytes)
-      continue;
-    if (strict_fp32(c) && perf[i].math_type == KFR_DNN_TENSOR_OP_MATH)
-      continue;
-    rt->algo = perf[i].algo;
-    rt->ws_bytes = perf[i].memory;
-    if (!strict_fp32(c)) {
-      rt->math = perf[i].math_type;
-      if ((st = d->cudnnSetConvolutionMathType(rt->cd, rt->math)))
-        return dnn_fail(m, st, "cudnnSetConvolutionMathType", s);
+  /* the first candidate within the budget; failing that, the first at any
+   * size (the heuristics' list: create allocates what it needs, and a
+   * module never fails to load for want of a budget it set itself) */
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < found; i++) {
+      if (perf[i].status != 0 || (pass == 0 && perf[i].memory > c->workspace_bytes))
+        continue;
+      if (strict_fp32(c) && perf[i].math_type == KFR_DNN_TENSOR_OP_MATH)
+        continue;
+      rt->algo = perf[i].algo;
+      rt->ws_bytes = perf[i].memory;
+      if (!strict_fp32(c)) {
+        rt->math = perf[i].math_type;
+        if ((st = d->cudnnSetConvolutionMathType(rt->cd, rt->math)))
+          return dnn_fail(m, st, "cudnnSetConvolutionMathType", s);
+      }
+      return KFUSE_OK;
     }
-    return KFUSE_OK;
-  }
   return kfr_fail(m, KFUSE_ELIBRARY, "CONV step %u (%s): cuDNN %zu offers no "
-                  "forward algorithm within the plan's %llu-byte workspace "
-                  "(%d candidates; n=%lld c=%lld k=%lld groups=%lld nd=%u dtype "
-                  "%u)", s, kfr_step_name(m, s), d->version,
-                  (unsigned long long)c->workspace_bytes, found,
+                  "%s algorithm (%d candidates, none ran%s; n=%lld c=%lld k=%lld "
+                  "groups=%lld nd=%u dtype %u)", s, kfr_step_name(m, s), d->version,
+                  c->transposed ? "backward-data" : "forward", found,
+                  strict_fp32(c) ? " without tensor cores" : "",
                   (long long)c->n, (long long)c->c, (long long)c->k,
                   (long long)c->groups, c->nd, c->dtype);
 }
@@ -739,6 +769,11 @@ static int conv_call(kfuse_model *m, uint32_t s, const CUdeviceptr p[5], void *w
   if (rt->plan)
     return kfr_conv_graph_run(m, s, x, w, y, b, z, ws);
   kfr_dnn_status st;
+  if (c->transposed) {
+    st = d->cudnnConvolutionBackwardData(m->dnn, &rt->alpha1, rt->wd, w, rt->xd, x, rt->cd, rt->algo, ws,
+                                         (size_t)rt->ws_bytes, &rt->zero, rt->yd, y);
+    return st ? dnn_fail(m, st, "cudnnConvolutionBackwardData", s) : KFUSE_OK;
+  }
   if (!rt->fused) {
     st = d->cudnnConvolutionForward(m->dnn, &rt->alpha1, rt->xd, x, rt->wd, w, rt->cd, rt->algo, ws,
                                     (size_t)rt->ws_bytes, &rt->zero, rt->yd, y);

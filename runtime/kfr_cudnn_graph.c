@@ -9,7 +9,8 @@
  *
  * At create (kfr_conv_graph_prepare), for one step: an operation graph
  * y = relu(alpha1 conv(x, w) + bias + alpha2 z) with the pointwise parts
- * the step has (intermediates virtual, in fp32), cuDNN's heuristics (mode
+ * the step has (intermediates virtual, in fp32), or for a transposed step
+ * the one backward-data operation y = alpha1 conv_transpose(x, w), cuDNN's heuristics (mode
  * A) for engine configurations, an execution plan for each of the first
  * KFR_GRAPH_CANDIDATES that finalises, fits the step's workspace and keeps
  * strict fp32 steps off tensor cores; with search buffers, each plan is
@@ -34,7 +35,7 @@
 enum {
   /* cudnnBackendDescriptorType_t */
   D_POINTWISE = 0, D_CONVOLUTION = 1, D_ENGINE = 2, D_ENGINECFG = 3, D_ENGINEHEUR = 4,
-  D_EXECUTION_PLAN = 5, D_OP_CONV_FWD = 10, D_OP_POINTWISE = 13, D_OPERATIONGRAPH = 15,
+  D_EXECUTION_PLAN = 5, D_OP_CONV_FWD = 10, D_OP_CONV_BWD_DATA = 12, D_OP_POINTWISE = 13, D_OPERATIONGRAPH = 15,
   D_VARIANT_PACK = 16, D_TENSOR = 17,
   /* cudnnBackendAttributeType_t */
   T_HANDLE = 0, T_DATA_TYPE = 1, T_BOOLEAN = 2, T_INT64 = 3, T_FLOAT = 4, T_VOID_PTR = 6,
@@ -50,6 +51,8 @@ enum {
   A_PLAN_HANDLE = 400, A_PLAN_ENGINE_CONFIG = 401, A_PLAN_WORKSPACE_SIZE = 402,
   A_CONV_FWD_ALPHA = 700, A_CONV_FWD_BETA = 701, A_CONV_FWD_CONV_DESC = 702,
   A_CONV_FWD_W = 703, A_CONV_FWD_X = 704, A_CONV_FWD_Y = 705,
+  A_CONV_BWD_DATA_ALPHA = 706, A_CONV_BWD_DATA_BETA = 707, A_CONV_BWD_DATA_CONV_DESC = 708,
+  A_CONV_BWD_DATA_W = 709, A_CONV_BWD_DATA_DX = 710, A_CONV_BWD_DATA_DY = 711,
   A_PW_PW_DESCRIPTOR = 750, A_PW_XDESC = 751, A_PW_BDESC = 752, A_PW_YDESC = 753,
   A_PW_ALPHA1 = 754, A_PW_ALPHA2 = 755,
   A_OPGRAPH_HANDLE = 800, A_OPGRAPH_OPS = 801,
@@ -227,7 +230,10 @@ int kfr_conv_graph_prepare(kfuse_model *m, uint32_t s, CUdeviceptr sx, CUdevicep
   int dim[5], str[5], nb;
   nb = kfr_conv_dims(c->nd, c->n, c->c, c->in, nhwc, dim, str);
   void *tx = tensor(&b, UID_X, dt, nb, dim, str, false);
-  kfr_conv_dims(c->nd, c->k, c->c / c->groups, c->filter, nhwc, dim, str);
+  if (c->transposed) /* the filter of the forward convolution from y to x */
+    kfr_conv_dims(c->nd, c->c, c->k / c->groups, c->filter, nhwc, dim, str);
+  else
+    kfr_conv_dims(c->nd, c->k, c->c / c->groups, c->filter, nhwc, dim, str);
   void *tw = tensor(&b, UID_W, dt, nb, dim, str, false);
   int ydim[5], ystr[5];
   kfr_conv_dims(c->nd, c->n, c->k, c->out, nhwc, ydim, ystr);
@@ -256,13 +262,24 @@ int kfr_conv_graph_prepare(kfuse_model *m, uint32_t s, CUdeviceptr sx, CUdevicep
   int64_t vuid = UID_V;
   void *cur = n_pw ? tensor(&b, vuid++, KFR_DNN_DATA_FLOAT, nb, ydim, ystr, true) : ty;
   float alpha = (float)c->alpha1, beta = 0.0f;
-  void *conv = gnew(&b, D_OP_CONV_FWD);
-  gset(&b, conv, A_CONV_FWD_X, T_BACKEND_DESCRIPTOR, 1, &tx);
-  gset(&b, conv, A_CONV_FWD_W, T_BACKEND_DESCRIPTOR, 1, &tw);
-  gset(&b, conv, A_CONV_FWD_Y, T_BACKEND_DESCRIPTOR, 1, &cur);
-  gset(&b, conv, A_CONV_FWD_CONV_DESC, T_BACKEND_DESCRIPTOR, 1, &cd);
-  gset(&b, conv, A_CONV_FWD_ALPHA, T_FLOAT, 1, &alpha);
-  gset(&b, conv, A_CONV_FWD_BETA, T_FLOAT, 1, &beta);
+  void *conv;
+  if (c->transposed) { /* backward data: dy is the step's x, dx its y */
+    conv = gnew(&b, D_OP_CONV_BWD_DATA);
+    gset(&b, conv, A_CONV_BWD_DATA_DY, T_BACKEND_DESCRIPTOR, 1, &tx);
+    gset(&b, conv, A_CONV_BWD_DATA_W, T_BACKEND_DESCRIPTOR, 1, &tw);
+    gset(&b, conv, A_CONV_BWD_DATA_DX, T_BACKEND_DESCRIPTOR, 1, &cur);
+    gset(&b, conv, A_CONV_BWD_DATA_CONV_DESC, T_BACKEND_DESCRIPTOR, 1, &cd);
+    gset(&b, conv, A_CONV_BWD_DATA_ALPHA, T_FLOAT, 1, &alpha);
+    gset(&b, conv, A_CONV_BWD_DATA_BETA, T_FLOAT, 1, &beta);
+  } else {
+    conv = gnew(&b, D_OP_CONV_FWD);
+    gset(&b, conv, A_CONV_FWD_X, T_BACKEND_DESCRIPTOR, 1, &tx);
+    gset(&b, conv, A_CONV_FWD_W, T_BACKEND_DESCRIPTOR, 1, &tw);
+    gset(&b, conv, A_CONV_FWD_Y, T_BACKEND_DESCRIPTOR, 1, &cur);
+    gset(&b, conv, A_CONV_FWD_CONV_DESC, T_BACKEND_DESCRIPTOR, 1, &cd);
+    gset(&b, conv, A_CONV_FWD_ALPHA, T_FLOAT, 1, &alpha);
+    gset(&b, conv, A_CONV_FWD_BETA, T_FLOAT, 1, &beta);
+  }
   gfin(&b, conv);
   void *ops[4] = {conv};
   int n_ops = 1, left = n_pw;
@@ -311,6 +328,8 @@ int kfr_conv_graph_prepare(kfuse_model *m, uint32_t s, CUdeviceptr sx, CUdevicep
   int64_t best_ws = 0;
   float best_ms = 0;
   int tried = 0;
+  void *over = NULL; /* the heuristics' first plan over the budget */
+  int64_t over_ws = 0;
   void *xptr = (void *)(uintptr_t)sx, *wptr = (void *)(uintptr_t)sw, *yptr = (void *)(uintptr_t)sy;
   for (int64_t i = 0; i < n_cfg && i < KFR_GRAPH_CANDIDATES; i++) {
     if (kfr_conv_strict_fp32(c) && !fp32_ok(d, cfgs[i])) continue;
@@ -320,9 +339,18 @@ int kfr_conv_graph_prepare(kfuse_model *m, uint32_t s, CUdeviceptr sx, CUdevicep
     if (d->cudnnBackendSetAttribute(plan, A_PLAN_HANDLE, T_HANDLE, 1, &m->dnn) ||
         d->cudnnBackendSetAttribute(plan, A_PLAN_ENGINE_CONFIG, T_BACKEND_DESCRIPTOR, 1, &cfgs[i]) ||
         d->cudnnBackendFinalize(plan) ||
-        d->cudnnBackendGetAttribute(plan, A_PLAN_WORKSPACE_SIZE, T_INT64, 1, &cnt, &ws) ||
-        ws < 0 || (uint64_t)ws > c->workspace_bytes) {
+        d->cudnnBackendGetAttribute(plan, A_PLAN_WORKSPACE_SIZE, T_INT64, 1, &cnt, &ws) || ws < 0) {
       (void)d->cudnnBackendDestroyDescriptor(plan);
+      continue;
+    }
+    if ((uint64_t)ws > c->workspace_bytes) {
+      /* over the search's budget: kept (untimed) only in case nothing fits */
+      if (!over) {
+        over = plan;
+        over_ws = ws;
+      } else {
+        (void)d->cudnnBackendDestroyDescriptor(plan);
+      }
       continue;
     }
     tried++;
@@ -362,6 +390,18 @@ int kfr_conv_graph_prepare(kfuse_model *m, uint32_t s, CUdeviceptr sx, CUdevicep
       (void)d->cudnnBackendDestroyDescriptor(plan);
     }
   }
+  if (!best && over) {
+    /* nothing within the budget: the heuristics' first plan, at the
+     * workspace it needs (the budget bounds the search, never the load) */
+    best = over;
+    best_ws = over_ws;
+    over = NULL;
+    if (kfr_cudnn_verbose())
+      fprintf(stderr, "kfuse: cuDNN step %u (%s): no engine config within the %llu-byte budget; the heuristics' "
+              "first, needing %lld bytes\n", s, kfr_step_name(m, s), (unsigned long long)c->workspace_bytes,
+              (long long)over_ws);
+  }
+  if (over) (void)d->cudnnBackendDestroyDescriptor(over);
   if (!best) {
     gfree(&b);
     if (kfr_cudnn_verbose())

@@ -147,8 +147,10 @@ enum {
   KFR_DNN_PROPAGATE_NAN = 1,
   KFR_DNN_ACTIVATION_RELU = 1, KFR_DNN_ACTIVATION_IDENTITY = 5,
   KFR_DNN_FWD_ALGO_IMPLICIT_PRECOMP_GEMM = 1, KFR_DNN_FWD_ALGO_COUNT = 8,
+  KFR_DNN_BWD_DATA_ALGO_COUNT = 6,
 };
-/* cudnnConvolutionFwdAlgoPerf_t */
+/* cudnnConvolutionFwdAlgoPerf_t, and cudnnConvolutionBwdDataAlgoPerf_t,
+ * which has the same fields */
 typedef struct kfr_dnn_perf {
   int algo;
   kfr_dnn_status status;
@@ -203,7 +205,19 @@ typedef struct kfr_dnn_perf {
     (kfr_dnn_handle, const void *, kfr_dnn_tensor, const void *,             \
      kfr_dnn_filter, const void *, kfr_dnn_conv, int, void *, size_t,        \
      const void *, kfr_dnn_tensor, const void *, kfr_dnn_tensor,             \
-     const void *, kfr_dnn_act, kfr_dnn_tensor, void *))
+     const void *, kfr_dnn_act, kfr_dnn_tensor, void *))                     \
+  /* transposed steps: backward data, w and dy (the step's x) to dx (y) */  \
+  X(kfr_dnn_status, cudnnGetConvolutionBackwardDataAlgorithm_v7,             \
+    (kfr_dnn_handle, kfr_dnn_filter, kfr_dnn_tensor, kfr_dnn_conv,           \
+     kfr_dnn_tensor, int, int *, kfr_dnn_perf *))                            \
+  X(kfr_dnn_status, cudnnFindConvolutionBackwardDataAlgorithmEx,             \
+    (kfr_dnn_handle, kfr_dnn_filter, const void *, kfr_dnn_tensor,           \
+     const void *, kfr_dnn_conv, kfr_dnn_tensor, void *, int, int *,         \
+     kfr_dnn_perf *, void *, size_t))                                        \
+  X(kfr_dnn_status, cudnnConvolutionBackwardData,                            \
+    (kfr_dnn_handle, const void *, kfr_dnn_filter, const void *,             \
+     kfr_dnn_tensor, const void *, kfr_dnn_conv, int, void *, size_t,        \
+     const void *, kfr_dnn_tensor, void *))
 
 /* The graph (backend) API, resolved when present (kfr_cudnn_graph.c);
  * descriptor types, attribute names and attribute types are ints. */

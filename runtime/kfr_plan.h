@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #define KFR_PLAN_MAGIC "KFPLAN\r\n"
-#define KFR_PLAN_VERSION 4u
+#define KFR_PLAN_VERSION 5u
 #define KFR_MAX_RANK 8
 
 enum kfr_buffer_kind {
@@ -133,10 +133,20 @@ enum kfr_activation {
   KFR_ACT_RELU = 1, /* NaN propagates, as torch.relu */
 };
 
-/* Forward convolution (cross-correlation, as PyTorch's conv) over nd = 1, 2
- * or 3 spatial dims, on cuDNN:
+/* Convolution (cross-correlation, as PyTorch's conv) over nd = 1, 2 or 3
+ * spatial dims, on cuDNN:
  *
  *   y = act(alpha1 * conv(x, w) + alpha2 * z + bias)
+ *
+ * or, with transposed = 1 (since version 5), PyTorch's transposed
+ * convolution y = alpha1 * conv_transpose(x, w), which is cuDNN's
+ * backward-data convolution with x as dy and y as dx: x [n, c, in...],
+ * w [c, k/groups, filter...], y [n, k, out...], where the forward relation
+ * holds with in and out swapped (in = (out + 2 pad - dilation (filter - 1)
+ * - 1) / stride + 1, so PyTorch's output_padding is whatever makes out
+ * larger than (in - 1) stride - 2 pad + dilation (filter - 1) + 1 and
+ * below the next stride); no bias, z or activation (the unit adds them in
+ * a launch after), NCHW layout only.
  *
  * x [n, c, in...], w [k, c/groups, filter...], y and z [n, k, out...],
  * bias [k]; every operand dense in the step's layout (row-major NC +
@@ -163,7 +173,7 @@ typedef struct kfr_conv {
   uint32_t activation;  /* kfr_activation */
   uint32_t has_bias, has_z;
   uint32_t layout;      /* kfr_conv_layout */
-  uint32_t reserved;    /* 0 */
+  uint32_t transposed;  /* 0: forward; 1: transposed (backward data) */
   int64_t n, c, k, groups;
   int64_t in[3], filter[3], out[3];
   int64_t pad[3], stride[3], dilation[3];

@@ -399,12 +399,17 @@ static int check_conv(chk *c, uint32_t s, const char *sname,
   if (v->has_bias > 1 || v->has_z > 1)
     return bad(c, "step %u (%s): CONV has_bias/has_z must be 0 or 1", s,
                sname);
-  if (v->layout > KFR_CONV_NHWC || v->reserved != 0)
-    return bad(c, "step %u (%s): CONV layout %u, reserved %u: the layout is 0 "
-               "(NCHW) or 1 (NHWC), reserved 0", s, sname, v->layout, v->reserved);
+  if (v->layout > KFR_CONV_NHWC || v->transposed > 1)
+    return bad(c, "step %u (%s): CONV layout %u, transposed %u: the layout is 0 "
+               "(NCHW) or 1 (NHWC), transposed 0 or 1", s, sname, v->layout,
+               v->transposed);
   if (v->layout == KFR_CONV_NHWC && v->nd != 2)
     return bad(c, "step %u (%s): an NHWC CONV step is 2-d, this one %u-d", s,
                sname, v->nd);
+  if (v->transposed && (v->layout != KFR_CONV_NCHW || v->has_bias || v->has_z ||
+                        v->activation != KFR_ACT_NONE))
+    return bad(c, "step %u (%s): a transposed CONV step is NCHW without bias, "
+               "residual or activation", s, sname);
   if (v->n < 1 || v->c < 1 || v->k < 1 || v->groups < 1)
     return bad(c, "step %u (%s): CONV sizes n=%lld c=%lld k=%lld groups=%lld "
                "must be positive", s, sname, (long long)v->n, (long long)v->c,
@@ -431,16 +436,23 @@ static int check_conv(chk *c, uint32_t s, const char *sname,
                  (long long)v->in[d], (long long)v->filter[d],
                  (long long)v->stride[d], (long long)v->dilation[d],
                  (long long)v->pad[d]);
-    /* out = (in + 2 pad - dilation (filter - 1) - 1) / stride + 1 */
-    int64_t span = v->in[d] + 2 * v->pad[d] - v->dilation[d] * (v->filter[d] - 1);
+    /* out = (in + 2 pad - dilation (filter - 1) - 1) / stride + 1, in and
+     * out swapped for a transposed step (cuDNN's backward data) */
+    int64_t src = v->transposed ? v->out[d] : v->in[d];
+    int64_t dst = v->transposed ? v->in[d] : v->out[d];
+    if (v->out[d] < 1 || v->out[d] > INT32_MAX)
+      return bad(c, "step %u (%s): CONV dim %u: output size %lld is not in "
+                 "[1, 2^31)", s, sname, d, (long long)v->out[d]);
+    int64_t span = src + 2 * v->pad[d] - v->dilation[d] * (v->filter[d] - 1);
     int64_t want = span >= 1 ? (span - 1) / v->stride[d] + 1 : 0;
-    if (want < 1 || v->out[d] != want)
-      return bad(c, "step %u (%s): CONV dim %u: output size %lld, input %lld "
-                 "with filter %lld, padding %lld, stride %lld and dilation %lld "
-                 "gives %lld", s, sname, d, (long long)v->out[d],
-                 (long long)v->in[d], (long long)v->filter[d],
-                 (long long)v->pad[d], (long long)v->stride[d],
-                 (long long)v->dilation[d], (long long)want);
+    if (want < 1 || dst != want)
+      return bad(c, "step %u (%s): CONV dim %u: %s size %lld, %s %lld with "
+                 "filter %lld, padding %lld, stride %lld and dilation %lld "
+                 "gives %lld", s, sname, d, v->transposed ? "input" : "output",
+                 (long long)dst, v->transposed ? "transposed output" : "input",
+                 (long long)src, (long long)v->filter[d], (long long)v->pad[d],
+                 (long long)v->stride[d], (long long)v->dilation[d],
+                 (long long)want);
   }
   uint64_t nx, nw, ny;
   if (!prod31(v->in, 3, (uint64_t)v->n, &nx) || !prod31(&v->c, 1, nx, &nx) ||

@@ -64,8 +64,10 @@ typedef struct kf_unit_gemm {
 } kf_unit_gemm;
 
 /* Convolution as the runtime runs it on cuDNN (runtime/kfr_plan.h,
- * kfr_conv): y = act(alpha1 * conv(x, w) + alpha2 * z + bias), dense
- * operands; spatial entries past nd are 1 (pad 0). args: [0] x, [1] w,
+ * kfr_conv): y = act(alpha1 * conv(x, w) + alpha2 * z + bias), or with
+ * transposed y = alpha1 * conv_transpose(x, w) (w [c, k/groups, filter],
+ * no bias, z or activation), dense operands; spatial entries past nd are 1
+ * (pad 0). args: [0] x, [1] w,
  * [2] y, [3] bias or NONE, [4] z or NONE, [5] workspace (SCRATCH) or NONE. */
 typedef struct kf_unit_conv {
   int nd;
@@ -74,6 +76,7 @@ typedef struct kf_unit_conv {
   int compute;    /* kfr_compute */
   int activation; /* kfr_activation */
   bool has_bias, has_z;
+  bool transposed;
   int64_t n, c, k, groups;
   int64_t in[3], filter[3], out[3];
   int64_t pad[3], stride[3], dilation[3];

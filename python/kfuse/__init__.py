@@ -13,6 +13,7 @@ the work is queued, like any PyTorch CUDA op.
 
 import ctypes
 import os
+import threading
 
 __all__ = ["load", "export", "Module", "KfuseError"]
 
@@ -56,6 +57,48 @@ def _bind(lib):
     lib.kfuse_last_error.restype = ctypes.c_char_p
 
 
+# Libraries loaded by this process, by file identity (st_dev, st_ino) ->
+# ((st_size, st_mtime_ns), CDLL). dlopen returns the library already loaded
+# under the same path name, so a module rebuilt at the same path would come
+# back as the old one (with the new weights file beside it). Each distinct
+# file is opened once and loaded as /proc/self/fd/N: a name no other file
+# gets while the descriptor stays open, which it does for the life of the
+# process, like the library itself (ctypes never unloads one). The kernel
+# resolves that name to the file itself, so the module still finds its
+# weights beside its real path.
+_loaded = {}
+_loaded_lock = threading.Lock()
+
+
+def _open_library(path):
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as e:
+        raise KfuseError(f"{path}: cannot open the module: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        key, sig = (st.st_dev, st.st_ino), (st.st_size, st.st_mtime_ns)
+        with _loaded_lock:
+            hit = _loaded.get(key)
+            if hit is not None:
+                if hit[0] != sig:
+                    raise KfuseError(
+                        f"{path}: this file was rewritten in place after this process loaded it, and "
+                        f"a process cannot load two versions of one file; write the new module to a new "
+                        f"file (kfuse compile replaces its output by renaming) or restart the process")
+                return hit[1]
+            try:
+                lib = ctypes.CDLL(f"/proc/self/fd/{fd}")
+            except OSError as e:
+                raise KfuseError(f"{path}: cannot load the module: {e}") from None
+            _loaded[key] = (sig, lib)
+            fd = -1  # kept open: see above
+            return lib
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
 class Module:
     """A loaded kfuse module: call it with torch tensors."""
 
@@ -63,10 +106,7 @@ class Module:
         import torch
         self._torch = torch
         self.path = os.path.abspath(path)
-        try:
-            self._lib = ctypes.CDLL(self.path)
-        except OSError as e:
-            raise KfuseError(f"{path}: cannot load the module: {e}") from None
+        self._lib = _open_library(self.path)
         try:
             _bind(self._lib)
         except AttributeError as e:

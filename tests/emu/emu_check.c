@@ -116,6 +116,27 @@ static void cpu_conv(const kf_unit_conv *q, const void *X, const void *W, const 
           for (int64_t o2 = 0; o2 < O[2]; o2++) {
             double acc = 0;
             int64_t g = k / kg;
+            if (q->transposed) { /* x [n, c, in], w [c, k/g, f]: y at i*s - p + f*d */
+              for (int64_t ci = 0; ci < cg; ci++)
+                for (int64_t f0 = 0; f0 < F[0]; f0++)
+                  for (int64_t f1 = 0; f1 < F[1]; f1++)
+                    for (int64_t f2 = 0; f2 < F[2]; f2++) {
+                      int64_t t0 = o0 + q->pad[0] - f0 * q->dilation[0];
+                      int64_t t1 = o1 + q->pad[1] - f1 * q->dilation[1];
+                      int64_t t2 = o2 + q->pad[2] - f2 * q->dilation[2];
+                      if (t0 < 0 || t1 < 0 || t2 < 0 || t0 % q->stride[0] || t1 % q->stride[1] ||
+                          t2 % q->stride[2])
+                        continue;
+                      int64_t i0 = t0 / q->stride[0], i1 = t1 / q->stride[1], i2 = t2 / q->stride[2];
+                      if (i0 >= I[0] || i1 >= I[1] || i2 >= I[2]) continue;
+                      int64_t c = g * cg + ci;
+                      int64_t xi = (n * q->c + c) * isz + (i0 * I[1] + i1) * I[2] + i2;
+                      int64_t wi = (c * kg + k % kg) * fsz + (f0 * F[1] + f1) * F[2] + f2;
+                      acc += get(dt, X, xi) * get(dt, W, wi);
+                    }
+              set(dt, Y, (n * q->k + k) * osz + (o0 * O[1] + o1) * O[2] + o2, q->alpha1 * acc);
+              continue;
+            }
             for (int64_t ci = 0; ci < cg; ci++)
               for (int64_t f0 = 0; f0 < F[0]; f0++)
                 for (int64_t f1 = 0; f1 < F[1]; f1++)

@@ -527,6 +527,53 @@ static void test_conv_epilogue_nhwc(void **state) {
   assert_true(has(b.u->source, "#define KF_VEC 4\n"));
   built_fini(&b);
 }
+/* transposed convolutions: a backward-data cuDNN step (w [c, k/g, ...],
+ * no fused bias), then bias and epilogue in one launch; an output padding
+ * cuDNN's geometry cannot express keeps the direct template */
+static kf_status build_tconv(const char *dil, const char *op, const char *stride, const char *out_t,
+                             const kf_builtin_options *o, built *b) {
+  char body[2048];
+  snprintf(body, sizeof body,
+           "    %%c = \"kf.conv\"(%%x, %%w, %%b) {dilation = array<i64: %s>, groups = 1 : i64, "
+           "operandSegmentSizes = array<i32: 1, 1, 1>, output_padding = array<i64: %s>, padding = "
+           "array<i64: 1, 1>, stride = array<i64: %s>, transposed = true} : (tensor<2x4x5x5xf32>, "
+           "tensor<4x3x3x3xf32>, tensor<3xf32>) -> %s\n"
+           "    %%y = \"kf.relu\"(%%c) : (%s) -> %s\n",
+           dil, op, stride, out_t, out_t, out_t);
+  return build_from_p("%x: tensor<2x4x5x5xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<3xf32>",
+                      "tensor<2x4x5x5xf32>, tensor<4x3x3x3xf32>, tensor<3xf32>", out_t, body, "%y",
+                      KF_GROUP_CONV, NULL, o, b);
+}
+
+static void test_conv_cudnn_transposed(void **state) {
+  (void)state;
+  kf_builtin_options o;
+  kf_builtin_options_init(&o);
+  built b;
+  /* stride 2, padding 1, output padding 1: out = 4 * 2 - 2 + 2 + 1 + 1 = 10 */
+  assert_int_equal(build_tconv("1, 1", "1, 1", "2, 2", "tensor<2x3x10x10xf32>", &o, &b), KF_OK);
+  const kf_unit_step *s = conv_step(b.u);
+  assert_non_null(s);
+  assert_true(s->conv.transposed);
+  assert_int_equal(s->conv.c, 4);
+  assert_int_equal(s->conv.k, 3);
+  assert_int_equal(s->conv.in[0], 5);
+  assert_int_equal(s->conv.out[1], 10);
+  assert_int_equal(s->conv.layout, KFR_CONV_NCHW);
+  assert_false(s->conv.has_bias);
+  assert_int_equal(s->conv.activation, KFR_ACT_NONE);
+  assert_int_equal(s->args[2].kind, KF_UARG_SCRATCH);
+  assert_int_equal(b.u->n_steps, 2);
+  assert_int_equal(n_launches(b.u), 1);
+  built_fini(&b);
+  /* stride 1, dilation 2, output padding 1 (below the dilation, as PyTorch
+   * allows): cuDNN's forward relation does not give the input back */
+  assert_int_equal(build_tconv("2, 2", "1, 1", "1, 1", "tensor<2x3x8x8xf32>", &o, &b), KF_OK);
+  assert_null(conv_step(b.u));
+  assert_int_equal(n_launches(b.u), 1);
+  built_fini(&b);
+}
+
 /* --no-cudnn and the fp64 reference keep the kernel lowerings */
 static void test_conv_without_cudnn(void **state) {
   (void)state;
@@ -828,6 +875,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_conv_cudnn_fused),
     cmocka_unit_test(test_conv_cudnn_epilogue),
     cmocka_unit_test(test_conv_epilogue_nhwc),
+    cmocka_unit_test(test_conv_cudnn_transposed),
     cmocka_unit_test(test_conv_without_cudnn),
     cmocka_unit_test(test_bmm_expand),
     cmocka_unit_test(test_addmm_epilogue),

@@ -658,7 +658,10 @@ CMUT(compute, c->compute = 9)
 CMUT(activation, c->activation = 2)
 CMUT(has_bias, c->has_bias = 2)
 CMUT(layout, c->layout = 2)
-CMUT(reserved, c->reserved = 1)
+CMUT(transposed, c->transposed = 2)
+CMUT(transposed_bias, c->transposed = 1)
+/* step 1 as a transposed convolution: x [1, 4, 34] -> y [1, 8, 36], w [4, 8, 3] */
+CMUT(transposed_out, { kfr_conv *d = &step(p, 1)->conv; d->transposed = 1; d->in[0] = 34; d->out[0] = 37; })
 CMUT(nhwc_1d, { kfr_conv *d = &step(p, 1)->conv; d->layout = KFR_CONV_NHWC; })
 CMUT(n, c->n = 0)
 CMUT(groups, c->groups = 3)
@@ -691,8 +694,11 @@ static const mutation conv_mutations[] = {
     {"compute", cmut_compute, "unknown CONV compute 9"},
     {"activation", cmut_activation, "unknown CONV activation 2"},
     {"has_bias", cmut_has_bias, "has_bias/has_z must be 0 or 1"},
-    {"layout", cmut_layout, "CONV layout 2, reserved 0"},
-    {"reserved", cmut_reserved, "CONV layout 0, reserved 1"},
+    {"layout", cmut_layout, "CONV layout 2, transposed 0"},
+    {"transposed", cmut_transposed, "CONV layout 0, transposed 2"},
+    {"transposed_bias", cmut_transposed_bias, "a transposed CONV step is NCHW without bias, residual or activation"},
+    {"transposed_out", cmut_transposed_out, "step 1 (g1_conv1d): CONV dim 0: input size 34, transposed output 37 "
+                                            "with filter 3, padding 0, stride 1 and dilation 1 gives 35"},
     {"nhwc_1d", cmut_nhwc_1d, "an NHWC CONV step is 2-d, this one 1-d"},
     {"n", cmut_n, "CONV sizes n=0 c=4 k=8 groups=2 must be positive"},
     {"groups", cmut_groups, "not multiples of groups=3"},
@@ -741,6 +747,13 @@ static void test_conv_check_each_field(void **state) {
   }
   memcpy(p, good, n);
   assert_int_equal(kfr_plan_check(p, n, NULL, 0), KFUSE_OK);
+  /* a well-formed transposed step: the forward relation with in and out swapped */
+  kfr_conv *t = &step(p, 1)->conv;
+  t->transposed = 1;
+  t->in[0] = 34;
+  t->out[0] = 36;
+  if (kfr_plan_check(p, n, msg, sizeof msg) != KFUSE_OK)
+    fail_msg("transposed step refused: %s", msg);
   free(p);
   free(good);
 }

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""tests/loader_check.py — rebuilding a module at the same path, without a GPU.
+
+    python3 tests/loader_check.py KFUSE FIXTURES_DIR
+
+1. `kfuse compile` replaces its outputs by renaming: a rebuild gives the
+   module a new file (inode), and a failed rebuild — a bad model, or a
+   report path that cannot be written — leaves the previous module and
+   weights byte for byte, with no temporary files left behind.
+2. `kfuse.load`'s library loading (python/kfuse: _open_library) returns the
+   rebuilt module, not the one this process loaded first from the same
+   path (dlopen alone caches by path name), the same library for the same
+   unchanged file, and refuses a file rewritten in place.
+Loading a module's library needs no GPU (the runtime opens the driver at
+create), so this runs in CI.
+"""
+import ctypes
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+import kfuse  # noqa: E402  (no torch needed for this part)
+
+
+def compile_to(k, model, out, *extra):
+    return subprocess.run([k, "compile", model, "-o", out, "-q", *extra],
+                          capture_output=True, text=True)
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def addr(lib):
+    return ctypes.cast(lib.kfuse_model_create, ctypes.c_void_p).value
+
+
+def main():
+    k, fixtures = sys.argv[1], sys.argv[2]
+    a, b = os.path.join(fixtures, "mlp.core.pt2"), os.path.join(fixtures, "norms.core.pt2")
+    fails = []
+
+    def check(ok, what):
+        print(("ok   " if ok else "FAIL ") + what)
+        if not ok:
+            fails.append(what)
+
+    with tempfile.TemporaryDirectory() as d:
+        so = os.path.join(d, "m.so")
+        r = compile_to(k, a, so)
+        check(r.returncode == 0, f"compile {os.path.basename(a)}: {r.stderr.strip()[:200]}")
+        ino_a = os.stat(so).st_ino
+        lib_a = kfuse._open_library(so)
+        check(kfuse._open_library(so) is lib_a, "the same unchanged file loads as the same library")
+
+        r = compile_to(k, b, so)
+        check(r.returncode == 0, f"rebuild with {os.path.basename(b)}: {r.stderr.strip()[:200]}")
+        check(os.stat(so).st_ino != ino_a, "the rebuilt module is a new file (renamed into place)")
+        lib_b = kfuse._open_library(so)
+        check(lib_b is not lib_a and addr(lib_b) != addr(lib_a),
+              "the rebuilt module loads as a new library, not the cached first one")
+
+        before = {p: digest(os.path.join(d, p)) for p in ("m.so", "m.so.weights")}
+        bad = os.path.join(d, "bad.pt2")
+        with open(bad, "wb") as f:
+            f.write(b"PK\x03\x04 not really a zip archive")
+        r = compile_to(k, bad, so)
+        check(r.returncode != 0, "compiling a malformed archive fails")
+        r = compile_to(k, a, so, "--report", os.path.join(d, "no-such-dir", "r.json"))
+        check(r.returncode != 0 and "report" in r.stderr,
+              f"an unwritable --report fails the compile: {r.stderr.strip()[:200]}")
+        after = {p: digest(os.path.join(d, p)) for p in ("m.so", "m.so.weights")}
+        check(before == after, "failed rebuilds leave the previous module and weights as they were")
+        left = sorted(p for p in os.listdir(d) if "kfuse-tmp" in p)
+        check(not left, f"no temporary files left behind ({left})")
+
+        # rewritten in place: same inode, new size and time
+        with open(so, "ab") as f:
+            f.write(b"\0" * 16)
+        try:
+            kfuse._open_library(so)
+            check(False, "a module rewritten in place is refused")
+        except kfuse.KfuseError as e:
+            check("rewritten in place" in str(e), f"a module rewritten in place is refused: {e}")
+    if fails:
+        print(f"loader_check: {len(fails)} failure(s)")
+        return 1
+    print("loader_check: all passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
