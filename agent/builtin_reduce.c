@@ -38,6 +38,10 @@ typedef struct rctx {
   kb_frame elem;        /* x's shape onto the loop */
   kb_frame row;         /* the row results' shape onto the loop */
   bool phase2;
+  /* a plain reduction whose group has element-wise ops over the input's
+   * shape: phase 2 runs them with the row's statistics (pass/partition.c,
+   * row_broadcast) */
+  bool elem_epi;
   char reducer[96];
   char red_init[128];
   kf_dtype acc;
@@ -244,6 +248,20 @@ static kf_status setup_anchor(rctx *c, kf_diag *diag) {
   return KF_OK;
 }
 
+/* A plain reduction's group holding ops over x's shape (not its prologue):
+ * those run in phase 2, the row's statistics broadcast to its elements. */
+static bool has_elem_epilogue(const rctx *c) {
+  if (c->phase2) return false;
+  const kf_type *xt = &c->x->type, *rt = &c->anchor->results[0]->type;
+  if (kf_type_same_shape(xt, rt)) return false; /* a reduction over size-1 dims only */
+  for (int i = 0; i < c->g->n_ops; i++) {
+    const kf_op *op = c->g->ops[i];
+    if (c->pro[i] || op == c->anchor) continue;
+    if (kf_type_same_shape(&op->results[0]->type, xt)) return true;
+  }
+  return false;
+}
+
 /* ---- layout rules ------------------------------------------------------------- */
 
 /* The access pattern that decides the layout: the largest group input the
@@ -307,6 +325,7 @@ static void plan_layout(rctx *c) {
 static kf_status emit_epilogue(rctx *c, kb_expr *e, bool row_frame) {
   const kf_group *g = c->g;
   kf_status st = KF_OK;
+  const kf_type *rt = &c->anchor->results[0]->type;
   /* every op that neither computes the anchor's input nor is the anchor,
    * in program order (the partitioner may also have merged independent
    * element-wise ops of the same shape) */
@@ -321,7 +340,9 @@ static kf_status emit_epilogue(rctx *c, kb_expr *e, bool row_frame) {
       if (row_frame && c->phase2) continue;
       return kb_unsupported(e->diag, g, op, "epilogue shape does not match the reduction's result");
     }
-    if (row_frame && c->phase2) continue; /* element epilogues run in phase 2 */
+    /* element epilogues run in phase 2; a plain reduction's ops over its
+     * result's shape run once per row too (for row outputs) */
+    if (row_frame && c->phase2 && !(c->elem_epi && kf_type_same_shape(t, rt))) continue;
     st = kb_expr_op(e, op);
   }
   return st;
@@ -334,7 +355,8 @@ static kf_status store_outputs(rctx *c, kb_expr *e, bool row_ctx) {
     const kf_value *v = g->outputs[i];
     if (v->id >= e->n_ids || !e->name[v->id]) continue; /* computed elsewhere */
     bool is_row = true;
-    if (c->phase2) is_row = !(v == c->anchor->results[0] || (v->def != c->anchor));
+    if (c->elem_epi) is_row = !kf_type_same_shape(&v->type, &c->x->type);
+    else if (c->phase2) is_row = !(v == c->anchor->results[0] || (v->def != c->anchor));
     if (is_row != row_ctx) continue;
     kf_status st = kb_expr_store(e, v, i);
     if (st) return st;
@@ -444,6 +466,18 @@ static kf_status elem_body(rctx *c, kb_kernel *k, kf_diag *diag) {
       kb_reg_dtype(c->x->type.dtype, c->o->fp64) == c->acc)
     st = kb_bind_local(&e, c->x, c->x->type.dtype, "KF_X");
   char y[1600], w[512], b[512], eps[96], expr[1800];
+  if (c->elem_epi) {
+    /* a plain reduction: its result per row, then the epilogue */
+    kf_dtype rd = a->results[0]->type.dtype;
+    if (!st) {
+      kb_reg_convert(&e, a->code == KF_OP_VAR ? "KF_RES1" : "KF_RES0", c->acc, rd, expr, sizeof expr);
+      st = kb_bind_local(&e, a->results[0], rd, expr);
+    }
+    if (!st) st = emit_epilogue(c, &e, false);
+    if (!st) st = store_outputs(c, &e, false);
+    kb_expr_fini(&e);
+    return st;
+  }
   switch (a->code) {
   case KF_OP_SOFTMAX:
     snprintf(y, sizeof y, "KF_SOFTMAX(KF_X, KF_RES0, KF_RES1)");
@@ -677,6 +711,7 @@ kf_status kb_unit_reduce(const kf_partition *p, const kf_group *g, const kf_buil
   kf_status st = setup_anchor(&c, diag);
   if (!st) {
     mark_pro(&c, a->operands[0], 0);
+    if (has_elem_epilogue(&c)) c.phase2 = c.elem_epi = true;
     int64_t n = kf_type_numel(&c.x->type);
     if (n == 0) {
       /* nothing to read: fine when nothing is written either */
@@ -688,7 +723,9 @@ kf_status kb_unit_reduce(const kf_partition *p, const kf_group *g, const kf_buil
       goto done;
     }
     plan_layout(&c);
-    st = prologue_outputs(&c, u, src, diag);
+    /* with a phase 2 the prologue's outputs are stored there, from the
+     * values it recomputes (from L2) or holds; else one launch first */
+    if (!c.phase2) st = prologue_outputs(&c, u, src, diag);
   }
   if (!st) {
     if (c.split == 1) {

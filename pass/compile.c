@@ -33,7 +33,14 @@ void kf_compile_options_init(kf_compile_options *o) {
 }
 
 const char *kf_compile_pipeline(void) {
-  /* simplify first: it would remove the copies materialize-outputs adds */
+  /* simplify first: it would remove the copies materialize-outputs adds;
+   * fold-reductions after fold-bn (a folded shift is a product's bias) and
+   * before fold-scalars (which folds the scalar chains it leaves) */
+  return "simplify,dce,fold-bn,fold-reductions,fold-scalars,sink-reshapes,dce,materialize-outputs";
+}
+
+const char *kf_compile_reference_pipeline(void) {
+  /* the model as exported: no algebraic rewrites */
   return "simplify,dce,fold-bn,fold-scalars,sink-reshapes,dce,materialize-outputs";
 }
 
@@ -446,7 +453,8 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   }
 
   t = now_s();
-  st = kf_pass_run_pipeline(g, kf_compile_pipeline(), true, diag);
+  st = kf_pass_run_pipeline(g, o->reference ? kf_compile_reference_pipeline() : kf_compile_pipeline(), true,
+                            diag);
   /* NHWC convolutions are a cuDNN choice: the other lowerings (and the
    * fp64 reference) read row-major tensors */
   if (st == KF_OK && !o->no_channels_last && !o->no_cudnn && !o->reference)

@@ -35,72 +35,6 @@
 
 /* ---- reading constants ------------------------------------------------------ */
 
-/* A constant tensor value: a fill, or elements of a weight's storage read
- * through the value's own strides and offset (views of a weight carry both
- * relative to the weight's storage record). */
-typedef struct cval {
-  const kf_type *t;
-  bool fill;
-  double value;
-  kf_tensor raw; /* the storage record as a 1-d tensor; data NULL: zeros */
-} cval;
-
-/* Opens v as a constant. *ok false (and KF_OK) when v is not one or the
- * graph has no weight data; an error only when the store fails. */
-static kf_status cval_open(kf_graph *g, const kf_value *v, cval *c, bool *ok, kf_diag *diag) {
-  *ok = false;
-  memset(c, 0, sizeof *c);
-  if (!v || v->type.kind != KF_TYPE_TENSOR) return KF_OK;
-  const kf_value *root = kf_pass_storage_root(v);
-  if (!root->def) return KF_OK;
-  c->t = &v->type;
-  if (root->def->code == KF_OP_FULL) {
-    c->fill = true;
-    c->value = kf_number_as_double(kf_op_get_number(root->def, "value"));
-    /* the tensor holds the value rounded to its dtype */
-    kf_tensor one = {root->type.dtype, 0, {0}, &(double){0}};
-    kf_tensor_set(&one, 0, c->value);
-    c->value = kf_tensor_get(&one, 0);
-    *ok = true;
-    return KF_OK;
-  }
-  if (root->def->code != KF_OP_PARAM || !g->store.get) return KF_OK;
-  const char *fqn = kf_op_get_str(root->def, "fqn");
-  const void *data = NULL;
-  int64_t nbytes = 0;
-  kf_status st = g->store.get(g->store.impl, fqn, &data, &nbytes, diag);
-  if (st != KF_OK) return st;
-  int64_t es = (int64_t)kf_dtype_size(v->type.dtype), hi = v->type.offset;
-  for (int i = 0; i < v->type.rank; i++) {
-    if (v->type.strides[i] < 0) return KF_OK;
-    if (v->type.shape[i] > 0) hi += (v->type.shape[i] - 1) * v->type.strides[i];
-  }
-  if (nbytes > 0 && (!data || (hi + 1) * es > nbytes)) {
-    kf_diag_error(diag, "weight '%s' has %lld bytes of storage, its type needs %lld", fqn,
-                  (long long)nbytes, (long long)((hi + 1) * es));
-    return KF_ERR_FORMAT;
-  }
-  c->raw.dtype = v->type.dtype;
-  c->raw.rank = 1;
-  c->raw.shape[0] = nbytes / es;
-  c->raw.data = nbytes > 0 ? (void *)data : NULL;
-  *ok = true;
-  return KF_OK;
-}
-
-/* Element `linear` (row-major over the value's shape). */
-static double cval_get(const cval *c, int64_t linear) {
-  if (c->fill) return c->value;
-  if (!c->raw.data) return 0.0; /* an empty record: a fake tensor of zeros */
-  int64_t off = c->t->offset;
-  for (int i = c->t->rank - 1; i >= 0; i--) {
-    int64_t n = c->t->shape[i];
-    off += (linear % n) * c->t->strides[i];
-    linear /= n;
-  }
-  return kf_tensor_get(&c->raw, off);
-}
-
 /* Reads an optional rank-1 operand of n elements into out (dflt when
  * absent). *ok false when present but not a readable constant. */
 static kf_status read_vec(kf_graph *g, const kf_value *v, int64_t n, double dflt, double *out,
@@ -114,38 +48,10 @@ static kf_status read_vec(kf_graph *g, const kf_value *v, int64_t n, double dflt
     *ok = false;
     return KF_OK;
   }
-  cval c;
-  kf_status st = cval_open(g, v, &c, ok, diag);
+  kf_pass_const c;
+  kf_status st = kf_pass_const_open(g, v, &c, ok, diag);
   if (st != KF_OK || !*ok) return st;
-  for (int64_t i = 0; i < n; i++) out[i] = cval_get(&c, i);
-  return KF_OK;
-}
-
-/* ---- new constants ----------------------------------------------------------- */
-
-/* A graph-owned constant holding vals (numel of shape) in dtype, and a
- * kf.param for it placed before `before`. */
-static kf_status new_param(kf_graph *g, const char *fqn_base, const char *name_base,
-                           kf_dtype dtype, int rank, const int64_t *shape, const double *vals,
-                           kf_op *before, kf_value **out, kf_diag *diag) {
-  kf_type t;
-  kf_type_init_tensor(&t, dtype, rank, shape);
-  int64_t n = kf_type_numel(&t);
-  int64_t nbytes = n * (int64_t)kf_dtype_size(dtype);
-  kf_tensor tt = {dtype, 1, {n}, malloc((size_t)(nbytes ? nbytes : 1))};
-  if (!tt.data) return KF_ERR_NOMEM;
-  for (int64_t i = 0; i < n; i++) kf_tensor_set(&tt, i, vals[i]);
-  char fqn[300];
-  snprintf(fqn, sizeof fqn, "%.250s", fqn_base);
-  for (unsigned k = 1; kf_graph_find_weight(g, fqn); k++)
-    snprintf(fqn, sizeof fqn, "%.250s_%u", fqn_base, k);
-  kf_status st = kf_graph_add_constant(g, fqn, &t, tt.data, nbytes, diag);
-  if (st != KF_OK) return st;
-  kf_op *p = kf_graph_append_op(g, KF_OP_PARAM, kf_pass_unique_name(g, name_base), NULL, 0, &t, 1);
-  kf_op_set_str(p, "fqn", fqn);
-  kf_op_set_str(p, "kind", "folded");
-  kf_graph_move_op(g, p, before);
-  *out = p->results[0];
+  for (int64_t i = 0; i < n; i++) out[i] = kf_pass_const_get(&c, i);
   return KF_OK;
 }
 
@@ -171,9 +77,9 @@ static kf_status fold_conv(fold *f, bool *done) {
   *done = false;
   if (kf_op_get_bool(conv, "transposed") || w->type.rank < 1 || w->type.shape[0] != f->c)
     return KF_OK;
-  cval cw;
+  kf_pass_const cw;
   bool ok;
-  kf_status st = cval_open(f->g, w, &cw, &ok, f->diag);
+  kf_status st = kf_pass_const_open(f->g, w, &cw, &ok, f->diag);
   if (st != KF_OK || !ok) return st;
   double *bias = malloc(sizeof(double) * (size_t)f->c);
   int64_t nw = kf_type_numel(&w->type);
@@ -184,20 +90,20 @@ static kf_status fold_conv(fold *f, bool *done) {
   }
   if ((st = read_vec(f->g, b, f->c, 0.0, bias, &ok, f->diag)) != KF_OK || !ok) goto done;
   int64_t per = f->c ? nw / f->c : 0;
-  for (int64_t i = 0; i < nw; i++) wv[i] = cval_get(&cw, i) * f->scale[per ? i / per : 0];
+  for (int64_t i = 0; i < nw; i++) wv[i] = kf_pass_const_get(&cw, i) * f->scale[per ? i / per : 0];
   for (int64_t o = 0; o < f->c; o++) bias[o] = bias[o] * f->scale[o] + f->shift[o];
   char fqn[300], name[300];
   const char *hint = fqn_hint(w, conv);
   kf_value *nwv, *nbv;
   snprintf(fqn, sizeof fqn, "%.250s.bn_folded", hint);
   snprintf(name, sizeof name, "%.250s_w_folded", conv->name);
-  if ((st = new_param(f->g, fqn, name, w->type.dtype, w->type.rank, w->type.shape, wv, conv, &nwv,
+  if ((st = kf_pass_new_param(f->g, fqn, name, w->type.dtype, w->type.rank, w->type.shape, wv, conv, &nwv,
                       f->diag)) != KF_OK)
     goto done;
   snprintf(fqn, sizeof fqn, "%.250s.bn_folded_bias", hint);
   snprintf(name, sizeof name, "%.250s_b_folded", conv->name);
   kf_dtype bdt = b ? b->type.dtype : w->type.dtype;
-  if ((st = new_param(f->g, fqn, name, bdt, 1, &f->c, bias, conv, &nbv, f->diag)) != KF_OK)
+  if ((st = kf_pass_new_param(f->g, fqn, name, bdt, 1, &f->c, bias, conv, &nbv, f->diag)) != KF_OK)
     goto done;
   conv->operands[1] = nwv;
   conv->operands[2] = nbv;
@@ -214,9 +120,9 @@ static kf_status fold_matmul(fold *f, bool *done) {
   kf_value *a = mm->operands[addmm ? 1 : 0], *bm = mm->operands[addmm ? 2 : 1];
   *done = false;
   if (bm->type.rank != 2 || bm->type.shape[1] != f->c) return KF_OK;
-  cval cb;
+  kf_pass_const cb;
   bool ok;
-  kf_status st = cval_open(f->g, bm, &cb, &ok, f->diag);
+  kf_status st = kf_pass_const_open(f->g, bm, &cb, &ok, f->diag);
   if (st != KF_OK || !ok) return st;
   double beta = 1.0;
   kf_value *bias_v = NULL;
@@ -236,20 +142,20 @@ static kf_status fold_matmul(fold *f, bool *done) {
     goto done;
   }
   if ((st = read_vec(f->g, bias_v, f->c, 0.0, bias, &ok, f->diag)) != KF_OK || !ok) goto done;
-  for (int64_t i = 0; i < nb; i++) bv[i] = cval_get(&cb, i) * f->scale[i % f->c];
+  for (int64_t i = 0; i < nb; i++) bv[i] = kf_pass_const_get(&cb, i) * f->scale[i % f->c];
   for (int64_t n = 0; n < f->c; n++) bias[n] = beta * bias[n] * f->scale[n] + f->shift[n];
   char fqn[300], name[300];
   const char *hint = fqn_hint(bm, mm);
   kf_value *nbm, *nbias;
   snprintf(fqn, sizeof fqn, "%.250s.bn_folded", hint);
   snprintf(name, sizeof name, "%.250s_w_folded", mm->name);
-  if ((st = new_param(f->g, fqn, name, bm->type.dtype, 2, bm->type.shape, bv, mm, &nbm,
+  if ((st = kf_pass_new_param(f->g, fqn, name, bm->type.dtype, 2, bm->type.shape, bv, mm, &nbm,
                       f->diag)) != KF_OK)
     goto done;
   snprintf(fqn, sizeof fqn, "%.250s.bn_folded_bias", hint);
   snprintf(name, sizeof name, "%.250s_b_folded", mm->name);
   kf_dtype bdt = bias_v ? bias_v->type.dtype : bm->type.dtype;
-  if ((st = new_param(f->g, fqn, name, bdt, 1, &f->c, bias, mm, &nbias, f->diag)) != KF_OK)
+  if ((st = kf_pass_new_param(f->g, fqn, name, bdt, 1, &f->c, bias, mm, &nbias, f->diag)) != KF_OK)
     goto done;
   if (addmm) {
     mm->operands[0] = nbias;
@@ -290,11 +196,11 @@ static kf_status to_affine(fold *f) {
   kf_value *sc, *sh;
   snprintf(fqn, sizeof fqn, "%.250s.scale", bn->name);
   snprintf(name, sizeof name, "%.250s_scale", bn->name);
-  kf_status st = new_param(g, fqn, name, cd, rank, shape, f->scale, bn, &sc, f->diag);
+  kf_status st = kf_pass_new_param(g, fqn, name, cd, rank, shape, f->scale, bn, &sc, f->diag);
   if (st != KF_OK) return st;
   snprintf(fqn, sizeof fqn, "%.250s.shift", bn->name);
   snprintf(name, sizeof name, "%.250s_shift", bn->name);
-  if ((st = new_param(g, fqn, name, cd, rank, shape, f->shift, bn, &sh, f->diag)) != KF_OK)
+  if ((st = kf_pass_new_param(g, fqn, name, cd, rank, shape, f->shift, bn, &sh, f->diag)) != KF_OK)
     return st;
   kf_type t;
   kf_type_init_tensor(&t, kf_dtype_promote(xd, cd), x->type.rank, x->type.shape);

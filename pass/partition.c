@@ -127,6 +127,12 @@ typedef struct pgroup {
   bool has_shape;    /* shape: iteration shape (EW) or anchor result 0 */
   int rank;
   int64_t shape[KF_MAX_RANK];
+  /* REDUCE groups of a plain reduction whose result broadcasts to its
+   * input row by row: the input's shape, which element-wise epilogue ops
+   * (a second pass over the row with its statistics) may have too */
+  bool has_eshape;
+  int erank;
+  int64_t eshape[KF_MAX_RANK];
 } pgroup;
 
 typedef struct part {
@@ -171,6 +177,42 @@ static bool shape_is(const pgroup *pg, const kf_type *t) {
   return true;
 }
 
+/* A plain reduction (sum, mean, prod, amax, amin, var, norm) over float
+ * data whose result, broadcast against its input, gives each element its
+ * own row's value: right-aligned, every reduced input dim meets a size-1
+ * dim (or none, leading) and every kept dim meets itself. Then an
+ * element-wise op over the input's shape can read the result in the same
+ * kernel, after the row's statistics (agent/builtin_reduce.c, phase 2). */
+static bool row_broadcast(const kf_op *a) {
+  switch (a->code) {
+  case KF_OP_SUM: case KF_OP_MEAN: case KF_OP_PROD: case KF_OP_AMAX: case KF_OP_AMIN:
+  case KF_OP_VAR: case KF_OP_NORM: break;
+  default: return false;
+  }
+  const kf_value *x = a->operands[0];
+  if (!x || x->type.kind != KF_TYPE_TENSOR || !kf_dtype_is_float(x->type.dtype) || x->type.rank == 0) return false;
+  const kf_type *t = &x->type, *r = &a->results[0]->type;
+  if (r->rank > t->rank) return false;
+  bool red[KF_MAX_RANK] = {false};
+  int n;
+  const int64_t *d = kf_op_get_ints(a, "dims", &n);
+  for (int i = 0; i < n; i++)
+    if (d[i] >= 0 && d[i] < t->rank) red[d[i]] = true;
+  int off = t->rank - r->rank;
+  for (int i = 0; i < t->rank; i++) {
+    int j = i - off;
+    int64_t rs = j < 0 ? 1 : r->shape[j];
+    if (red[i] ? rs != 1 : (j < 0 ? t->shape[i] != 1 : rs != t->shape[i])) return false;
+    /* a kept dim of size 1 meeting a reduced one's slot is ambiguous: no */
+  }
+  /* kept dims must meet kept dims: with keepdim the ranks are equal; without
+   * it only reductions over leading dims line up */
+  if (r->rank != t->rank)
+    for (int i = 0; i < off; i++)
+      if (!red[i]) return false;
+  return true;
+}
+
 /* New group holding op i. */
 static kf_status new_group(part *P, kf_group_kind kind, int i, int *out) {
   if (P->n_gs == P->cap_gs) {
@@ -200,6 +242,12 @@ static kf_status new_group(part *P, kf_group_kind kind, int i, int *out) {
   if (kind == KF_GROUP_ELEMENTWISE || kind == KF_GROUP_REDUCE || kind == KF_GROUP_GEMM ||
       kind == KF_GROUP_CONV)
     set_shape(pg, &P->ops[i]->results[0]->type);
+  if (kind == KF_GROUP_REDUCE && row_broadcast(P->ops[i])) {
+    const kf_type *t = &P->ops[i]->operands[0]->type;
+    pg->has_eshape = true;
+    pg->erank = t->rank;
+    memcpy(pg->eshape, t->shape, sizeof pg->eshape);
+  }
   *out = id;
   return KF_OK;
 }
@@ -323,6 +371,14 @@ static kf_status adopt_sources(part *P, int i) {
   return KF_OK;
 }
 
+/* op result type t is a REDUCE group's element (input) shape */
+static bool eshape_is(const pgroup *pg, const kf_type *t) {
+  if (!pg->has_eshape || pg->erank != t->rank) return false;
+  for (int i = 0; i < t->rank; i++)
+    if (pg->eshape[i] != t->shape[i]) return false;
+  return true;
+}
+
 static bool is_epilogue_kind(kf_group_kind k) {
   return k == KF_GROUP_REDUCE || k == KF_GROUP_GEMM || k == KF_GROUP_CONV;
 }
@@ -336,7 +392,8 @@ static kf_status place_elementwise(part *P, int i) {
     int h = group_of_value(P, op->operands[k]);
     if (h < 0) continue;
     const pgroup *ph = &P->gs[h];
-    bool ok = (ph->kind == KF_GROUP_ELEMENTWISE || is_epilogue_kind(ph->kind)) && shape_is(ph, rt);
+    bool ok = (ph->kind == KF_GROUP_ELEMENTWISE || is_epilogue_kind(ph->kind)) &&
+              (shape_is(ph, rt) || eshape_is(ph, rt));
     for (int j = 0; j < nc && ok; j++) ok = cands[j] != h;
     if (ok && nc < (int)(sizeof cands / sizeof cands[0])) cands[nc++] = h;
   }
@@ -365,25 +422,31 @@ static kf_status place_elementwise(part *P, int i) {
   return adopt_sources(P, i);
 }
 
-/* The element-wise group feeding reduce anchor i's input, when all its
- * values used outside it are used by i alone. */
+/* The element-wise group feeding reduce anchor i's input: its prologue.
+ * Its values may be used outside it too (the group then writes them, as
+ * x + residual feeds both an RMSNorm and the residual stream): merging is
+ * refused only where it would close a cycle — a path from the prologue
+ * group through a third group back to the anchor. */
 static int prologue_of(part *P, int i) {
   const kf_value *x = P->ops[i]->operands[0];
   if (!x) return -1;
   int h = group_of_value(P, x);
   if (h < 0 || P->gs[h].kind != KF_GROUP_ELEMENTWISE) return -1;
-  const pgroup *ph = &P->gs[h];
-  for (int k = 0; k < ph->n_ops; k++) {
-    const kf_op *op = P->ops[ph->ops[k]];
-    for (int r = 0; r < op->n_results; r++) {
-      uint32_t id = op->results[r]->id;
-      if (P->is_out[id]) return -1;
-      for (int u = P->use_start[id]; u < P->use_start[id + 1]; u++) {
-        int c = P->use_list[u];
-        if (c != i && P->grp[c] != h) return -1;
-      }
+  /* the anchor's other operand groups (weights, bias of a norm) must not
+   * be reachable from h through a third group */
+  fresh_marks(P);
+  int tmark = P->stamp + 1;
+  bool any = false;
+  const kf_op *a = P->ops[i];
+  for (int k = 0; k < a->n_operands; k++) {
+    if (!a->operands[k]) continue;
+    int o = group_of_value(P, a->operands[k]);
+    if (o >= 0 && o != h) {
+      P->mark[o] = tmark;
+      any = true;
     }
   }
+  if (any && reaches(P, h, -1, tmark)) return -1;
   return h;
 }
 

@@ -2,6 +2,7 @@
 #ifndef KFUSE_PASS_INT_H
 #define KFUSE_PASS_INT_H
 
+#include "kfuse/interp.h"
 #include "kfuse/ir.h"
 
 kf_status kf_pass_dce(kf_graph *g, kf_diag *diag);
@@ -11,6 +12,7 @@ kf_status kf_pass_fold_bn(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_fold_scalars(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_sink_reshapes(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_channels_last(kf_graph *g, kf_diag *diag);
+kf_status kf_pass_fold_reductions(kf_graph *g, kf_diag *diag);
 
 /* True when op's results alias its operand's storage instead of holding
  * their own: permute, expand, slice, select, as_strided, unfold, split, and
@@ -41,5 +43,26 @@ kf_status kf_namer_init(kf_namer *nm, kf_graph *g);
 /* Like kf_pass_unique_name; NULL when out of memory. */
 const char *kf_namer_fresh(kf_namer *nm, const char *base);
 void kf_namer_fini(kf_namer *nm);
+
+/* A constant tensor value: a fill, or elements of a weight's storage read
+ * through the value's own strides and offset (views of a weight carry both
+ * relative to the weight's storage record). */
+typedef struct kf_pass_const {
+  const kf_type *t;
+  bool fill;
+  double value;
+  kf_tensor raw; /* the storage record as a 1-d tensor; data NULL: zeros */
+} kf_pass_const;
+/* Opens v as a constant. *ok false (and KF_OK) when v is not one or the
+ * graph has no weight data; an error only when the store fails. */
+kf_status kf_pass_const_open(kf_graph *g, const kf_value *v, kf_pass_const *c, bool *ok, kf_diag *diag);
+/* Element `linear` (row-major over the value's shape). */
+double kf_pass_const_get(const kf_pass_const *c, int64_t linear);
+/* A graph-owned constant holding vals (numel of shape) in dtype, and a
+ * kf.param for it (kind "folded", fqn from fqn_base made unique) placed
+ * before `before`. */
+kf_status kf_pass_new_param(kf_graph *g, const char *fqn_base, const char *name_base, kf_dtype dtype,
+                            int rank, const int64_t *shape, const double *vals, kf_op *before,
+                            kf_value **out, kf_diag *diag);
 
 #endif

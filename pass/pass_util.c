@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kfuse/interp.h"
 #include "kfuse/ir.h"
 #include "pass_int.h"
 
@@ -120,4 +121,83 @@ void kf_namer_fini(kf_namer *nm) {
   free(nm->slots);
   nm->slots = NULL;
   nm->cap = nm->n = 0;
+}
+
+/* ---- constants (fold-bn, fold-reductions) ----------------------------------- */
+
+kf_status kf_pass_const_open(kf_graph *g, const kf_value *v, kf_pass_const *c, bool *ok, kf_diag *diag) {
+  *ok = false;
+  memset(c, 0, sizeof *c);
+  if (!v || v->type.kind != KF_TYPE_TENSOR) return KF_OK;
+  const kf_value *root = kf_pass_storage_root(v);
+  if (!root->def) return KF_OK;
+  c->t = &v->type;
+  if (root->def->code == KF_OP_FULL) {
+    c->fill = true;
+    c->value = kf_number_as_double(kf_op_get_number(root->def, "value"));
+    /* the tensor holds the value rounded to its dtype */
+    kf_tensor one = {root->type.dtype, 0, {0}, &(double){0}};
+    kf_tensor_set(&one, 0, c->value);
+    c->value = kf_tensor_get(&one, 0);
+    *ok = true;
+    return KF_OK;
+  }
+  if (root->def->code != KF_OP_PARAM || !g->store.get) return KF_OK;
+  const char *fqn = kf_op_get_str(root->def, "fqn");
+  const void *data = NULL;
+  int64_t nbytes = 0;
+  kf_status st = g->store.get(g->store.impl, fqn, &data, &nbytes, diag);
+  if (st != KF_OK) return st;
+  int64_t es = (int64_t)kf_dtype_size(v->type.dtype), hi = v->type.offset;
+  for (int i = 0; i < v->type.rank; i++) {
+    if (v->type.strides[i] < 0) return KF_OK;
+    if (v->type.shape[i] > 0) hi += (v->type.shape[i] - 1) * v->type.strides[i];
+  }
+  if (nbytes > 0 && (!data || (hi + 1) * es > nbytes)) {
+    kf_diag_error(diag, "weight '%s' has %lld bytes of storage, its type needs %lld", fqn,
+                  (long long)nbytes, (long long)((hi + 1) * es));
+    return KF_ERR_FORMAT;
+  }
+  c->raw.dtype = v->type.dtype;
+  c->raw.rank = 1;
+  c->raw.shape[0] = nbytes / es;
+  c->raw.data = nbytes > 0 ? (void *)data : NULL;
+  *ok = true;
+  return KF_OK;
+}
+
+double kf_pass_const_get(const kf_pass_const *c, int64_t linear) {
+  if (c->fill) return c->value;
+  if (!c->raw.data) return 0.0; /* an empty record: a fake tensor of zeros */
+  int64_t off = c->t->offset;
+  for (int i = c->t->rank - 1; i >= 0; i--) {
+    int64_t n = c->t->shape[i];
+    off += (linear % n) * c->t->strides[i];
+    linear /= n;
+  }
+  return kf_tensor_get(&c->raw, off);
+}
+
+kf_status kf_pass_new_param(kf_graph *g, const char *fqn_base, const char *name_base,
+                           kf_dtype dtype, int rank, const int64_t *shape, const double *vals,
+                           kf_op *before, kf_value **out, kf_diag *diag) {
+  kf_type t;
+  kf_type_init_tensor(&t, dtype, rank, shape);
+  int64_t n = kf_type_numel(&t);
+  int64_t nbytes = n * (int64_t)kf_dtype_size(dtype);
+  kf_tensor tt = {dtype, 1, {n}, malloc((size_t)(nbytes ? nbytes : 1))};
+  if (!tt.data) return KF_ERR_NOMEM;
+  for (int64_t i = 0; i < n; i++) kf_tensor_set(&tt, i, vals[i]);
+  char fqn[300];
+  snprintf(fqn, sizeof fqn, "%.250s", fqn_base);
+  for (unsigned k = 1; kf_graph_find_weight(g, fqn); k++)
+    snprintf(fqn, sizeof fqn, "%.250s_%u", fqn_base, k);
+  kf_status st = kf_graph_add_constant(g, fqn, &t, tt.data, nbytes, diag);
+  if (st != KF_OK) return st;
+  kf_op *p = kf_graph_append_op(g, KF_OP_PARAM, kf_pass_unique_name(g, name_base), NULL, 0, &t, 1);
+  kf_op_set_str(p, "fqn", fqn);
+  kf_op_set_str(p, "kind", "folded");
+  kf_graph_move_op(g, p, before);
+  *out = p->results[0];
+  return KF_OK;
 }

@@ -16,6 +16,9 @@ static const kf_pass_info passes[] = {
                 "a per-channel multiply-add", kf_pass_fold_bn},
     {"fold-scalars", "fold element-wise ops over fills and scalars; drop exact identities",
      kf_pass_fold_scalars},
+    {"fold-reductions", "algebra on reductions: over size-1 dims, of reductions, of a matrix product's "
+                        "columns (a matrix-vector product of the summed weights)",
+     kf_pass_fold_reductions},
     {"sink-reshapes", "move contiguous reshapes below element-wise ops (epilogues meet producers)",
      kf_pass_sink_reshapes},
     {"channels-last", "NHWC activations and KRSC weights for 2-d convolutions (cuDNN's fast "

@@ -58,6 +58,9 @@ KF_API kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o,
 
 /* The passes that prepare a graph for partitioning, in order. */
 KF_API const char *kf_compile_pipeline(void);
+/* The same for the per-op fp64 reference (--reference): without the
+ * algebraic rewrites (fold-reductions), the model as exported. */
+KF_API const char *kf_compile_reference_pipeline(void);
 
 #ifdef __cplusplus
 }

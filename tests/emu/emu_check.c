@@ -254,8 +254,11 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   bool use_interp = strcmp(kfio, "-") == 0;
   if (kf_model_load(model, &lo, &g, &d)) goto done;
   if (!use_interp && kf_io_read(kfio, &io, &d)) goto done;
-  if (kf_pass_run_pipeline(g, kf_compile_pipeline(), true, &d)) goto done;
+  /* the reference from the graph as loaded: the compile passes' rewrites
+   * are under test too */
   if (use_interp && make_reference(g, &io, &d)) goto done;
+  if (kf_pass_run_pipeline(g, fp64 ? kf_compile_reference_pipeline() : kf_compile_pipeline(), true, &d))
+    goto done;
   if (nhwc && kf_pass_run_pipeline(g, "channels-last", true, &d)) goto done;
   kf_partition_options po;
   kf_partition_options_init(&po);
