@@ -325,7 +325,6 @@ static void plan_layout(rctx *c) {
 static kf_status emit_epilogue(rctx *c, kb_expr *e, bool row_frame) {
   const kf_group *g = c->g;
   kf_status st = KF_OK;
-  const kf_type *rt = &c->anchor->results[0]->type;
   /* every op that neither computes the anchor's input nor is the anchor,
    * in program order (the partitioner may also have merged independent
    * element-wise ops of the same shape) */
@@ -340,9 +339,9 @@ static kf_status emit_epilogue(rctx *c, kb_expr *e, bool row_frame) {
       if (row_frame && c->phase2) continue;
       return kb_unsupported(e->diag, g, op, "epilogue shape does not match the reduction's result");
     }
-    /* element epilogues run in phase 2; a plain reduction's ops over its
-     * result's shape run once per row too (for row outputs) */
-    if (row_frame && c->phase2 && !(c->elem_epi && kf_type_same_shape(t, rt))) continue;
+    /* element epilogues run in phase 2; a plain reduction's other ops (over
+     * its result's shape, or fills) run once per row too, for row outputs */
+    if (row_frame && c->phase2 && (!c->elem_epi || kf_type_same_shape(t, &c->x->type))) continue;
     st = kb_expr_op(e, op);
   }
   return st;
