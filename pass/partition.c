@@ -18,18 +18,19 @@
  *             element-wise consumer (computed in-kernel there, broadcast to
  *             its iteration shape); otherwise a group of their own.
  *   ew        unary, binary, where, cast, copy.
- *   anchors   reductions and normalisations (REDUCE), mm/bmm/addmm (GEMM),
- *             conv (CONV); sdpa (ATTENTION, always alone).
+ *   anchors   reductions and normalisations (REDUCE), cumsum and cumprod
+ *             (SCAN), mm/bmm/addmm (GEMM), conv (CONV); sdpa (ATTENTION,
+ *             always alone).
  *   opaque    everything else: one op per group.
  *
  * Greedy, in program order. An element-wise op joins the most recently
  * created group among its operands' groups that is compatible — an
  * ELEMENTWISE group whose iteration shape is the op's result shape, or a
- * REDUCE/GEMM/CONV group whose anchor's first result has that shape (an
+ * REDUCE/SCAN/GEMM/CONV group whose anchor's first result has that shape (an
  * epilogue) — and where joining closes no cycle between groups; after
  * joining an ELEMENTWISE group it also merges the other compatible
- * ELEMENTWISE operand groups that can merge without a cycle. A REDUCE anchor
- * absorbs the ELEMENTWISE group producing its input when every value of
+ * ELEMENTWISE operand groups that can merge without a cycle. A REDUCE or
+ * SCAN anchor absorbs the ELEMENTWISE group producing its input when every value of
  * that group used outside it is used only by the anchor (a prologue). A
  * cycle would be a group that both feeds and consumes another: checked by
  * a depth-first search over the current group graph, whose edges are
@@ -81,8 +82,8 @@ bool kf_precision_parse(const char *s, kf_precision *out) {
 
 const char *kf_group_kind_name(kf_group_kind k) {
   static const char *const n[] = {"view", "elementwise", "reduce", "gemm",
-                                  "conv", "attention", "opaque"};
-  return (k >= 0 && k <= KF_GROUP_OPAQUE) ? n[k] : "?";
+                                  "conv", "attention", "opaque", "scan"};
+  return (k >= 0 && k <= KF_GROUP_SCAN) ? n[k] : "?";
 }
 
 void kf_partition_options_init(kf_partition_options *o) {
@@ -94,7 +95,7 @@ void kf_partition_options_init(kf_partition_options *o) {
 
 /* ---- op classes ------------------------------------------------------------- */
 
-typedef enum cls { C_FREE, C_VIEW, C_SOURCE, C_EW, C_REDUCE, C_GEMM, C_CONV, C_ATTN, C_OPAQUE } cls;
+typedef enum cls { C_FREE, C_VIEW, C_SOURCE, C_EW, C_REDUCE, C_SCAN, C_GEMM, C_CONV, C_ATTN, C_OPAQUE } cls;
 
 static cls classify(const kf_op *op) {
   if (op->code == KF_OP_PARAM || op->code == KF_OP_SCALAR) return C_FREE;
@@ -108,6 +109,7 @@ static cls classify(const kf_op *op) {
   switch (kf_op_info_get(op->code)->kind) {
   case KF_KIND_UNARY: case KF_KIND_BINARY: case KF_KIND_TERNARY: return C_EW;
   case KF_KIND_REDUCE: case KF_KIND_NORM: return C_REDUCE;
+  case KF_KIND_SCAN: return C_SCAN;
   case KF_KIND_MATMUL: return C_GEMM;
   case KF_KIND_CONV: return C_CONV;
   case KF_KIND_ATTENTION: return C_ATTN;
@@ -189,16 +191,16 @@ static kf_status new_group(part *P, kf_group_kind kind, int i, int *out) {
   pgroup *pg = &P->gs[id];
   memset(pg, 0, sizeof *pg);
   pg->kind = kind;
-  pg->anchor = (kind == KF_GROUP_REDUCE || kind == KF_GROUP_GEMM || kind == KF_GROUP_CONV ||
-                kind == KF_GROUP_ATTENTION)
+  pg->anchor = (kind == KF_GROUP_REDUCE || kind == KF_GROUP_SCAN || kind == KF_GROUP_GEMM ||
+                kind == KF_GROUP_CONV || kind == KF_GROUP_ATTENTION)
                    ? i
                    : -1;
   pg->alive = true;
   kf_status st = grp_push_op(pg, i);
   if (st) return st;
   P->grp[i] = id;
-  if (kind == KF_GROUP_ELEMENTWISE || kind == KF_GROUP_REDUCE || kind == KF_GROUP_GEMM ||
-      kind == KF_GROUP_CONV)
+  if (kind == KF_GROUP_ELEMENTWISE || kind == KF_GROUP_REDUCE || kind == KF_GROUP_SCAN ||
+      kind == KF_GROUP_GEMM || kind == KF_GROUP_CONV)
     set_shape(pg, &P->ops[i]->results[0]->type);
   *out = id;
   return KF_OK;
@@ -324,7 +326,7 @@ static kf_status adopt_sources(part *P, int i) {
 }
 
 static bool is_epilogue_kind(kf_group_kind k) {
-  return k == KF_GROUP_REDUCE || k == KF_GROUP_GEMM || k == KF_GROUP_CONV;
+  return k == KF_GROUP_REDUCE || k == KF_GROUP_SCAN || k == KF_GROUP_GEMM || k == KF_GROUP_CONV;
 }
 
 static kf_status place_elementwise(part *P, int i) {
@@ -365,8 +367,8 @@ static kf_status place_elementwise(part *P, int i) {
   return adopt_sources(P, i);
 }
 
-/* The element-wise group feeding reduce anchor i's input, when all its
- * values used outside it are used by i alone. */
+/* The element-wise group feeding reduce or scan anchor i's input, when all
+ * its values used outside it are used by i alone. */
 static int prologue_of(part *P, int i) {
   const kf_value *x = P->ops[i]->operands[0];
   if (!x) return -1;
@@ -414,9 +416,9 @@ static kf_status place(part *P, int i) {
       return new_group(P, KF_GROUP_ELEMENTWISE, i, &gid);
     }
     return place_elementwise(P, i);
-  case C_REDUCE: {
+  case C_REDUCE: case C_SCAN: {
     int pro = P->fuse ? prologue_of(P, i) : -1;
-    if ((st = new_group(P, KF_GROUP_REDUCE, i, &gid))) return st;
+    if ((st = new_group(P, c == C_SCAN ? KF_GROUP_SCAN : KF_GROUP_REDUCE, i, &gid))) return st;
     if (pro >= 0) st = merge(P, gid, pro);
     return st;
   }
@@ -980,11 +982,11 @@ kf_status kf_partition_print(const kf_partition *p, kf_write_fn write, void *use
   const kf_graph *g = p->graph;
   kf_strbuf b;
   kf_strbuf_init(&b);
-  int counts[KF_GROUP_OPAQUE + 1] = {0};
+  int counts[KF_GROUP_SCAN + 1] = {0};
   for (int i = 0; i < p->n_groups; i++) counts[p->groups[i].kind]++;
   kf_strbuf_printf(&b, "// partition of '%s': %d groups (precision %s):", g->name, p->n_groups,
                    kf_precision_name(p->precision));
-  for (int k = 0; k <= KF_GROUP_OPAQUE; k++)
+  for (int k = 0; k <= KF_GROUP_SCAN; k++)
     if (counts[k]) kf_strbuf_printf(&b, " %d %s", counts[k], kf_group_kind_name((kf_group_kind)k));
   kf_strbuf_printf(&b, "\n");
   for (int i = 0; i < p->n_groups; i++) {

@@ -240,7 +240,7 @@ static void check_partition(const kf_partition *p, const char *what) {
                    op->name, kf_group_kind_name(grp->kind), t);
       }
     }
-    bool wants_anchor = grp->kind == KF_GROUP_REDUCE || grp->kind == KF_GROUP_GEMM ||
+    bool wants_anchor = grp->kind == KF_GROUP_REDUCE || grp->kind == KF_GROUP_SCAN || grp->kind == KF_GROUP_GEMM ||
                         grp->kind == KF_GROUP_CONV || grp->kind == KF_GROUP_ATTENTION;
     if (anchors != (wants_anchor ? 1 : 0) || (!wants_anchor && grp->anchor))
       fail_msg("%s: group %d (%s) has a wrong anchor", what, t, kf_group_kind_name(grp->kind));
@@ -1037,7 +1037,7 @@ static void test_partition_merge(void **state) {
   kf_value *a = op_(KF_OP_EXP, "a", ARGS(x));
   kf_value *b = op_(KF_OP_LOG, "b", ARGS(x));
   kf_value *c = op_(KF_OP_ADD, "c", ARGS(a, b)); /* merges {a} and {b} */
-  kf_op *cs = mk(KF_OP_CUMSUM, "cs", ARGS(c), 1, NULL); /* opaque */
+  kf_op *cs = mk(KF_OP_CUMSUM, "cs", ARGS(c), 1, NULL); /* e reads c too: no prologue */
   kf_op_set_int(cs, "dim", 0);
   kf_value *d = fin(cs);
   kf_value *e = op_(KF_OP_SIN, "e", ARGS(c));
@@ -1050,6 +1050,54 @@ static void test_partition_merge(void **state) {
   assert_ptr_equal(group_of(p, "a"), group_of(p, "c"));
   assert_ptr_equal(group_of(p, "e"), group_of(p, "c"));
   assert_true(group_of(p, "h") != group_of(p, "c"));
+  kf_partition_destroy(p);
+}
+
+/* Scans are anchors like reductions: the element-wise group computing the
+ * scanned value is their prologue when nothing else reads its values, and
+ * element-wise ops of the scan's shape after it are its epilogue; a
+ * prologue value read elsewhere keeps its group apart. */
+static void test_partition_scan(void **state) {
+  (void)state;
+  kf_value *x = input("x", KF_DTYPE_F32, SHAPE(4, 6));
+  kf_value *m = input("m", KF_DTYPE_BOOL, SHAPE(4, 6));
+  kf_value *d = input("d", KF_DTYPE_F32, SHAPE(6));
+  kf_value *xm = op_(KF_OP_MUL, "xm", ARGS(x, m));
+  kf_value *xd = op_(KF_OP_MUL, "xd", ARGS(xm, d));
+  kf_op *cs = mk(KF_OP_CUMSUM, "cs", ARGS(xd), 1, NULL);
+  kf_op_set_int(cs, "dim", 1);
+  kf_value *c = fin(cs);
+  kf_value *q = op_(KF_OP_DIV, "q", ARGS(c, d));       /* epilogue */
+  kf_value *r = op_(KF_OP_RELU, "r", ARGS(q));         /* epilogue */
+  kf_value *e = op_(KF_OP_EXP, "e", ARGS(x));          /* read by cp and by the output */
+  kf_op *cp = mk(KF_OP_CUMPROD, "cp", ARGS(e), 1, NULL);
+  kf_op_set_int(cp, "dim", 0);
+  kf_value *p2 = fin(cp);
+  outputs((kf_value *[]){r, p2, e}, 3);
+  verify_ok(g);
+  kf_partition *p = partition(g, true, KF_PRECISION_DEFAULT);
+  check_partition(p, "scan");
+  const kf_group *gs = group_of(p, "cs");
+  assert_int_equal(gs->kind, KF_GROUP_SCAN);
+  assert_string_equal(gs->anchor->name, "cs");
+  assert_ptr_equal(group_of(p, "xm"), gs);
+  assert_ptr_equal(group_of(p, "xd"), gs);
+  assert_ptr_equal(group_of(p, "q"), gs);
+  assert_ptr_equal(group_of(p, "r"), gs);
+  assert_int_equal(gs->n_inputs, 3);
+  assert_int_equal(gs->n_outputs, 1);
+  assert_ptr_equal(gs->outputs[0], r);
+  assert_non_null(strstr(gs->canonical, "kind scan\n"));
+  const kf_group *gp = group_of(p, "cp");
+  assert_int_equal(gp->kind, KF_GROUP_SCAN);
+  assert_int_equal(gp->n_ops, 1);
+  assert_true(group_of(p, "e") != gp);
+  kf_partition_destroy(p);
+  /* unfused: every scan alone, still a SCAN group */
+  p = partition(g, false, KF_PRECISION_DEFAULT);
+  check_partition(p, "scan unfused");
+  assert_int_equal(group_of(p, "cs")->kind, KF_GROUP_SCAN);
+  assert_int_equal(group_of(p, "cs")->n_ops, 1);
   kf_partition_destroy(p);
 }
 
@@ -1406,6 +1454,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_sink_reshapes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_partition_rules, setup, teardown),
       cmocka_unit_test_setup_teardown(test_partition_merge, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_partition_scan, setup, teardown),
       cmocka_unit_test_setup_teardown(test_partition_horizontal, setup, teardown),
       cmocka_unit_test_setup_teardown(test_partition_attention_unfused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_canonical_keys, setup, teardown),
