@@ -33,8 +33,9 @@ void kf_compile_options_init(kf_compile_options *o) {
 }
 
 const char *kf_compile_pipeline(void) {
-  /* simplify first: it would remove the copies materialize-outputs adds */
-  return "simplify,dce,fold-bn,fold-scalars,sink-reshapes,dce,materialize-outputs";
+  /* simplify first: it would remove the copies materialize-outputs adds;
+   * scan-forms then, on the patterns as the frontends lower them */
+  return "simplify,dce,scan-forms,fold-bn,fold-scalars,sink-reshapes,dce,materialize-outputs";
 }
 
 static double now_s(void) {

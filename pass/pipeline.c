@@ -16,6 +16,8 @@ static const kf_pass_info passes[] = {
                 "a per-channel multiply-add", kf_pass_fold_bn},
     {"fold-scalars", "fold element-wise ops over fills and scalars; drop exact identities",
      kf_pass_fold_scalars},
+    {"scan-forms", "flip/scan/flip as one reverse scan; cat(identity, scan of all but the last) as one "
+                   "exclusive scan", kf_pass_scan_forms},
     {"sink-reshapes", "move contiguous reshapes below element-wise ops (epilogues meet producers)",
      kf_pass_sink_reshapes},
     {"channels-last", "NHWC activations and KRSC weights for 2-d convolutions (cuDNN's fast "
