@@ -231,6 +231,20 @@ typedef struct kb_row_rules {
 
 kb_row_rules kb_rules_rows(const kf_builtin_options *o, int64_t rows, int64_t rlen, bool rowlayout,
                            bool phase2);
+/* Layout of a scan (agent/templates/scan.cu). */
+typedef struct kb_scan_rules {
+  bool rowlayout;  /* threads along a line (else each thread walks lines) */
+  int block, tpr;  /* threads per block, per line (rows) */
+  int nv;          /* rows: vectors a thread holds per tile */
+  int split;       /* blocks per line (1: none) */
+  int64_t chunk;   /* per split: tiles (rows) or positions (columns) */
+  uint32_t grid;   /* blocks over the lines */
+} kb_scan_rules;
+
+/* lines of len elements; vec: elements per vector (rows: along the line,
+ * columns: lines a thread) */
+kb_scan_rules kb_rules_scan(const kf_builtin_options *o, int64_t lines, int64_t len, bool rowlayout,
+                            int vec);
 /* cuBLASLt workspace for a product of m x n x k, batch times */
 int64_t kb_rules_workspace(int64_t m, int64_t n, int64_t k, int64_t batch);
 
@@ -239,6 +253,8 @@ kf_status kb_unit_elementwise(const kf_partition *p, const kf_group *g, const kf
                               kf_unit *u, kf_strbuf *src, kf_diag *diag);
 kf_status kb_unit_reduce(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
                          kf_unit *u, kf_strbuf *src, kf_diag *diag);
+kf_status kb_unit_scan(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                       kf_unit *u, kf_strbuf *src, kf_diag *diag);
 kf_status kb_unit_gemm(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
                        kf_unit *u, kf_strbuf *src, kf_diag *diag);
 kf_status kb_unit_opaque(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,

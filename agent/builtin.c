@@ -53,6 +53,21 @@ void kf_builtin_options_init(kf_builtin_options *o) {
  *     partial states combined by a second launch;
  *   - up to 132 * 16 blocks over the rows (grid-stride), or a block per
  *     row group when the rows are cached in registers;
+ *   scans (kb_rules_scan)
+ *   - lines contiguous (rows): 16 elements a thread and tile (16-byte
+ *     vectors: 4 f32, 8 f16/bf16, 2 int64 ... times 16 / width), threads
+ *     per line the power of two that covers the line in one tile, up to
+ *     256: lines up to 4096 f32 elements in one tile, longer ones in
+ *     tiles of 4096 carried along; up to 32 threads a line share a warp
+ *     (several lines a 256-thread block), more take a block each;
+ *   - lines strided with neighbouring lines contiguous (columns): 256
+ *     threads a block, each walking one vector of lines;
+ *   - fewer blocks than 2 per SM: lines split into chunks over about 4
+ *     blocks per SM in all (at most 1024 a line; rows: whole tiles, columns:
+ *     at least 32 positions), chunk totals first (a second launch reads
+ *     the input again);
+ *   - a block per line group (rows), or up to 132 * 32 blocks in a
+ *     grid-stride loop (columns).
  *   GEMM workspace (kb_rules_workspace)
  *   - 32 MiB for products of 2^27 multiply-adds or more (cuBLASLt's
  *     split-K kernels on Hopper), 4 MiB below.
@@ -149,6 +164,66 @@ kb_row_rules kb_rules_rows(const kf_builtin_options *o, int64_t rows, int64_t rl
   return r;
 }
 
+kb_scan_rules kb_rules_scan(const kf_builtin_options *o, int64_t lines, int64_t len, bool rowlayout,
+                            int vec) {
+  kb_scan_rules r;
+  memset(&r, 0, sizeof r);
+  r.rowlayout = rowlayout;
+  r.split = 1;
+  if (vec < 1) vec = 1;
+  if (lines < 1) lines = 1;
+  if (len < 1) len = 1;
+  int64_t blocks;
+  if (rowlayout) {
+    r.nv = vec >= 16 ? 1 : 16 / vec;
+    int64_t need = (len + (int64_t)vec * r.nv - 1) / ((int64_t)vec * r.nv);
+    int64_t t = pow2ceil(need);
+    r.tpr = (int)(t > 256 ? 256 : t);
+    if (o->row_threads > 0) r.tpr = o->row_threads;
+    r.block = r.tpr >= 32 ? r.tpr : (o->block_size >= 32 ? o->block_size : 256);
+    if (r.block > 1024) r.block = 1024;
+    if (r.block % r.tpr) r.block = r.tpr < 32 ? 256 : r.tpr;
+    int64_t lpb = r.block / r.tpr;
+    blocks = (lines + lpb - 1) / lpb;
+    int64_t tile = (int64_t)r.tpr * r.nv * vec;
+    int64_t ntiles = (len + tile - 1) / tile;
+    r.chunk = ntiles;
+    if (blocks < KB_SMS * 2 && ntiles >= 2) {
+      int64_t want = (KB_SMS * 4 + blocks - 1) / blocks;
+      if (want > ntiles) want = ntiles;
+      if (want > 1024) want = 1024;
+      int64_t ct = (ntiles + want - 1) / want;
+      int64_t split = (ntiles + ct - 1) / ct;
+      if (split >= 2) {
+        r.split = (int)split;
+        r.chunk = ct;
+      }
+    }
+  } else {
+    r.tpr = 1;
+    r.nv = 1;
+    r.block = o->block_size > 0 ? o->block_size : 256;
+    int64_t groups = lines / vec;
+    blocks = (groups + r.block - 1) / r.block;
+    r.chunk = len;
+    if (blocks < KB_SMS * 2 && len >= 64) {
+      int64_t want = (KB_SMS * 4 + blocks - 1) / blocks;
+      if (want > len / 32) want = len / 32;
+      if (want > 1024) want = 1024;
+      if (want >= 2) {
+        int64_t chunk = (len + want - 1) / want;
+        r.split = (int)((len + chunk - 1) / chunk);
+        r.chunk = chunk;
+      }
+    }
+    if (blocks > KB_SMS * 32) blocks = KB_SMS * 32;
+  }
+  if (blocks < 1) blocks = 1;
+  if (blocks > INT32_MAX) blocks = INT32_MAX;
+  r.grid = (uint32_t)blocks;
+  return r;
+}
+
 int64_t kb_rules_workspace(int64_t m, int64_t n, int64_t k, int64_t batch) {
   double work = (double)m * (double)n * (double)k * (double)batch;
   return work >= (double)(1 << 27) ? (int64_t)32 << 20 : (int64_t)4 << 20;
@@ -178,6 +253,7 @@ kf_status kf_builtin_unit(const kf_partition *p, const kf_group *g, const kf_bui
   case KF_GROUP_VIEW: st = KF_OK; break;
   case KF_GROUP_ELEMENTWISE: st = kb_unit_elementwise(p, g, o, u, &src, diag); break;
   case KF_GROUP_REDUCE: st = kb_unit_reduce(p, g, o, u, &src, diag); break;
+  case KF_GROUP_SCAN: st = kb_unit_scan(p, g, o, u, &src, diag); break;
   case KF_GROUP_GEMM: st = kb_unit_gemm(p, g, o, u, &src, diag); break;
   case KF_GROUP_CONV: st = kb_unit_conv(p, g, o, u, &src, diag); break;
   case KF_GROUP_ATTENTION: st = kb_unit_attention(p, g, o, u, &src, diag); break;

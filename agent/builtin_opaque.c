@@ -7,10 +7,9 @@
  *       negative ones, as advanced indexing does) give 0 rather than an
  *       illegal address; PyTorch would raise instead.
  *   max_pool, avg_pool, adaptive_avg_pool       pool.cu
- *   cumsum                                      scan.cu
  *   full, arange and other element-wise ops     the element-wise builder
- * CONV and ATTENTION groups have their own builders (builtin_conv.c,
- * builtin_attention.c). */
+ * CONV, ATTENTION and SCAN groups have their own builders (builtin_conv.c,
+ * builtin_attention.c, builtin_scan.c). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -515,67 +514,6 @@ static kf_status op_pool(const kf_partition *p, const kf_group *g, const kf_buil
   return st;
 }
 
-/* ---- cumsum (scan.cu) --------------------------------------------------------- */
-
-static kf_status op_cumsum(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
-                           const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
-  const kf_value *xv = op->operands[0], *r = op->results[0];
-  const kf_type *t = &xv->type, *rt = &r->type;
-  int oy = kb_group_output(g, r);
-  if (oy < 0) return KF_OK;
-  int64_t d = t->rank ? kf_op_get_int(op, "dim") : 0;
-  char name[96];
-  snprintf(name, sizeof name, "%s_k%d", u->name, u->n_steps);
-  kb_kernel k;
-  kb_init(&k, o, name, 1, (const int64_t[]){1});
-  int px = kb_use_param(&k, KF_UARG_INPUT, kb_group_input(g, xv), t->dtype, false);
-  int py = kb_use_param(&k, KF_UARG_OUTPUT, oy, rt->dtype, true);
-  char ks[256] = "", xs[256] = "", ys[256] = "";
-  size_t a = 0, b = 0, c = 0;
-  int kr = 0;
-  int64_t rows = 1;
-  for (int i = 0; i < t->rank; i++) {
-    if (i == d) continue;
-    rows *= t->shape[i];
-    a += (size_t)snprintf(ks + a, sizeof ks - a, "%s%lldLL", kr ? ", " : "", (long long)t->shape[i]);
-    b += (size_t)snprintf(xs + b, sizeof xs - b, "%s%lldLL", kr ? ", " : "", (long long)t->strides[i]);
-    c += (size_t)snprintf(ys + c, sizeof ys - c, "%s%lldLL", kr ? ", " : "", (long long)rt->strides[i]);
-    kr++;
-  }
-  if (kr == 0) {
-    snprintf(ks, sizeof ks, "1LL");
-    snprintf(xs, sizeof xs, "0LL");
-    snprintf(ys, sizeof ys, "0LL");
-  }
-  int64_t len = t->rank ? t->shape[d] : 1;
-  kf_dtype acc = kf_dtype_is_float(rt->dtype) ? (rt->dtype == KF_DTYPE_F64 ? KF_DTYPE_F64 : KF_DTYPE_F32)
-                                             : KF_DTYPE_I64;
-  kb_def_params(&k);
-  kb_def(&k, "KF_ROWS", "%lldLL", (long long)rows);
-  kb_def(&k, "KF_LEN", "%lldLL", (long long)len);
-  kb_def(&k, "KF_KRANK", "%d", kr ? kr : 1);
-  kb_def(&k, "KF_KSHAPE", "%s", ks);
-  kb_def(&k, "KF_XSK", "%s", xs);
-  kb_def(&k, "KF_YSK", "%s", ys);
-  kb_def(&k, "KF_XSL", "%lldLL", (long long)(t->rank ? t->strides[d] : 0));
-  kb_def(&k, "KF_YSL", "%lldLL", (long long)(rt->rank ? rt->strides[d] : 0));
-  kb_def(&k, "KF_ACC", "%s", kb_reg_type(acc, o->fp64));
-  kb_def(&k, "KF_X", "kf_p%d", px);
-  kb_def(&k, "KF_Y", "kf_p%d", py);
-  int64_t ext = type_extent(t) > type_extent(rt) ? type_extent(t) : type_extent(rt);
-  kb_def(&k, "KF_INDEX", "%s", ext < ((int64_t)1 << 30) && rows < ((int64_t)1 << 30) ? "int" : "long long");
-  int block = 256;
-  kb_def(&k, "KF_BLOCK", "%d", block);
-  int64_t blocks = (rows + block / 32 - 1) / (block / 32);
-  if (blocks > 132 * 8) blocks = 132 * 8;
-  if (blocks < 1) blocks = 1;
-  uint32_t grid[3] = {(uint32_t)blocks, 1, 1}, blk[3] = {(uint32_t)block, 1, 1};
-  kf_status st = kb_finish(&k, u, src, "scan.cu", grid, blk, 0, diag);
-  kb_fini(&k);
-  (void)p;
-  return st;
-}
-
 /* ---- dispatch ------------------------------------------------------------------- */
 
 /* A layout copy (kf_op_is_layout_copy) as a batched transpose: NCHW ->
@@ -638,7 +576,6 @@ kf_status kb_unit_opaque(const kf_partition *p, const kf_group *g, const kf_buil
   case KF_OP_INDEX: return op_index(p, g, o, op, u, src, diag);
   case KF_OP_MAX_POOL: case KF_OP_AVG_POOL: case KF_OP_ADAPTIVE_AVG_POOL:
     return op_pool(p, g, o, op, u, src, diag);
-  case KF_OP_CUMSUM: return op_cumsum(p, g, o, op, u, src, diag);
   default: break;
   }
   return kb_unsupported(diag, g, op, "no built-in kernel for this op");

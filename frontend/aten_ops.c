@@ -1176,7 +1176,8 @@ static kf_status L_norm(at_ctx *c) {
   return done(c, at_fin(c, op));
 }
 
-static kf_status L_cumsum(at_ctx *c) {
+/* cumsum, cumprod (row k) */
+static kf_status L_scan(at_ctx *c) {
   kf_value *x = need_tensor(c, "self");
   AT_CHECK(c, x);
   int64_t d;
@@ -1184,7 +1185,7 @@ static kf_status L_cumsum(at_ctx *c) {
   kf_type t;
   memset(&t, 0, sizeof t);
   t.dtype = at_dtype(c, "dtype");
-  kf_op *op = at_op(c, KF_OP_CUMSUM, &x, 1, 1, &t);
+  kf_op *op = at_op(c, (kf_opcode)c->row->k, &x, 1, 1, &t);
   kf_op_set_int(op, "dim", d);
   return done(c, at_fin(c, op));
 }
@@ -2084,7 +2085,8 @@ const at_row kf_aten_rows[] = {
     {"norm.Scalar(Tensor self, Scalar p=2) -> Tensor", L_norm, KF_OP_NORM, NULL},
     {"norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor", L_norm, KF_OP_NORM,
      NULL},
-    {"cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", L_cumsum, KF_OP_CUMSUM, NULL},
+    {"cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", L_scan, KF_OP_CUMSUM, NULL},
+    {"cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", L_scan, KF_OP_CUMPROD, NULL},
 
     /* normalisations */
     {"_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", L_softmax, KF_OP_SOFTMAX, NULL},

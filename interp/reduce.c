@@ -1,4 +1,4 @@
-/* interp/reduce.c — reductions, cumsum and normalisations in the CPU
+/* interp/reduce.c — reductions, scans and normalisations in the CPU
  * reference interpreter.
  *
  * All of them work on "groups": the elements of the operand that share the
@@ -190,7 +190,7 @@ static kf_status run_reduction(ki_ctx *c) {
   return st;
 }
 
-/* ---- cumsum and softmax: results shaped like the operand ------------------- */
+/* ---- scans and softmax: results shaped like the operand --------------------- */
 
 static kf_status run_along_dim(ki_ctx *c) {
   const kf_op *op = c->op;
@@ -207,9 +207,17 @@ static kf_status run_along_dim(ki_ctx *c) {
     double *rs = r->d + base;
     const int64_t *off = p.off;
     int64_t n = p.gn;
-    if (op->code == KF_OP_CUMSUM) {
-      double acc = 0;
-      for (int64_t j = 0; j < n; j++) rs[off[j]] = acc += xs[off[j]];
+    if (kf_op_info_get(op->code)->kind == KF_KIND_SCAN) {
+      bool prod = op->code == KF_OP_CUMPROD, excl = kf_op_get_flag(op, "exclusive");
+      bool rev = kf_op_get_flag(op, "reverse");
+      double acc = prod ? 1 : 0;
+      for (int64_t i = 0; i < n; i++) {
+        int64_t j = off[rev ? n - 1 - i : i];
+        double v = xs[j];
+        if (excl) rs[j] = acc;
+        acc = prod ? acc * v : acc + v;
+        if (!excl) rs[j] = acc;
+      }
       continue;
     }
     double m = -INFINITY, s = 0;
@@ -334,7 +342,7 @@ done:
 
 kf_status ki_run_reduce(ki_ctx *c) {
   switch (c->op->code) {
-  case KF_OP_CUMSUM: case KF_OP_SOFTMAX: case KF_OP_LOG_SOFTMAX:
+  case KF_OP_CUMSUM: case KF_OP_CUMPROD: case KF_OP_SOFTMAX: case KF_OP_LOG_SOFTMAX:
     return run_along_dim(c);
   case KF_OP_LAYER_NORM: return run_layer_norm(c);
   case KF_OP_GROUP_NORM: return run_group_norm(c);

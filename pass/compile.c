@@ -35,12 +35,13 @@ void kf_compile_options_init(kf_compile_options *o) {
 const char *kf_compile_pipeline(void) {
   /* simplify first: it would remove the copies materialize-outputs adds;
    * fold-reductions after fold-bn (a folded shift is a product's bias) and
-   * before fold-scalars (which folds the scalar chains it leaves) */
-  return "simplify,dce,fold-bn,fold-reductions,fold-scalars,sink-reshapes,dce,materialize-outputs";
+   * before fold-scalars (which folds the scalar chains it leaves);
+   * scan-forms early, on the patterns as the frontends lower them */
+  return "simplify,dce,scan-forms,fold-bn,fold-reductions,fold-scalars,sink-reshapes,dce,materialize-outputs";
 }
 
 const char *kf_compile_reference_pipeline(void) {
-  /* the model as exported: no algebraic rewrites */
+  /* the model as exported: no algebraic rewrites or scan idioms */
   return "simplify,dce,fold-bn,fold-scalars,sink-reshapes,dce,materialize-outputs";
 }
 

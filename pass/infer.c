@@ -584,7 +584,7 @@ static kf_status infer_reduce(const kf_op *op, kf_type *res, kf_diag *diag) {
   const kf_type *x = opt(op, 0);
   if (!is_tensor(x)) FAIL("operand must be a tensor");
   kf_dtype declared = res[0].dtype;
-  if (op->code == KF_OP_CUMSUM) {
+  if (kf_op_info_get(op->code)->kind == KF_KIND_SCAN) {
     int64_t d = kf_op_get_int(op, "dim");
     if (d < 0 || d >= (x->rank ? x->rank : 1)) FAIL("dim out of range");
     kf_dtype dt = kf_dtype_is_float(x->dtype) ? x->dtype : KF_DTYPE_I64;

@@ -729,6 +729,9 @@ double kf_op_get_float(const kf_op *op, const char *name) {
 bool kf_op_get_bool(const kf_op *op, const char *name) {
   return get_present(op, name, KF_ATTR_BOOL)->u.b;
 }
+bool kf_op_get_flag(const kf_op *op, const char *name) {
+  return kf_op_has_attr(op, name) && kf_op_get_bool(op, name);
+}
 const int64_t *kf_op_get_ints(const kf_op *op, const char *name, int *n) {
   const kf_attr *a = get_present(op, name, KF_ATTR_INTS);
   *n = a->u.ints.n;

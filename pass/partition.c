@@ -18,18 +18,19 @@
  *             element-wise consumer (computed in-kernel there, broadcast to
  *             its iteration shape); otherwise a group of their own.
  *   ew        unary, binary, where, cast, copy.
- *   anchors   reductions and normalisations (REDUCE), mm/bmm/addmm (GEMM),
- *             conv (CONV); sdpa (ATTENTION, always alone).
+ *   anchors   reductions and normalisations (REDUCE), cumsum and cumprod
+ *             (SCAN), mm/bmm/addmm (GEMM), conv (CONV); sdpa (ATTENTION,
+ *             always alone).
  *   opaque    everything else: one op per group.
  *
  * Greedy, in program order. An element-wise op joins the most recently
  * created group among its operands' groups that is compatible — an
  * ELEMENTWISE group whose iteration shape is the op's result shape, or a
- * REDUCE/GEMM/CONV group whose anchor's first result has that shape (an
+ * REDUCE/SCAN/GEMM/CONV group whose anchor's first result has that shape (an
  * epilogue) — and where joining closes no cycle between groups; after
  * joining an ELEMENTWISE group it also merges the other compatible
- * ELEMENTWISE operand groups that can merge without a cycle. A REDUCE anchor
- * absorbs the ELEMENTWISE group producing its input when every value of
+ * ELEMENTWISE operand groups that can merge without a cycle. A REDUCE or
+ * SCAN anchor absorbs the ELEMENTWISE group producing its input when every value of
  * that group used outside it is used only by the anchor (a prologue). A
  * cycle would be a group that both feeds and consumes another: checked by
  * a depth-first search over the current group graph, whose edges are
@@ -81,8 +82,8 @@ bool kf_precision_parse(const char *s, kf_precision *out) {
 
 const char *kf_group_kind_name(kf_group_kind k) {
   static const char *const n[] = {"view", "elementwise", "reduce", "gemm",
-                                  "conv", "attention", "opaque"};
-  return (k >= 0 && k <= KF_GROUP_OPAQUE) ? n[k] : "?";
+                                  "conv", "attention", "opaque", "scan"};
+  return (k >= 0 && k <= KF_GROUP_SCAN) ? n[k] : "?";
 }
 
 void kf_partition_options_init(kf_partition_options *o) {
@@ -94,7 +95,7 @@ void kf_partition_options_init(kf_partition_options *o) {
 
 /* ---- op classes ------------------------------------------------------------- */
 
-typedef enum cls { C_FREE, C_VIEW, C_SOURCE, C_EW, C_REDUCE, C_GEMM, C_CONV, C_ATTN, C_OPAQUE } cls;
+typedef enum cls { C_FREE, C_VIEW, C_SOURCE, C_EW, C_REDUCE, C_SCAN, C_GEMM, C_CONV, C_ATTN, C_OPAQUE } cls;
 
 static cls classify(const kf_op *op) {
   if (op->code == KF_OP_PARAM || op->code == KF_OP_SCALAR) return C_FREE;
@@ -108,6 +109,7 @@ static cls classify(const kf_op *op) {
   switch (kf_op_info_get(op->code)->kind) {
   case KF_KIND_UNARY: case KF_KIND_BINARY: case KF_KIND_TERNARY: return C_EW;
   case KF_KIND_REDUCE: case KF_KIND_NORM: return C_REDUCE;
+  case KF_KIND_SCAN: return C_SCAN;
   case KF_KIND_MATMUL: return C_GEMM;
   case KF_KIND_CONV: return C_CONV;
   case KF_KIND_ATTENTION: return C_ATTN;
@@ -231,16 +233,16 @@ static kf_status new_group(part *P, kf_group_kind kind, int i, int *out) {
   pgroup *pg = &P->gs[id];
   memset(pg, 0, sizeof *pg);
   pg->kind = kind;
-  pg->anchor = (kind == KF_GROUP_REDUCE || kind == KF_GROUP_GEMM || kind == KF_GROUP_CONV ||
-                kind == KF_GROUP_ATTENTION)
+  pg->anchor = (kind == KF_GROUP_REDUCE || kind == KF_GROUP_SCAN || kind == KF_GROUP_GEMM ||
+                kind == KF_GROUP_CONV || kind == KF_GROUP_ATTENTION)
                    ? i
                    : -1;
   pg->alive = true;
   kf_status st = grp_push_op(pg, i);
   if (st) return st;
   P->grp[i] = id;
-  if (kind == KF_GROUP_ELEMENTWISE || kind == KF_GROUP_REDUCE || kind == KF_GROUP_GEMM ||
-      kind == KF_GROUP_CONV)
+  if (kind == KF_GROUP_ELEMENTWISE || kind == KF_GROUP_REDUCE || kind == KF_GROUP_SCAN ||
+      kind == KF_GROUP_GEMM || kind == KF_GROUP_CONV)
     set_shape(pg, &P->ops[i]->results[0]->type);
   if (kind == KF_GROUP_REDUCE && row_broadcast(P->ops[i])) {
     const kf_type *t = &P->ops[i]->operands[0]->type;
@@ -380,7 +382,7 @@ static bool eshape_is(const pgroup *pg, const kf_type *t) {
 }
 
 static bool is_epilogue_kind(kf_group_kind k) {
-  return k == KF_GROUP_REDUCE || k == KF_GROUP_GEMM || k == KF_GROUP_CONV;
+  return k == KF_GROUP_REDUCE || k == KF_GROUP_SCAN || k == KF_GROUP_GEMM || k == KF_GROUP_CONV;
 }
 
 static kf_status place_elementwise(part *P, int i) {
@@ -422,16 +424,32 @@ static kf_status place_elementwise(part *P, int i) {
   return adopt_sources(P, i);
 }
 
-/* The element-wise group feeding reduce anchor i's input: its prologue.
+/* The element-wise group feeding reduce or scan anchor i's input: its
+ * prologue.
  * Its values may be used outside it too (the group then writes them, as
  * x + residual feeds both an RMSNorm and the residual stream): merging is
  * refused only where it would close a cycle — a path from the prologue
- * group through a third group back to the anchor. */
+ * group through a third group back to the anchor. A scan's kernel does
+ * not write prologue values: its prologue must be used by it alone. */
 static int prologue_of(part *P, int i) {
   const kf_value *x = P->ops[i]->operands[0];
   if (!x) return -1;
   int h = group_of_value(P, x);
   if (h < 0 || P->gs[h].kind != KF_GROUP_ELEMENTWISE) return -1;
+  if (classify(P->ops[i]) == C_SCAN) {
+    const pgroup *ph = &P->gs[h];
+    for (int k = 0; k < ph->n_ops; k++) {
+      const kf_op *op = P->ops[ph->ops[k]];
+      for (int r = 0; r < op->n_results; r++) {
+        uint32_t id = op->results[r]->id;
+        if (P->is_out[id]) return -1;
+        for (int u = P->use_start[id]; u < P->use_start[id + 1]; u++) {
+          int c = P->use_list[u];
+          if (c != i && P->grp[c] != h) return -1;
+        }
+      }
+    }
+  }
   /* the anchor's other operand groups (weights, bias of a norm) must not
    * be reachable from h through a third group */
   fresh_marks(P);
@@ -477,9 +495,9 @@ static kf_status place(part *P, int i) {
       return new_group(P, KF_GROUP_ELEMENTWISE, i, &gid);
     }
     return place_elementwise(P, i);
-  case C_REDUCE: {
+  case C_REDUCE: case C_SCAN: {
     int pro = P->fuse ? prologue_of(P, i) : -1;
-    if ((st = new_group(P, KF_GROUP_REDUCE, i, &gid))) return st;
+    if ((st = new_group(P, c == C_SCAN ? KF_GROUP_SCAN : KF_GROUP_REDUCE, i, &gid))) return st;
     if (pro >= 0) st = merge(P, gid, pro);
     return st;
   }
@@ -1043,11 +1061,11 @@ kf_status kf_partition_print(const kf_partition *p, kf_write_fn write, void *use
   const kf_graph *g = p->graph;
   kf_strbuf b;
   kf_strbuf_init(&b);
-  int counts[KF_GROUP_OPAQUE + 1] = {0};
+  int counts[KF_GROUP_SCAN + 1] = {0};
   for (int i = 0; i < p->n_groups; i++) counts[p->groups[i].kind]++;
   kf_strbuf_printf(&b, "// partition of '%s': %d groups (precision %s):", g->name, p->n_groups,
                    kf_precision_name(p->precision));
-  for (int k = 0; k <= KF_GROUP_OPAQUE; k++)
+  for (int k = 0; k <= KF_GROUP_SCAN; k++)
     if (counts[k]) kf_strbuf_printf(&b, " %d %s", counts[k], kf_group_kind_name((kf_group_kind)k));
   kf_strbuf_printf(&b, "\n");
   for (int i = 0; i < p->n_groups; i++) {

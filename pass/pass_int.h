@@ -11,6 +11,7 @@ kf_status kf_pass_materialize_outputs(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_fold_bn(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_fold_scalars(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_sink_reshapes(kf_graph *g, kf_diag *diag);
+kf_status kf_pass_scan_forms(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_channels_last(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_fold_reductions(kf_graph *g, kf_diag *diag);
 

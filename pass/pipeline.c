@@ -19,6 +19,8 @@ static const kf_pass_info passes[] = {
     {"fold-reductions", "algebra on reductions: over size-1 dims, of reductions, of a matrix product's "
                         "columns (a matrix-vector product of the summed weights)",
      kf_pass_fold_reductions},
+    {"scan-forms", "flip/scan/flip as one reverse scan; cat(identity, scan of all but the last) as one "
+                   "exclusive scan", kf_pass_scan_forms},
     {"sink-reshapes", "move contiguous reshapes below element-wise ops (epilogues meet producers)",
      kf_pass_sink_reshapes},
     {"channels-last", "NHWC activations and KRSC weights for 2-d convolutions (cuDNN's fast "

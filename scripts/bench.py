@@ -2,7 +2,7 @@
 """scripts/bench.py — times PyTorch eager, torch.compile (default and
 max-autotune) and kfuse side by side, in one run, on the GPU machine.
 
-    python3 scripts/bench.py --kfuse PATH/TO/kfuse --out DIR [--quick] [--only NAME,...]
+    python3 scripts/bench.py --kfuse PATH/TO/kfuse --out DIR [--quick] [--only NAME,...] [--scans]
 
 For every workload: export (kfuse.export: core ATen, SDPA whole), compile
 with `kfuse compile`, load with kfuse.load, check the module against eager
@@ -144,6 +144,62 @@ class ConvBnRelu(nn.Module):
 
     def forward(self, x):
         return F.relu(self.bn(self.conv(x)))
+
+
+# KernelBench level 1 scans (89-93: [32768, 32768] f32, dim 1, written as
+# there) and a decayed cumulative sum with element-wise ops around it
+
+
+class Cumsum(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, 1)
+
+
+class Cumprod(nn.Module):
+    def forward(self, x):
+        return torch.cumprod(x, 1)
+
+
+class ReverseCumsum(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x.flip(1), 1).flip(1)
+
+
+class ExclusiveCumsum(nn.Module):
+    def forward(self, x):
+        c = torch.cumsum(x.narrow(1, 0, x.size(1) - 1), 1)
+        return torch.cat((torch.zeros_like(x.select(1, 0).unsqueeze(1)), c), dim=1)
+
+
+class MaskedCumsum(nn.Module):
+    def forward(self, x, m):
+        return torch.cumsum(x * m, 1)
+
+
+class DecayedCumsum(nn.Module):
+    """y_t = sum_{s <= t} a^(t - s) x_s as cumsum(x * a^-t) * a^t, then a residual"""
+
+    def __init__(self, n=4096, a=0.999):
+        super().__init__()
+        self.register_buffer("up", a ** -torch.arange(n, dtype=torch.float32))
+        self.register_buffer("down", a ** torch.arange(n, dtype=torch.float32))
+
+    def forward(self, x):
+        return torch.cumsum(x * self.up, -1) * self.down + x
+
+
+def scan_workloads(quick):
+    s = 4 if quick else 1
+    n = 32768
+    return [
+        ("kb89_cumsum", Cumsum(), lambda: (torch.rand(n // s, n),)),
+        ("kb90_cumprod", Cumprod(), lambda: (torch.rand(n // s, n),)),
+        ("kb91_cumsum_reverse", ReverseCumsum(), lambda: (torch.rand(n // s, n),)),
+        ("kb92_cumsum_exclusive", ExclusiveCumsum(), lambda: (torch.rand(n // s, n),)),
+        ("kb93_masked_cumsum", MaskedCumsum(), lambda: (torch.rand(n // s, n), torch.rand(n // s, n) > 0.5)),
+        ("decayed_cumsum", DecayedCumsum(), lambda: (torch.randn(8192 // s, 4096),)),
+        ("cumsum_one_row", Cumsum(), lambda: (torch.rand(1, (1 << 24) // s),)),
+    ]
 
 
 def workloads(quick):
@@ -307,6 +363,9 @@ def main():
     ap.add_argument("--work", default=None, help="exports, modules, reports (default: a temp dir)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default="")
+    ap.add_argument("--scans", action="store_true",
+                    help="time KernelBench's scans (level 1, 89-93), a decayed cumulative sum and one "
+                         "16M-element row instead of the default workloads")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--compile-args", default="",
                     help="extra `kfuse compile` flags for every kfuse module, e.g. --no-horizontal "
@@ -330,7 +389,7 @@ def main():
           f"TF32 GEMM {rate_tf32 / 1e12:.1f} TFLOP/s", flush=True)
     rows = []
     only = set(filter(None, args.only.split(",")))
-    todo = [(n, m, mk, None) for n, m, mk in workloads(args.quick)]
+    todo = [(n, m, mk, None) for n, m, mk in (scan_workloads if args.scans else workloads)(args.quick)]
     if args.fixtures:
         todo += fixture_workloads(args.fixtures)
     for name, model, make, given_pt2 in todo:

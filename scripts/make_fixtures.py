@@ -443,6 +443,18 @@ class Reductions(nn.Module):
                 m.all(), x.sum(dtype=torch.float64), m.sum(1), m.long().cumsum(0))
 
 
+class Scans(nn.Module):
+    """KernelBench's scans (89-93) and the forms kfuse rewrites or fuses."""
+
+    def forward(self, x, m, d, n):
+        c = torch.cumsum(x.narrow(1, 0, x.size(1) - 1), 1)
+        return (torch.cumsum(x, 1), torch.cumprod(x * 0.05 + 1, 1),
+                torch.cumsum(x.flip(1), 1).flip(1),
+                torch.cat((torch.zeros_like(x.select(1, 0).unsqueeze(1)), c), dim=1),
+                torch.cumsum(x * m, 1), torch.relu(torch.cumsum(x * d, -1) / d - 0.5),
+                torch.cumsum(x, 0), torch.cumprod(x.flip(0) * 0.1 + 1, 0).flip(0), n.cumprod(1), m.cumsum(0))
+
+
 class Norms(nn.Module):
     def __init__(self):
         super().__init__()
@@ -570,6 +582,11 @@ def inputs_reductions():
     return dict(x=randn(3, 4, 5), m=torch.rand(3, 4) > 0.3)
 
 
+def inputs_scans():
+    return dict(x=uni((6, 40), -1, 1), m=torch.rand(6, 40) > 0.5, d=uni((40,), 0.5, 1.5),
+                n=torch.randint(-3, 4, (3, 10)))
+
+
 def inputs_norms():
     return dict(x=randn(2, 6, 4, 5, scale=2.0) + 0.5, s=randn(5, 3))
 
@@ -621,6 +638,7 @@ FIXTURES = {
                   ATOL, RTOL, ""),
     "indexing": (Indexing, inputs_indexing, ATOL, RTOL, ""),
     "reductions": (Reductions, inputs_reductions, ATOL, RTOL, ""),
+    "scans": (Scans, inputs_scans, ATOL, RTOL, ""),
     "norms": (Norms, inputs_norms, ATOL, RTOL, ""),
     "matmuls": (MatMuls, inputs_matmuls, ATOL, RTOL, ""),
     "convs": (Convs, inputs_convs, ATOL, RTOL, ""),

@@ -217,8 +217,8 @@ __device__ __forceinline__ bool shfl_xor(bool v, int m, int w = 32) {
 template <class T> __device__ __forceinline__ T shfl_idx(T v, int l, int w = 32) {
   return __shfl_sync(0xffffffffu, v, l, w);
 }
-template <class T> __device__ __forceinline__ T shfl_up(T v, int d) {
-  return __shfl_up_sync(0xffffffffu, v, d);
+template <class T> __device__ __forceinline__ T shfl_up(T v, int d, int w = 32) {
+  return __shfl_up_sync(0xffffffffu, v, d, w);
 }
 
 }  // namespace kf

@@ -319,6 +319,8 @@ KF_API bool kf_op_has_attr(const kf_op *op, const char *name);
 KF_API int64_t kf_op_get_int(const kf_op *op, const char *name);
 KF_API double kf_op_get_float(const kf_op *op, const char *name);
 KF_API bool kf_op_get_bool(const kf_op *op, const char *name);
+/* An optional bool attribute: false when absent. */
+KF_API bool kf_op_get_flag(const kf_op *op, const char *name);
 KF_API const int64_t *kf_op_get_ints(const kf_op *op, const char *name, int *n);
 KF_API const double *kf_op_get_floats(const kf_op *op, const char *name,
                                       int *n);

@@ -58,7 +58,9 @@ typedef enum kf_group_kind {
   KF_GROUP_CONV = 4,        /* convolution with an element-wise epilogue */
   KF_GROUP_ATTENTION = 5,   /* sdpa */
   KF_GROUP_OPAQUE = 6,      /* one op with a dedicated kernel (pooling,
-                               gather, index, cat, pad, cumsum, copies, ...) */
+                               gather, index, cat, pad, copies, ...) */
+  KF_GROUP_SCAN = 7,        /* a cumsum or cumprod with element-wise
+                               prologue/epilogue */
 } kf_group_kind;
 
 KF_API const char *kf_group_kind_name(kf_group_kind k);

@@ -851,6 +851,125 @@ static void test_bench_rows_no_spills(void **state) {
   built_fini(&b);
 }
 
+/* ---- scans -------------------------------------------------------------------- */
+
+/* one cumsum (or cumprod) of x: type ty, along dim, with extra attributes */
+static kf_status build_scan(const char *op, const char *ty, const char *rty, int dim, const char *attrs,
+                            const kf_builtin_options *o, built *b) {
+  char args[128], body[512];
+  snprintf(args, sizeof args, "%%x: %s", ty);
+  snprintf(body, sizeof body, "    %%y = \"kf.%s\"(%%x) {dim = %d : i64%s} : (%s) -> %s\n", op, dim, attrs, ty, rty);
+  return build_from(args, ty, rty, body, "%y", KF_GROUP_SCAN, o, b);
+}
+
+/* Which scan lowering the rules pick (agent/builtin.c kb_rules_scan): rows
+ * of KernelBench's size as one pass of tiles, 256 threads a line, 16-byte
+ * vectors; short rows sharing a warp; one very long row split over blocks
+ * (chunk totals, then the scan: two launches and a scratch buffer); an
+ * outer-dim scan as columns; f16 and bool widen the vectors; cumprod,
+ * reverse and exclusive reach the prelude. */
+static void test_scan_lowering(void **state) {
+  (void)state;
+  kf_builtin_options o;
+  kf_builtin_options_init(&o);
+  built b;
+  assert_int_equal(build_scan("cumsum", "tensor<32768x32768xf32>", "tensor<32768x32768xf32>", 1, "", &o, &b), KF_OK);
+  assert_int_equal(b.grp->kind, KF_GROUP_SCAN);
+  assert_int_equal(n_launches(b.u), 1);
+  assert_int_equal(b.u->n_scratch, 0);
+  assert_true(has(b.u->source, "#define KF_LAYOUT 1\n"));
+  assert_true(has(b.u->source, "#define KF_TPR 256\n"));
+  assert_true(has(b.u->source, "#define KF_VEC 4\n"));
+  assert_true(has(b.u->source, "#define KF_NV 4\n"));
+  assert_true(has(b.u->source, "#define KF_VLD 1\n"));
+  assert_true(has(b.u->source, "#define KF_STAGE 0\n"));
+  assert_true(has(b.u->source, "#define KF_PROD 0\n"));
+  assert_true(has(b.u->source, "#define KF_INDEX int\n"));
+  assert_int_equal(b.u->steps[0].grid[0], 32768); /* a block a line */
+  assert_int_equal(b.u->steps[0].block[0], 256);
+  built_fini(&b);
+
+  assert_int_equal(build_scan("cumprod", "tensor<4096x24xf32>", "tensor<4096x24xf32>", 1,
+                              ", exclusive = true, reverse = true", &o, &b), KF_OK);
+  assert_true(has(b.u->source, "#define KF_TPR 2\n")); /* 24 elements: 2 threads of 16 */
+  assert_true(has(b.u->source, "#define KF_BLOCK 256\n"));
+  assert_true(has(b.u->source, "#define KF_PROD 1\n"));
+  assert_true(has(b.u->source, "#define KF_REV 1\n"));
+  assert_true(has(b.u->source, "#define KF_EXCL 1\n"));
+  assert_int_equal(b.u->steps[0].grid[0], 4096 / 128);
+  built_fini(&b);
+
+  assert_int_equal(build_scan("cumsum", "tensor<1x10000000xf32>", "tensor<1x10000000xf32>", 1, "", &o, &b), KF_OK);
+  assert_int_equal(n_launches(b.u), 2);
+  assert_int_equal(b.u->n_scratch, 1);
+  assert_true(has(b.u->source, "#define KF_STAGE 1\n"));
+  assert_true(has(b.u->source, "#define KF_STAGE 2\n"));
+  assert_true(b.u->steps[0].grid[1] >= 400 && b.u->steps[0].grid[1] <= 1024); /* chunks of the line */
+  assert_int_equal(b.u->steps[1].grid[1], b.u->steps[0].grid[1]);
+  assert_int_equal(b.u->scratch_bytes[0], 4 * (int64_t)b.u->steps[0].grid[1]);
+  built_fini(&b);
+
+  assert_int_equal(build_scan("cumsum", "tensor<32768x4096xf32>", "tensor<32768x4096xf32>", 0, "", &o, &b), KF_OK);
+  assert_true(has(b.u->source, "#define KF_LAYOUT 0\n"));
+  assert_true(has(b.u->source, "#define KF_VEC 4\n"));
+  assert_int_equal(n_launches(b.u), 2); /* 1024 threads of 4 columns: split along the dim */
+  built_fini(&b);
+
+  assert_int_equal(build_scan("cumsum", "tensor<4096x4096xf16>", "tensor<4096x4096xf16>", 1, "", &o, &b), KF_OK);
+  assert_true(has(b.u->source, "#define KF_VEC 8\n"));
+  assert_true(has(b.u->source, "#define KF_NV 2\n"));
+  assert_true(has(b.u->source, "#define KF_ACC float\n"));
+  built_fini(&b);
+
+  assert_int_equal(build_scan("cumsum", "tensor<512x1000xi32>", "tensor<512x1000xi64>", 1, "", &o, &b), KF_OK);
+  assert_true(has(b.u->source, "#define KF_ACC long long\n"));
+  /* the narrowest access (int32 loads) sets the width; the int64 stores
+   * move a vector in two 16-byte accesses */
+  assert_true(has(b.u->source, "#define KF_VEC 4\n"));
+  built_fini(&b);
+
+  /* KernelBench's masked cumsum: the multiply is the scan's prologue, the
+   * bool mask sets the width (8: 8 bytes of mask, 32 of x a vector) */
+  assert_int_equal(build_from("%x: tensor<32768x32768xf32>, %m: tensor<32768x32768xi1>",
+                              "tensor<32768x32768xf32>, tensor<32768x32768xi1>", "tensor<32768x32768xf32>",
+                              "    %p = \"kf.mul\"(%x, %m) : (tensor<32768x32768xf32>, tensor<32768x32768xi1>) -> "
+                              "tensor<32768x32768xf32>\n"
+                              "    %y = \"kf.cumsum\"(%p) {dim = 1 : i64} : (tensor<32768x32768xf32>) -> "
+                              "tensor<32768x32768xf32>\n",
+                              "%y", KF_GROUP_SCAN, &o, &b),
+                   KF_OK);
+  assert_int_equal(b.grp->n_ops, 2);
+  assert_int_equal(b.grp->n_inputs, 2);
+  assert_int_equal(n_launches(b.u), 1);
+  assert_true(has(b.u->source, "#define KF_VEC 8\n"));
+  assert_true(has(b.u->source, "#define KF_VLD 1\n"));
+  built_fini(&b);
+}
+
+/* KernelBench's scans (89-93, [32768, 32768] f32 rows) compile without
+ * spills, and without local memory for the per-thread arrays. */
+static void test_scan_no_spills(void **state) {
+  (void)state;
+  kf_builtin_options o;
+  kf_builtin_options_init(&o);
+  kf_diag d;
+  kf_diag_init(&d, NULL, NULL);
+  const char *forms[] = {"", ", reverse = true", ", exclusive = true"};
+  for (int k = 0; k < 2; k++)
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+      built b;
+      assert_int_equal(build_scan(k ? "cumprod" : "cumsum", "tensor<32768x32768xf32>", "tensor<32768x32768xf32>",
+                                  1, forms[f], &o, &b), KF_OK);
+      assert_int_equal(kf_unit_compile(b.u, &o.target, &d), KF_OK);
+      if (getenv("KFUSE_DUMP_LOG")) printf("%s\n", b.u->compile_log);
+      long sp = spill_bytes(b.u->compile_log);
+      if (sp != 0) fail_msg("scan spills %ld bytes:\n%s", sp, b.u->compile_log);
+      if (has(b.u->compile_log, "bytes stack frame") && !has(b.u->compile_log, " 0 bytes stack frame"))
+        fail_msg("scan uses a stack frame:\n%s", b.u->compile_log);
+      built_fini(&b);
+    }
+}
+
 /* unsupported groups name the op */
 static void test_unsupported(void **state) {
   (void)state;
@@ -882,6 +1001,8 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_nvrtc),
     cmocka_unit_test(test_occupancy_by_spills),
     cmocka_unit_test(test_bench_rows_no_spills),
+    cmocka_unit_test(test_scan_lowering),
+    cmocka_unit_test(test_scan_no_spills),
     cmocka_unit_test(test_unsupported),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -731,6 +731,47 @@ static void test_reductions(void **state) {
   expect_vals(&out[7], VALS(17.0 / 8), 0);
 }
 
+/* scans: cumprod, reverse and exclusive forms, along a non-last dim, and an
+ * integer input accumulated into int64 */
+static void test_scans(void **state) {
+  (void)state;
+  /* x = [[1, 2, 3, 4], [4, -1, 4, 0]] */
+  kf_value *x = input("x", KF_DTYPE_F32, SHAPE(2, 4));
+  kf_op *cp = op(KF_OP_CUMPROD, ARGS(x));
+  kf_op_set_int(cp, "dim", 1);
+  kf_op *rv = op(KF_OP_CUMSUM, ARGS(x));
+  kf_op_set_int(rv, "dim", 1);
+  kf_op_set_bool(rv, "reverse", true);
+  kf_op *ex = op(KF_OP_CUMSUM, ARGS(x));
+  kf_op_set_int(ex, "dim", 1);
+  kf_op_set_bool(ex, "exclusive", true);
+  kf_op *rep = op(KF_OP_CUMPROD, ARGS(x));
+  kf_op_set_int(rep, "dim", 1);
+  kf_op_set_bool(rep, "reverse", true);
+  kf_op_set_bool(rep, "exclusive", true);
+  kf_op *c0 = op(KF_OP_CUMSUM, ARGS(x));
+  kf_op_set_int(c0, "dim", 0);
+  kf_op_set_bool(c0, "reverse", false); /* present and false: the plain scan */
+  kf_value *n = input("n", KF_DTYPE_I32, SHAPE(3));
+  kf_type undeclared; /* no dtype argument: inference picks int64 */
+  memset(&undeclared, 0, sizeof undeclared);
+  kf_op *ci = op_n(KF_OP_CUMPROD, ARGS(n), 1, &undeclared);
+  kf_op_set_int(ci, "dim", 0);
+  kf_value *rcp = infer(cp), *rrv = infer(rv), *rex = infer(ex), *rrep = infer(rep), *rc0 = infer(c0);
+  kf_value *rci = infer(ci);
+  assert_int_equal(rci->type.dtype, KF_DTYPE_I64);
+  kf_tensor in[2] = {tensor(KF_DTYPE_F32, SHAPE(2, 4), VALS(1, 2, 3, 4, 4, -1, 4, 0)),
+                     tensor(KF_DTYPE_I32, SHAPE(3), VALS(100000, 100000, 3))};
+  kf_tensor out[6];
+  run_ok(ARGS(rcp, rrv, rex, rrep, rc0, rci), in, 2, out);
+  expect_vals(&out[0], VALS(1, 2, 6, 24, 4, -4, -16, 0), 0);
+  expect_vals(&out[1], VALS(10, 9, 7, 4, 7, 3, 4, 0), 0);
+  expect_vals(&out[2], VALS(0, 1, 3, 6, 0, 4, 3, 7), 0);
+  expect_vals(&out[3], VALS(24, 12, 4, 1, 0, 0, 0, 1), 0);
+  expect_vals(&out[4], VALS(1, 2, 3, 4, 5, 1, 7, 4), 0);
+  expect_vals(&out[5], VALS(100000, 1e10, 3e10), 0); /* past int32 */
+}
+
 static void test_norms(void **state) {
   (void)state;
   kf_value *x = input("x", KF_DTYPE_F64, SHAPE(3));
@@ -1246,6 +1287,7 @@ int main(void) {
       T(test_embedding_out_of_range),
       T(test_gather_negative),
       T(test_reductions),
+      T(test_scans),
       T(test_norms),
       T(test_max_dim_nan),
       T(test_softmax),

@@ -29,7 +29,7 @@
 #include "kfuse/ir.h"
 #include "kfuse/partition.h"
 
-#define COMPILE_PASSES "simplify,dce,fold-bn,fold-scalars,sink-reshapes,dce,materialize-outputs"
+#define COMPILE_PASSES "simplify,dce,scan-forms,fold-bn,fold-scalars,sink-reshapes,dce,materialize-outputs"
 /* materialize-outputs first: the passes after it keep its guarantees */
 #define COMPILE_PASSES_MATERIALIZE_FIRST "materialize-outputs,fold-bn,fold-scalars,sink-reshapes,dce"
 
@@ -240,7 +240,7 @@ static void check_partition(const kf_partition *p, const char *what) {
                    op->name, kf_group_kind_name(grp->kind), t);
       }
     }
-    bool wants_anchor = grp->kind == KF_GROUP_REDUCE || grp->kind == KF_GROUP_GEMM ||
+    bool wants_anchor = grp->kind == KF_GROUP_REDUCE || grp->kind == KF_GROUP_SCAN || grp->kind == KF_GROUP_GEMM ||
                         grp->kind == KF_GROUP_CONV || grp->kind == KF_GROUP_ATTENTION;
     if (anchors != (wants_anchor ? 1 : 0) || (!wants_anchor && grp->anchor))
       fail_msg("%s: group %d (%s) has a wrong anchor", what, t, kf_group_kind_name(grp->kind));
@@ -1039,7 +1039,7 @@ static void test_partition_merge(void **state) {
   kf_value *a = op_(KF_OP_EXP, "a", ARGS(x));
   kf_value *b = op_(KF_OP_LOG, "b", ARGS(x));
   kf_value *c = op_(KF_OP_ADD, "c", ARGS(a, b)); /* merges {a} and {b} */
-  kf_op *cs = mk(KF_OP_CUMSUM, "cs", ARGS(c), 1, NULL); /* opaque */
+  kf_op *cs = mk(KF_OP_CUMSUM, "cs", ARGS(c), 1, NULL); /* e reads c too: no prologue */
   kf_op_set_int(cs, "dim", 0);
   kf_value *d = fin(cs);
   kf_value *e = op_(KF_OP_SIN, "e", ARGS(c));
@@ -1053,6 +1053,153 @@ static void test_partition_merge(void **state) {
   assert_ptr_equal(group_of(p, "e"), group_of(p, "c"));
   assert_true(group_of(p, "h") != group_of(p, "c"));
   kf_partition_destroy(p);
+}
+
+/* Scans are anchors like reductions: the element-wise group computing the
+ * scanned value is their prologue when nothing else reads its values, and
+ * element-wise ops of the scan's shape after it are its epilogue; a
+ * prologue value read elsewhere keeps its group apart. */
+static void test_partition_scan(void **state) {
+  (void)state;
+  kf_value *x = input("x", KF_DTYPE_F32, SHAPE(4, 6));
+  kf_value *m = input("m", KF_DTYPE_BOOL, SHAPE(4, 6));
+  kf_value *d = input("d", KF_DTYPE_F32, SHAPE(6));
+  kf_value *xm = op_(KF_OP_MUL, "xm", ARGS(x, m));
+  kf_value *xd = op_(KF_OP_MUL, "xd", ARGS(xm, d));
+  kf_op *cs = mk(KF_OP_CUMSUM, "cs", ARGS(xd), 1, NULL);
+  kf_op_set_int(cs, "dim", 1);
+  kf_value *c = fin(cs);
+  kf_value *q = op_(KF_OP_DIV, "q", ARGS(c, d));       /* epilogue */
+  kf_value *r = op_(KF_OP_RELU, "r", ARGS(q));         /* epilogue */
+  kf_value *e = op_(KF_OP_EXP, "e", ARGS(x));          /* read by cp and by the output */
+  kf_op *cp = mk(KF_OP_CUMPROD, "cp", ARGS(e), 1, NULL);
+  kf_op_set_int(cp, "dim", 0);
+  kf_value *p2 = fin(cp);
+  outputs((kf_value *[]){r, p2, e}, 3);
+  verify_ok(g);
+  kf_partition *p = partition(g, true, KF_PRECISION_DEFAULT);
+  check_partition(p, "scan");
+  const kf_group *gs = group_of(p, "cs");
+  assert_int_equal(gs->kind, KF_GROUP_SCAN);
+  assert_string_equal(gs->anchor->name, "cs");
+  assert_ptr_equal(group_of(p, "xm"), gs);
+  assert_ptr_equal(group_of(p, "xd"), gs);
+  assert_ptr_equal(group_of(p, "q"), gs);
+  assert_ptr_equal(group_of(p, "r"), gs);
+  assert_int_equal(gs->n_inputs, 3);
+  assert_int_equal(gs->n_outputs, 1);
+  assert_ptr_equal(gs->outputs[0], r);
+  assert_non_null(strstr(gs->canonical, "kind scan\n"));
+  const kf_group *gp = group_of(p, "cp");
+  assert_int_equal(gp->kind, KF_GROUP_SCAN);
+  assert_int_equal(gp->n_ops, 1);
+  assert_true(group_of(p, "e") != gp);
+  kf_partition_destroy(p);
+  /* unfused: every scan alone, still a SCAN group */
+  p = partition(g, false, KF_PRECISION_DEFAULT);
+  check_partition(p, "scan unfused");
+  assert_int_equal(group_of(p, "cs")->kind, KF_GROUP_SCAN);
+  assert_int_equal(group_of(p, "cs")->n_ops, 1);
+  kf_partition_destroy(p);
+}
+
+/* x flipped along dim d, as the frontends lower flip */
+static kf_value *flip(const char *name, kf_value *x, int64_t d) {
+  char an[64];
+  snprintf(an, sizeof an, "%s_idx", name);
+  int64_t n = x->type.shape[d];
+  kf_type it = tt(KF_DTYPE_I64, 1, (int64_t[]){n});
+  kf_op *ar = mk(KF_OP_ARANGE, an, NULL, 0, 1, &it);
+  kf_op_set_number(ar, "start", kf_number_int(n - 1));
+  kf_op_set_number(ar, "end", kf_number_int(-1));
+  kf_op_set_number(ar, "step", kf_number_int(-1));
+  kf_op *is = mk(KF_OP_INDEX_SELECT, name, ARGS(x, fin(ar)), 1, NULL);
+  kf_op_set_int(is, "dim", d);
+  return fin(is);
+}
+
+static kf_value *scan(kf_opcode code, const char *name, kf_value *x, int64_t d) {
+  kf_op *o = mk(code, name, ARGS(x), 1, NULL);
+  kf_op_set_int(o, "dim", d);
+  return fin(o);
+}
+
+static kf_value *slice(const char *name, kf_value *x, int64_t d, int64_t start, int64_t end) {
+  kf_op *o = mk(KF_OP_SLICE, name, ARGS(x), 1, NULL);
+  kf_op_set_int(o, "dim", d);
+  kf_op_set_int(o, "start", start);
+  kf_op_set_int(o, "end", end);
+  kf_op_set_int(o, "step", 1);
+  return fin(o);
+}
+
+static kf_value *cat2(const char *name, kf_value *a, kf_value *b, int64_t d) {
+  kf_op *o = mk(KF_OP_CAT, name, ARGS(a, b), 1, NULL);
+  kf_op_set_int(o, "dim", d);
+  return fin(o);
+}
+
+/* scan-forms (pass/scan_forms.c): reverse and exclusive scans spelled with
+ * flips, slices and cats become single scans with the same values; a
+ * scan whose result is also read elsewhere stays for that reader. */
+static void test_scan_forms(void **state) {
+  (void)state;
+  kf_value *x = input("x", KF_DTYPE_F32, SHAPE(3, 9));
+  kf_value *n = input("n", KF_DTYPE_I32, SHAPE(5, 4));
+  /* reverse cumsum; a reverse cumprod flipped back to a forward one */
+  kf_value *rev = flip("f2", scan(KF_OP_CUMSUM, "cs", flip("f1", x, 1), 1), 1);
+  kf_op *rp = mk(KF_OP_CUMPROD, "rp", ARGS(flip("f3", x, 1)), 1, NULL);
+  kf_op_set_int(rp, "dim", 1);
+  kf_op_set_bool(rp, "reverse", true);
+  kf_value *rpv = fin(rp);
+  kf_value *fwd2 = flip("f4", rpv, 1);
+  /* a flip of a scan of an unflipped value: nothing to do */
+  kf_value *one_flip = flip("f5", scan(KF_OP_CUMSUM, "cs1", x, 1), 1);
+  /* exclusive cumprod: cat(ones, cumprod(x[:, :8])) */
+  kf_value *ones = full("ones", KF_DTYPE_F32, SHAPE(3, 1), kf_number_int(1));
+  kf_value *exc = cat2("ex", ones, scan(KF_OP_CUMPROD, "cp", slice("sl", x, 1, 0, 8), 1), 1);
+  /* reverse exclusive cumsum over dim 0 of an int32 tensor, int64 result:
+   * cat(flip(cumsum(flip(n[1:]))), zeros) */
+  kf_value *z = full("z", KF_DTYPE_I64, SHAPE(1, 4), kf_number_int(0));
+  kf_value *rs = flip("f8", scan(KF_OP_CUMSUM, "ci", flip("f7", slice("sl2", n, 0, 1, 5), 0), 0), 0);
+  kf_value *rex = cat2("rex", rs, z, 0);
+  /* a fill that is not the identity: stays a cat */
+  kf_value *twos = full("twos", KF_DTYPE_F32, SHAPE(3, 1), kf_number_int(2));
+  kf_value *keep = cat2("keep", twos, scan(KF_OP_CUMSUM, "cs2", slice("sl3", x, 1, 0, 8), 1), 1);
+  outputs((kf_value *[]){rev, fwd2, exc, rex, keep, one_flip, rpv}, 7);
+  verify_ok(g);
+  kf_tensor ins[2] = {0}, before[7] = {0}, after[7] = {0};
+  fill_inputs(g, ins);
+  run(g, ins, before);
+  assert_int_equal(kf_pass_run_pipeline(g, "scan-forms,dce", true, fresh_diag()), KF_OK);
+  run(g, ins, after);
+  for (int i = 0; i < 7; i++) {
+    assert_int_equal(kf_tensor_compare(&after[i], &before[i], 1e-12, 1e-12, "scan-forms", fresh_diag()), KF_OK);
+    kf_tensor_fini(&before[i]);
+    kf_tensor_fini(&after[i]);
+  }
+  for (int i = 0; i < 2; i++) kf_tensor_fini(&ins[i]);
+  assert_int_equal(count_code(g, KF_OP_INDEX_SELECT), 2); /* f5; f3, which rp still reads */
+  assert_int_equal(count_code(g, KF_OP_CAT), 1);          /* keep */
+  const kf_op *r = g->outputs[0]->def;
+  assert_int_equal(r->code, KF_OP_CUMSUM);
+  assert_ptr_equal(r->operands[0], x);
+  assert_true(kf_op_get_flag(r, "reverse") && !kf_op_get_flag(r, "exclusive"));
+  r = g->outputs[1]->def;
+  assert_int_equal(r->code, KF_OP_CUMPROD);
+  assert_ptr_equal(r->operands[0], x);
+  assert_false(kf_op_get_flag(r, "reverse"));
+  r = g->outputs[2]->def;
+  assert_int_equal(r->code, KF_OP_CUMPROD);
+  assert_ptr_equal(r->operands[0], x);
+  assert_true(kf_op_get_flag(r, "exclusive") && !kf_op_get_flag(r, "reverse"));
+  r = g->outputs[3]->def;
+  assert_int_equal(r->code, KF_OP_CUMSUM);
+  assert_ptr_equal(r->operands[0], n);
+  assert_true(kf_op_get_flag(r, "exclusive") && kf_op_get_flag(r, "reverse"));
+  assert_int_equal(g->outputs[3]->type.dtype, KF_DTYPE_I64);
+  assert_int_equal(g->outputs[4]->def->code, KF_OP_CAT);
+  assert_int_equal(g->outputs[5]->def->code, KF_OP_INDEX_SELECT);
 }
 
 /* Horizontal fusion: element-wise siblings of one shape that read a common
@@ -1414,8 +1561,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fold_scalars, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fold_scalars_edges, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sink_reshapes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_scan_forms, setup, teardown),
       cmocka_unit_test_setup_teardown(test_partition_rules, setup, teardown),
       cmocka_unit_test_setup_teardown(test_partition_merge, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_partition_scan, setup, teardown),
       cmocka_unit_test_setup_teardown(test_partition_horizontal, setup, teardown),
       cmocka_unit_test_setup_teardown(test_partition_attention_unfused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_canonical_keys, setup, teardown),
