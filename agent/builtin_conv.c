@@ -248,11 +248,11 @@ static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_b
   if (dt != KF_DTYPE_F32 && dt != KF_DTYPE_F16 && dt != KF_DTYPE_BF16) return KF_OK;
   int sp = x->rank - 2;
   if (sp < 1 || sp > 3 || w->rank != x->rank || r->rank != x->rank) return KF_OK;
-  /* NHWC when pass/layout.c chose it: x, w (KRSC) and the result all
-   * channels-last; any other mix is not a cuDNN step */
-  bool nhwc = sp == 2 && ((kf_type_is_channels_last(x) && !kf_type_is_contiguous(x)) ||
-                          (kf_type_is_channels_last(r) && !kf_type_is_contiguous(r)));
-  if (tr && nhwc) return KF_OK; /* transposed steps are NCHW */
+  /* channels-last (NHWC, NDHWC) when pass/layout.c chose it: x, w (dim 1
+   * innermost) and the result all channels-last; any other mix is not a
+   * cuDNN step */
+  bool nhwc = (sp == 2 || sp == 3) && ((kf_type_is_channels_last(x) && !kf_type_is_contiguous(x)) ||
+                                       (kf_type_is_channels_last(r) && !kf_type_is_contiguous(r)));
   if (!dense_in(x, dt, nhwc) || !dense_in(w, dt, nhwc) || (nhwc && !dense_in(r, dt, true)) ||
       (r->rank > 0 && kf_type_numel(r) > INT32_MAX))
     return KF_OK;

@@ -517,12 +517,14 @@ static kf_status op_pool(const kf_partition *p, const kf_group *g, const kf_buil
 /* ---- dispatch ------------------------------------------------------------------- */
 
 /* A layout copy (kf_op_is_layout_copy) as a batched transpose: NCHW ->
- * NHWC moves [N, C, HW] to [N, HW, C], NHWC -> NCHW the reverse. */
+ * NHWC moves [N, C, HW] to [N, HW, C], NHWC -> NCHW the reverse (HW: every
+ * spatial dim, DHW for rank 5). */
 static kf_status op_layout_copy(const kf_group *g, const kf_builtin_options *o, const kf_op *op,
                                 kf_unit *u, kf_strbuf *src, kf_diag *diag) {
   const kf_value *xv = op->operands[0], *r = op->results[0];
   const kf_type *t = &r->type;
-  int64_t n = t->shape[0], c = t->shape[1], hw = t->shape[2] * t->shape[3];
+  int64_t n = t->shape[0], c = t->shape[1], hw = 1;
+  for (int i = 2; i < t->rank; i++) hw *= t->shape[i];
   bool to_cl = kf_type_is_contiguous(&xv->type);
   int64_t R = to_cl ? c : hw, S = to_cl ? hw : c;
   if (n > 65535 || (R + 31) / 32 > 65535 || (S + 31) / 32 > INT32_MAX)

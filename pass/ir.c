@@ -113,17 +113,19 @@ bool kf_type_is_contiguous(const kf_type *t) {
   return true;
 }
 
-/* NHWC order of a rank-4 [N, C, H, W] tensor: C innermost, then W, H, N */
-static const int kf_cl_order[4] = {1, 3, 2, 0};
+/* Channels-last order of a rank-4 [N, C, H, W] (NHWC) or rank-5
+ * [N, C, D, H, W] (NDHWC) tensor, innermost first: C, then the spatial
+ * dims from the last, then N. */
+static int cl_dim(int rank, int j) { return j == 0 ? 1 : j == rank - 1 ? 0 : rank - j; }
 
 void kf_type_set_channels_last(kf_type *t) {
-  if (t->kind != KF_TYPE_TENSOR || t->rank != 4) {
+  if (t->kind != KF_TYPE_TENSOR || (t->rank != 4 && t->rank != 5)) {
     kf_type_set_contiguous(t);
     return;
   }
   int64_t s = 1;
-  for (int j = 0; j < 4; j++) {
-    int i = kf_cl_order[j];
+  for (int j = 0; j < t->rank; j++) {
+    int i = cl_dim(t->rank, j);
     t->strides[i] = s;
     if (__builtin_mul_overflow(s, t->shape[i] > 1 ? t->shape[i] : 1, &s)) s = INT64_MAX;
   }
@@ -131,10 +133,10 @@ void kf_type_set_channels_last(kf_type *t) {
 }
 
 bool kf_type_is_channels_last(const kf_type *t) {
-  if (t->kind != KF_TYPE_TENSOR || t->rank != 4 || t->offset != 0) return false;
+  if (t->kind != KF_TYPE_TENSOR || (t->rank != 4 && t->rank != 5) || t->offset != 0) return false;
   int64_t s = 1;
-  for (int j = 0; j < 4; j++) {
-    int i = kf_cl_order[j];
+  for (int j = 0; j < t->rank; j++) {
+    int i = cl_dim(t->rank, j);
     if (t->shape[i] != 1 && t->strides[i] != s) return false;
     if (__builtin_mul_overflow(s, t->shape[i], &s)) s = INT64_MAX;
   }
@@ -144,7 +146,8 @@ bool kf_type_is_channels_last(const kf_type *t) {
 bool kf_op_is_layout_copy(const kf_op *op) {
   if (op->code != KF_OP_COPY || op->n_operands != 1 || op->n_results != 1 || !op->operands[0]) return false;
   const kf_type *x = &op->operands[0]->type, *r = &op->results[0]->type;
-  if (x->kind != KF_TYPE_TENSOR || x->rank != 4 || x->dtype != r->dtype || !kf_type_same_shape(x, r))
+  if (x->kind != KF_TYPE_TENSOR || (x->rank != 4 && x->rank != 5) || x->dtype != r->dtype ||
+      !kf_type_same_shape(x, r))
     return false;
   bool xc = kf_type_is_contiguous(x), xl = kf_type_is_channels_last(x);
   bool rc = kf_type_is_contiguous(r), rl = kf_type_is_channels_last(r);

@@ -184,11 +184,15 @@ int kfr_conv_dims(uint32_t nd, int64_t a, int64_t b, const int64_t *sp, int nhwc
   str[nb - 1] = 1;
   for (int i = nb - 2; i >= 0; i--)
     str[i] = str[i + 1] * dim[i + 1];
-  if (nhwc && nb == 4) { /* NHWC memory order of [n, c, h, w] */
+  if (nhwc) { /* NHWC / NDHWC memory order of [n, c, spatial...] */
+    int s = 1;
     str[1] = 1;
-    str[3] = dim[1];
-    str[2] = dim[1] * dim[3];
-    str[0] = dim[1] * dim[2] * dim[3];
+    s = dim[1];
+    for (int i = nb - 1; i >= 2; i--) {
+      str[i] = s;
+      s *= dim[i];
+    }
+    str[0] = s;
   }
   return nb;
 }

@@ -146,7 +146,7 @@ enum kfr_activation {
  * - 1) / stride + 1, so PyTorch's output_padding is whatever makes out
  * larger than (in - 1) stride - 2 pad + dilation (filter - 1) + 1 and
  * below the next stride); no bias, z or activation (the unit adds them in
- * a launch after), NCHW layout only.
+ * a launch after).
  *
  * x [n, c, in...], w [k, c/groups, filter...], y and z [n, k, out...],
  * bias [k]; every operand dense in the step's layout (row-major NC +
@@ -162,8 +162,9 @@ enum kfr_activation {
  * sizes must fit in 31 bits (cuDNN's legacy API takes int). */
 enum kfr_conv_layout {
   KFR_CONV_NCHW = 0, /* x, y, z [n, c, spatial...] row-major; w [k, c/g, filter...] */
-  KFR_CONV_NHWC = 1, /* nd 2: x, y, z channels-last (NHWC memory order of
-                        the same logical dims), w KRSC */
+  KFR_CONV_NHWC = 1, /* nd 2 or 3: x, y, z channels-last (NHWC / NDHWC
+                        memory order of the same logical dims), w with dim
+                        1 innermost (KRSC, KTRSC; transposed: C R S K/g) */
 };
 
 typedef struct kfr_conv {

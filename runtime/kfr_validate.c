@@ -403,13 +403,12 @@ static int check_conv(chk *c, uint32_t s, const char *sname,
     return bad(c, "step %u (%s): CONV layout %u, transposed %u: the layout is 0 "
                "(NCHW) or 1 (NHWC), transposed 0 or 1", s, sname, v->layout,
                v->transposed);
-  if (v->layout == KFR_CONV_NHWC && v->nd != 2)
-    return bad(c, "step %u (%s): an NHWC CONV step is 2-d, this one %u-d", s,
+  if (v->layout == KFR_CONV_NHWC && v->nd != 2 && v->nd != 3)
+    return bad(c, "step %u (%s): an NHWC CONV step is 2-d or 3-d, this one %u-d", s,
                sname, v->nd);
-  if (v->transposed && (v->layout != KFR_CONV_NCHW || v->has_bias || v->has_z ||
-                        v->activation != KFR_ACT_NONE))
-    return bad(c, "step %u (%s): a transposed CONV step is NCHW without bias, "
-               "residual or activation", s, sname);
+  if (v->transposed && (v->has_bias || v->has_z || v->activation != KFR_ACT_NONE))
+    return bad(c, "step %u (%s): a transposed CONV step has no bias, residual "
+               "or activation", s, sname);
   if (v->n < 1 || v->c < 1 || v->k < 1 || v->groups < 1)
     return bad(c, "step %u (%s): CONV sizes n=%lld c=%lld k=%lld groups=%lld "
                "must be positive", s, sname, (long long)v->n, (long long)v->c,

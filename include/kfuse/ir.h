@@ -69,9 +69,10 @@ KF_API void kf_type_init_tensor(kf_type *t, kf_dtype dtype, int rank,
 KF_API void kf_type_init_scalar(kf_type *t, kf_dtype dtype);
 KF_API void kf_type_set_contiguous(kf_type *t);
 KF_API bool kf_type_is_contiguous(const kf_type *t);
-/* Channels-last (NHWC memory order) of a rank-4 [N, C, H, W] tensor, the
- * layout pass/layout.c gives convolutions' activations; size-1 dims are
- * ignored, as in kf_type_is_contiguous (a tensor may be both). */
+/* Channels-last (NHWC memory order) of a rank-4 [N, C, H, W] tensor, or
+ * NDHWC of a rank-5 [N, C, D, H, W] one, the layout pass/layout.c gives
+ * convolutions' activations; size-1 dims are ignored, as in
+ * kf_type_is_contiguous (a tensor may be both). */
 KF_API void kf_type_set_channels_last(kf_type *t);
 KF_API bool kf_type_is_channels_last(const kf_type *t);
 KF_API int64_t kf_type_numel(const kf_type *t);

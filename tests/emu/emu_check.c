@@ -132,9 +132,15 @@ static void cpu_conv(const kf_unit_conv *q, const void *X, const void *W, const 
                       int64_t c = g * cg + ci;
                       int64_t xi = (n * q->c + c) * isz + (i0 * I[1] + i1) * I[2] + i2;
                       int64_t wi = (c * kg + k % kg) * fsz + (f0 * F[1] + f1) * F[2] + f2;
+                      if (nhwc) { /* x N(D)HWC, w [c, f..., k/g] */
+                        xi = (((n * I[0] + i0) * I[1] + i1) * I[2] + i2) * q->c + c;
+                        wi = (((c * F[0] + f0) * F[1] + f1) * F[2] + f2) * kg + k % kg;
+                      }
                       acc += get(dt, X, xi) * get(dt, W, wi);
                     }
-              set(dt, Y, (n * q->k + k) * osz + (o0 * O[1] + o1) * O[2] + o2, q->alpha1 * acc);
+              int64_t yi = nhwc ? (((n * O[0] + o0) * O[1] + o1) * O[2] + o2) * q->k + k
+                                : (n * q->k + k) * osz + (o0 * O[1] + o1) * O[2] + o2;
+              set(dt, Y, yi, q->alpha1 * acc);
               continue;
             }
             for (int64_t ci = 0; ci < cg; ci++)
@@ -147,13 +153,13 @@ static void cpu_conv(const kf_unit_conv *q, const void *X, const void *W, const 
                     if (i0 < 0 || i0 >= I[0] || i1 < 0 || i1 >= I[1] || i2 < 0 || i2 >= I[2]) continue;
                     int64_t xi = (n * q->c + g * cg + ci) * isz + (i0 * I[1] + i1) * I[2] + i2;
                     int64_t wi = (k * cg + ci) * fsz + (f0 * F[1] + f1) * F[2] + f2;
-                    if (nhwc) { /* 2-d: x NHWC, w KRSC */
-                      xi = ((n * I[0] + i0) * I[1] + i1) * q->c + g * cg + ci;
-                      wi = ((k * F[0] + f0) * F[1] + f1) * cg + ci;
+                    if (nhwc) { /* x N(D)HWC, w K(T)RSC */
+                      xi = (((n * I[0] + i0) * I[1] + i1) * I[2] + i2) * q->c + g * cg + ci;
+                      wi = (((k * F[0] + f0) * F[1] + f1) * F[2] + f2) * cg + ci;
                     }
                     acc += get(dt, X, xi) * get(dt, W, wi);
                   }
-            int64_t yi = nhwc ? ((n * O[0] + o0) * O[1] + o1) * q->k + k
+            int64_t yi = nhwc ? (((n * O[0] + o0) * O[1] + o1) * O[2] + o2) * q->k + k
                               : (n * q->k + k) * osz + (o0 * O[1] + o1) * O[2] + o2;
             double v = q->alpha1 * acc;
             if (q->has_z) v += q->alpha2 * get(dt, Z, yi);

@@ -696,10 +696,10 @@ static const mutation conv_mutations[] = {
     {"has_bias", cmut_has_bias, "has_bias/has_z must be 0 or 1"},
     {"layout", cmut_layout, "CONV layout 2, transposed 0"},
     {"transposed", cmut_transposed, "CONV layout 0, transposed 2"},
-    {"transposed_bias", cmut_transposed_bias, "a transposed CONV step is NCHW without bias, residual or activation"},
+    {"transposed_bias", cmut_transposed_bias, "a transposed CONV step has no bias, residual or activation"},
     {"transposed_out", cmut_transposed_out, "step 1 (g1_conv1d): CONV dim 0: input size 34, transposed output 37 "
                                             "with filter 3, padding 0, stride 1 and dilation 1 gives 35"},
-    {"nhwc_1d", cmut_nhwc_1d, "an NHWC CONV step is 2-d, this one 1-d"},
+    {"nhwc_1d", cmut_nhwc_1d, "an NHWC CONV step is 2-d or 3-d, this one 1-d"},
     {"n", cmut_n, "CONV sizes n=0 c=4 k=8 groups=2 must be positive"},
     {"groups", cmut_groups, "not multiples of groups=3"},
     {"groups_zero", cmut_groups_zero, "must be positive"},
