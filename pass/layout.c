@@ -33,10 +33,12 @@
  *  - an element-wise op (unary, binary, where) with a channels-last operand
  *    of its own result shape is declared channels-last; its other operands
  *    of that shape are converted like conv inputs;
- *  - any other use of a channels-last value (pooling, reductions, views,
- *    matrix products, ...) and every graph output that is one read a
- *    row-major kf.copy of it instead, so only convolutions and element-wise
- *    kernels ever see the layout.
+ *  - a plain reduction (sum, mean, amax, ..., not a normalisation) reads a
+ *    channels-last operand as it is (the row kernel follows any strides);
+ *  - any other use of a channels-last value (pooling, normalisations,
+ *    views, matrix products, ...) and every graph output that is one read
+ *    a row-major kf.copy of it instead, so only convolutions, element-wise
+ *    kernels and reductions ever see the layout.
  * Shape inference accepts the declared layout on element-wise and
  * convolution results (pass/infer.c); the kernels read and write through
  * the strides, and the cuDNN steps describe NHWC tensors (runtime/
@@ -232,6 +234,10 @@ static kf_status run(lay *l) {
       kf_type_set_channels_last(&op->results[0]->type);
       continue;
     }
+    /* a plain reduction reads any strides: the row kernel picks its layout
+     * from the input's (a channel reduction of NHWC data walks contiguous
+     * rows, a spatial one coalesces across channels) */
+    if (kf_op_info_get(op->code)->kind == KF_KIND_REDUCE) continue;
     /* everything else reads row-major */
     for (int i = 0; i < op->n_operands && !st; i++) {
       kf_value *v = op->operands[i];
