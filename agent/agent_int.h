@@ -248,6 +248,33 @@ kb_scan_rules kb_rules_scan(const kf_builtin_options *o, int64_t lines, int64_t 
 /* cuBLASLt workspace for a product of m x n x k, batch times */
 int64_t kb_rules_workspace(int64_t m, int64_t n, int64_t k, int64_t batch);
 
+/* Attention as GEMM-softmax-GEMM: the most bytes of scores at once, and
+ * the softmax launch (agent/templates/attn_softmax.cu) over rows of `keys`
+ * scores of elem_bytes each: threads a row (consecutive) and a block,
+ * values a thread kept in registers (0: the row is read twice), elements
+ * a vector access. */
+typedef struct kb_attn_rules {
+  int tpr, block, cache, vec;
+} kb_attn_rules;
+
+int64_t kb_rules_attn_scratch(const kf_builtin_options *o);
+kb_attn_rules kb_rules_attn_softmax(const kf_builtin_options *o, int64_t keys, int elem_bytes);
+
+/* ---- pieces of GEMM lowerings (agent/builtin_gemm.c) ------------------------------ */
+
+/* How an R x C matrix at strides (sr, sc) is a cuBLASLt operand in the
+ * row-major terms of kfr_gemm: as is (ld = its row stride) or stored
+ * transposed (ld = its column stride); false when neither (no unit stride,
+ * or rows that overlap): it must be copied first. */
+bool kb_gemm_operand(int64_t R, int64_t C, int64_t sr, int64_t sc, bool *trans, int64_t *ld);
+/* The kfr_compute of a product of dt under precision policy p. */
+int kb_gemm_compute(kf_dtype dt, kf_precision p);
+/* An element-wise launch copying group input v into scratch sidx, laid out
+ * (and typed) as t. */
+kf_status kb_copy_to_scratch(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                             const kf_value *v, int sidx, const kf_type *t, kf_unit *u, kf_strbuf *src,
+                             kf_diag *diag);
+
 /* Units for each group kind. */
 kf_status kb_unit_elementwise(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
                               kf_unit *u, kf_strbuf *src, kf_diag *diag);

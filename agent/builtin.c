@@ -70,7 +70,19 @@ void kf_builtin_options_init(kf_builtin_options *o) {
  *     grid-stride loop (columns).
  *   GEMM workspace (kb_rules_workspace)
  *   - 32 MiB for products of 2^27 multiply-adds or more (cuBLASLt's
- *     split-K kernels on Hopper), 4 MiB below.
+ *     split-K kernels on Hopper), 4 MiB below;
+ *   attention as GEMM-softmax-GEMM (kb_rules_attn_scratch,
+ *   kb_rules_attn_softmax)
+ *   - at most 256 MiB of scores at once: products stay large (KernelBench
+ *     L1 97's 1 GiB of fp32 scores runs as 4 chunks of 256 heads, each
+ *     product 256 x 512 x 512 x 1024) while the arena grows by a bounded
+ *     amount;
+ *   - the softmax as the row normalisations: 16 values a thread for rows
+ *     of 2048 keys or more, else 8, in 16-byte vectors where the row
+ *     length allows, a power of two of threads a row up to 1024 (rows of
+ *     32768 fp32 keys: 1024 threads x 32 values), a 256-thread block or
+ *     one row's; longer rows (over 32 values a thread, 16 in fp64) are
+ *     read twice instead of kept in registers.
  * Options (kfuse compile --kernel-option) override block size, vector
  * width, threads per row, the row cache and the occupancy asked for. */
 #define KB_SMS 132
@@ -221,6 +233,31 @@ kb_scan_rules kb_rules_scan(const kf_builtin_options *o, int64_t lines, int64_t 
   if (blocks < 1) blocks = 1;
   if (blocks > INT32_MAX) blocks = INT32_MAX;
   r.grid = (uint32_t)blocks;
+  return r;
+}
+
+int64_t kb_rules_attn_scratch(const kf_builtin_options *o) {
+  return o->attn_scratch_bytes > 0 ? o->attn_scratch_bytes : (int64_t)256 << 20;
+}
+
+kb_attn_rules kb_rules_attn_softmax(const kf_builtin_options *o, int64_t keys, int elem_bytes) {
+  kb_attn_rules r;
+  r.vec = keys % (16 / elem_bytes) == 0 ? 16 / elem_bytes : 1;
+  int64_t per = keys >= 2048 ? 16 : 8;
+  int64_t t = pow2ceil((keys + per - 1) / per);
+  r.tpr = (int)(t > 1024 ? 1024 : t);
+  if (o->row_threads > 0) r.tpr = o->row_threads;
+  int most = o->row_cache > 0 ? o->row_cache : elem_bytes == 8 ? 16 : 32;
+  int64_t span = (int64_t)r.tpr * r.vec, c = (keys + span - 1) / span * r.vec;
+  while (c > most && r.tpr < 1024 && o->row_threads <= 0) {
+    r.tpr *= 2;
+    span = (int64_t)r.tpr * r.vec;
+    c = (keys + span - 1) / span * r.vec;
+  }
+  r.cache = o->row_cache < 0 || c > most ? 0 : (int)c;
+  if (r.cache == 0) r.vec = 1;
+  int block = o->block_size > 0 ? o->block_size : 256;
+  r.block = r.tpr > block ? r.tpr : block;
   return r;
 }
 

@@ -32,25 +32,31 @@ typedef struct opmap {
   int64_t ld, batch_stride;
 } opmap;
 
+bool kb_gemm_operand(int64_t R, int64_t C, int64_t sr, int64_t sc, bool *trans, int64_t *ld) {
+  if ((sc == 1 || C == 1) && (R == 1 || sr >= (C > 1 ? C : 1))) {
+    *trans = false;
+    *ld = R == 1 ? (C > 1 ? C : 1) : sr;
+    return true;
+  }
+  if ((sr == 1 || R == 1) && (C == 1 || sc >= (R > 1 ? R : 1))) {
+    *trans = true;
+    *ld = C == 1 ? (R > 1 ? R : 1) : sc;
+    return true;
+  }
+  return false;
+}
+
 /* A [.., R, C] operand as cuBLASLt sees it (row-major terms). */
 static opmap map_operand(const kf_type *t) {
   opmap m = {false, false, 0, 0};
   int r = t->rank;
-  int64_t R = t->shape[r - 2], C = t->shape[r - 1];
-  int64_t sr = t->strides[r - 2], sc = t->strides[r - 1];
-  if ((sc == 1 || C == 1) && (R == 1 || sr >= (C > 1 ? C : 1))) {
-    m.ld = R == 1 ? (C > 1 ? C : 1) : sr;
-  } else if ((sr == 1 || R == 1) && (C == 1 || sc >= (R > 1 ? R : 1))) {
-    m.trans = true;
-    m.ld = C == 1 ? (R > 1 ? R : 1) : sc;
-  } else {
-    m.copy = true;
-  }
+  m.copy = !kb_gemm_operand(t->shape[r - 2], t->shape[r - 1], t->strides[r - 2], t->strides[r - 1],
+                            &m.trans, &m.ld);
   if (r == 3) m.batch_stride = t->shape[0] == 1 ? 0 : t->strides[0];
   return m;
 }
 
-static int compute_of(kf_dtype dt, kf_precision p) {
+int kb_gemm_compute(kf_dtype dt, kf_precision p) {
   if (dt != KF_DTYPE_F32) return KFR_COMPUTE_32F;
   switch (p) {
   case KF_PRECISION_TF32: return KFR_COMPUTE_32F_TF32;
@@ -64,10 +70,9 @@ static void contiguous(kf_type *t, kf_dtype dt, int rank, const int64_t *shape) 
   kf_type_init_tensor(t, dt, rank, shape);
 }
 
-/* an element-wise copy of group input v into scratch `sidx` with layout t */
-static kf_status copy_to_scratch(const kf_partition *p, const kf_group *g,
-                                 const kf_builtin_options *o, const kf_value *v, int sidx,
-                                 const kf_type *t, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+kf_status kb_copy_to_scratch(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                             const kf_value *v, int sidx, const kf_type *t, kf_unit *u, kf_strbuf *src,
+                             kf_diag *diag) {
   kb_ew_launch l;
   memset(&l, 0, sizeof l);
   l.rank = t->rank;
@@ -118,7 +123,7 @@ kf_status kb_unit_gemm(const kf_partition *p, const kf_group *g, const kf_builti
       contiguous(copies[i], gdt, ops[i]->type.rank, ops[i]->type.shape);
       sidx[i] = kf_unit_add_scratch(u, kf_type_numel(copies[i]) * (int64_t)kf_dtype_size(gdt));
       if (sidx[i] < 0) return KF_ERR_NOMEM;
-      if ((st = copy_to_scratch(p, g, o, ops[i], sidx[i], copies[i], u, src, diag))) return st;
+      if ((st = kb_copy_to_scratch(p, g, o, ops[i], sidx[i], copies[i], u, src, diag))) return st;
       mp[i] = map_operand(copies[i]);
     }
   }
@@ -151,7 +156,7 @@ kf_status kb_unit_gemm(const kf_partition *p, const kf_group *g, const kf_builti
       epi = KFR_EPI_RELU_BIAS;
       final_val = tail->results[0];
     } else if (tail->code == KF_OP_GELU && strcmp(kf_op_get_str(tail, "approximate"), "tanh") == 0 &&
-               compute_of(dt, o->precision) != KFR_COMPUTE_32F) {
+               kb_gemm_compute(dt, o->precision) != KFR_COMPUTE_32F) {
       /* not for full-fp32 products: cuBLASLt runs their GELU_BIAS epilogue
        * as a kernel of its own after the GEMM (cublasLt::epilogue::impl::
        * globalKernel, 37.8 us on [4096, 4096] against 31.9 us for kfuse's
@@ -214,7 +219,7 @@ kf_status kb_unit_gemm(const kf_partition *p, const kf_group *g, const kf_builti
   q->stride_c = 0;
   q->has_c = false;
   q->dtype = gdt;
-  q->compute = compute_of(dt, o->precision);
+  q->compute = kb_gemm_compute(dt, o->precision);
   q->epilogue = epi;
   q->alpha = a->code == KF_OP_ADDMM ? kf_number_as_double(kf_op_get_number(a, "alpha")) : 1.0;
   q->beta = 0.0;

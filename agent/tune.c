@@ -265,9 +265,9 @@ static kf_status load(kf_tuner *tu, const kf_unit *u, const bufs *b, loaded *l, 
       const kf_unit_arg *a = &st->args[i];
       kfr_value *v = &l->vals[s][i];
       switch (a->kind) {
-      case KF_UARG_INPUT: v->ptr = a->index < b->n_in ? b->in[a->index] : 0; break;
-      case KF_UARG_OUTPUT: v->ptr = a->index < b->n_out ? b->out[a->index] : 0; break;
-      case KF_UARG_SCRATCH: v->ptr = a->index < b->n_scr ? b->scr[a->index] : 0; break;
+      case KF_UARG_INPUT: v->ptr = a->index < b->n_in ? b->in[a->index] + (CUdeviceptr)a->i : 0; break;
+      case KF_UARG_OUTPUT: v->ptr = a->index < b->n_out ? b->out[a->index] + (CUdeviceptr)a->i : 0; break;
+      case KF_UARG_SCRATCH: v->ptr = a->index < b->n_scr ? b->scr[a->index] + (CUdeviceptr)a->i : 0; break;
       case KF_UARG_I64: v->i64 = a->i; break;
       case KF_UARG_I32: v->i32 = (int32_t)a->i; break;
       case KF_UARG_F32: v->f32 = (float)a->f; break;

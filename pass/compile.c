@@ -197,6 +197,7 @@ static kf_status build_units(const kf_partition *p, const kf_compile_options *o,
   bo.row_threads = o->row_threads;
   bo.row_cache = o->row_cache;
   bo.row_occupancy = o->row_occupancy;
+  bo.attn_scratch_bytes = (int64_t)o->attn_scratch_kib << 10;
   kf_unit **units = calloc((size_t)p->n_groups + 1, sizeof *units);
   unit_slot *slots = calloc((size_t)p->n_groups + 1, sizeof *slots);
   if (!units || !slots) {

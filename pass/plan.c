@@ -100,7 +100,7 @@ static int64_t scratch_offset(const kf_memplan *mp, const kf_unit *u, int index)
   return off;
 }
 
-/* Resolve a unit argument that must be a pointer. */
+/* Resolve a unit argument that must be a pointer (plus its byte offset). */
 static kf_status arg_ptr(writer *w, const kf_group *g, const kf_unit *u, const kf_unit_arg *a,
                          uint32_t *buf, int64_t *off) {
   switch (a->kind) {
@@ -109,12 +109,14 @@ static kf_status arg_ptr(writer *w, const kf_group *g, const kf_unit *u, const k
     bool in = a->kind == KF_UARG_INPUT;
     int n = in ? g->n_inputs : g->n_outputs;
     if (a->index < 0 || a->index >= n) break;
-    return locate(w, in ? g->inputs[a->index] : g->outputs[a->index], buf, off);
+    kf_status st = locate(w, in ? g->inputs[a->index] : g->outputs[a->index], buf, off);
+    if (st == KF_OK) *off += a->i;
+    return st;
   }
   case KF_UARG_SCRATCH:
     if (a->index < 0 || a->index >= u->n_scratch) break;
     *buf = w->arena_buf;
-    *off = scratch_offset(w->in->memplan, u, a->index);
+    *off = scratch_offset(w->in->memplan, u, a->index) + a->i;
     return KF_OK;
   default: break;
   }

@@ -11,7 +11,9 @@
  * threads a row (reductions), cache=N values a thread kept in registers
  * between a normalisation's phases (-1: read the row again instead), occ=N
  * resident threads a SM asked of ptxas for row kernels (sets the register
- * budget).
+ * budget), attn_scratch=N KiB of attention scores held at once by the
+ * GEMM-softmax-GEMM lowering (the batch is chunked to fit; 256 MiB by
+ * rule).
  *
  * Needs no GPU: kernels are compiled with NVRTC; with a GPU of the target's
  * arch here (and no --no-tune) groups with template choices are timed on it
@@ -31,7 +33,9 @@ static bool kernel_option(kf_compile_options *o, const char *s, kf_diag *diag) {
     const char *key;
     int lo, hi;
     bool pow2;
-  } keys[] = {{"block", 32, 1024, true}, {"vec", 1, 8, true}, {"tpr", 1, 1024, true}, {"cache", -1, 32, false}, {"occ", 32, 2048, false}};
+  } keys[] = {{"block", 32, 1024, true},    {"vec", 1, 8, true},      {"tpr", 1, 1024, true},
+              {"cache", -1, 32, false},      {"occ", 32, 2048, false},
+              {"attn_scratch", 1, 1 << 24, false}};
   const char *eq = strchr(s, '=');
   char *end = NULL;
   long v = eq ? strtol(eq + 1, &end, 10) : 0;
@@ -42,11 +46,13 @@ static bool kernel_option(kf_compile_options *o, const char *s, kf_diag *diag) {
                     keys[i].pow2 ? "a power of two" : "an integer", keys[i].lo, keys[i].hi);
       return false;
     }
-    int *f[] = {&o->block_size, &o->vector_width, &o->row_threads, &o->row_cache, &o->row_occupancy};
+    int *f[] = {&o->block_size, &o->vector_width, &o->row_threads, &o->row_cache, &o->row_occupancy,
+                &o->attn_scratch_kib};
     *f[i] = (int)v;
     return true;
   }
-  kf_diag_error(diag, "--kernel-option '%s': expected block=N, vec=N, tpr=N, cache=N or occ=N", s);
+  kf_diag_error(diag, "--kernel-option '%s': expected block=N, vec=N, tpr=N, cache=N, occ=N or attn_scratch=N",
+                s);
   return false;
 }
 

@@ -34,6 +34,9 @@ typedef enum kf_unit_arg_kind {
   KF_UARG_NONE = 8,    /* absent optional library operand */
 } kf_unit_arg_kind;
 
+/* Pointer kinds (INPUT, OUTPUT, SCRATCH) point i bytes past the start of
+ * the value or buffer (a GEMM step over one chunk of a batch); I64/I32
+ * carry their value in i, F32/F64 in f. */
 typedef struct kf_unit_arg {
   kf_unit_arg_kind kind;
   int index;
@@ -148,6 +151,9 @@ typedef struct kf_builtin_options {
   /* convolutions without cuDNN: im2col + cuBLASLt GEMM or the direct
    * template (kfuse compile --no-cudnn) */
   bool no_cudnn;
+  /* attention as GEMM-softmax-GEMM: the most bytes of scores held at once
+   * (the batch is chunked to fit; 0: 256 MiB) */
+  int64_t attn_scratch_bytes;
 } kf_builtin_options;
 
 KF_API void kf_builtin_options_init(kf_builtin_options *o);

@@ -11,8 +11,10 @@
  *   emu_check MODEL FIXTURE.kfio|- TEMPLATE_DIR EMU_HEADER WORKDIR MODE
  *   MODE: fused (default precision, tolerance max(fixture's, 1e-4)),
  *         fused-nocudnn (the same without cuDNN steps: convolutions as
- *         im2col + GEMM or direct kernels) or perop-fp64 (one group per
- *         op, computed in fp64: the fixture's own tolerance)
+ *         im2col + GEMM or direct kernels), fused-chunked (attention's
+ *         GEMM lowering with a 16 KiB score scratch: many chunks), or
+ *         perop-fp64 (one group per op, computed in fp64: the fixture's
+ *         own tolerance)
  *   With "-" instead of a .kfio (hand-written graphs, tests/emu/NAME.mlir:
  *   larger shapes and paths the fixtures do not reach) the inputs are
  *   pseudo-random (floats in [-2, 2), integers in [0, 4), bools) and the
@@ -241,8 +243,12 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   /* fused-nhwc: pass/layout.c's channels-last convolutions, as kfuse
    * compile runs them */
   bool nhwc = strcmp(mode, "fused-nhwc") == 0;
-  if (!fp64 && !nocudnn && !reread && !nhwc && strcmp(mode, "fused") != 0) {
-    fprintf(stderr, "unknown mode '%s' (fused, fused-nocudnn, fused-reread, fused-nhwc, perop-fp64)\n",
+  /* fused-chunked: attention's GEMM lowering holds at most 16 KiB of
+   * scores, so its batch (and rows) split over several step triples */
+  bool chunked = strcmp(mode, "fused-chunked") == 0;
+  if (!fp64 && !nocudnn && !reread && !nhwc && !chunked && strcmp(mode, "fused") != 0) {
+    fprintf(stderr,
+            "unknown mode '%s' (fused, fused-nocudnn, fused-reread, fused-nhwc, fused-chunked, perop-fp64)\n",
             mode);
     return 2;
   }
@@ -274,6 +280,7 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   kf_builtin_options_init(&bo);
   bo.fp64 = fp64;
   bo.no_cudnn = nocudnn;
+  if (chunked) bo.attn_scratch_bytes = 16 << 10;
   if (reread) {
     bo.row_cache = -1;
     bo.row_threads = 128;
@@ -378,12 +385,17 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
     for (int s = 0; s < u->n_steps; s++) {
       const kf_unit_step *st = &u->steps[s];
       void *args[64] = {0};
+      long long imm[64] = {0};
       for (int a = 0; a < st->n_args && a < 64; a++) {
         const kf_unit_arg *x = &st->args[a];
         switch (x->kind) {
-        case KF_UARG_INPUT: args[a] = vs.ptr[grp->inputs[x->index]->id]; break;
-        case KF_UARG_OUTPUT: args[a] = vs.ptr[grp->outputs[x->index]->id]; break;
-        case KF_UARG_SCRATCH: args[a] = scratch[x->index]; break;
+        case KF_UARG_INPUT: args[a] = (char *)vs.ptr[grp->inputs[x->index]->id] + x->i; break;
+        case KF_UARG_OUTPUT: args[a] = (char *)vs.ptr[grp->outputs[x->index]->id] + x->i; break;
+        case KF_UARG_SCRATCH: args[a] = (char *)scratch[x->index] + x->i; break;
+        case KF_UARG_I64:
+          imm[a] = x->i; /* scalars by address, as kernelParams */
+          args[a] = &imm[a];
+          break;
         default: args[a] = NULL; break;
         }
       }

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <type_traits>
 #include <ucontext.h>
 #include <utility>
 #include <vector>
@@ -199,12 +200,21 @@ inline void launch(dim3 grid, dim3 block, const std::function<void()> &f) {
   delete bs;
 }
 
-template <class... P, std::size_t... I>
-void call(void (*k)(P...), void **args, std::index_sequence<I...>) {
-  k(static_cast<P>(args[I])...);
+// A kernel parameter from args[i]: pointers are passed as the pointer
+// itself, scalars (the attention softmax's chunk position) as a pointer to
+// the value, as cuLaunchKernel's kernelParams hold them.
+template <class P> P param(void *a) {
+  if constexpr (std::is_pointer_v<P>)
+    return static_cast<P>(a);
+  else
+    return *static_cast<const P *>(a);
 }
 
-// kernel parameters are all pointers in the built-in units
+template <class... P, std::size_t... I>
+void call(void (*k)(P...), void **args, std::index_sequence<I...>) {
+  k(param<P>(args[I])...);
+}
+
 template <class... P> int run(void (*k)(P...), dim3 g, dim3 b, void **args, int nargs) {
   if (nargs != (int)sizeof...(P)) return 1;
   launch(g, b, [&] { call(k, args, std::index_sequence_for<P...>{}); });

@@ -12,6 +12,7 @@
 // RUN: not %kfuse compile %s -o %t.so --kernel-option tpr=3 2>&1 | FileCheck %s --check-prefix=KOPT
 // RUN: not %kfuse compile %s -o %t.so --kernel-option occ=x 2>&1 | FileCheck %s --check-prefix=KOCC
 // RUN: not %kfuse compile %s -o %t.so --kernel-option foo=1 2>&1 | FileCheck %s --check-prefix=KKEY
+// RUN: not %kfuse compile %s -o %t.so --kernel-option attn_scratch=0 2>&1 | FileCheck %s --check-prefix=KATT
 
 // OPS-DAG: kf.relu
 // OPS-DAG: kf.conv {{.*}}(x, weight, bias?) {stride:I padding:I dilation:I transposed:b output_padding:I groups:i}
@@ -27,7 +28,8 @@
 // NOIO: kfuse: error: {{.*}}missing.kfio: cannot open
 // KOPT: kfuse: error: --kernel-option tpr=3: tpr takes a power of two from 1 to 1024
 // KOCC: kfuse: error: --kernel-option occ=x: occ takes an integer from 32 to 2048
-// KKEY: kfuse: error: --kernel-option 'foo=1': expected block=N, vec=N, tpr=N, cache=N or occ=N
+// KKEY: kfuse: error: --kernel-option 'foo=1': expected block=N, vec=N, tpr=N, cache=N, occ=N or attn_scratch=N
+// KATT: kfuse: error: --kernel-option attn_scratch=0: attn_scratch takes an integer from 1 to 16777216
 
 "builtin.module"() ({
   "func.func"() <{arg_attrs = [{kf.name = "x"}], function_type = (tensor<2xf32>) -> (tensor<2xf32>), sym_name = "cli"}> ({

@@ -20,6 +20,7 @@
  * NVRTC rejects; KFUSE_ALLOW_UNSUPPORTED=1 lists unsupported groups without
  * failing. */
 #include <setjmp.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -82,7 +83,15 @@ static void print_steps(const kf_unit *u) {
              s->conv.compute, (long long)s->conv.workspace_bytes);
     else
       printf("  step %d args", s->kind);
-    for (int j = 0; j < s->n_args; j++) printf(" %s:%d", arg_kind(s->args[j].kind), s->args[j].index);
+    for (int j = 0; j < s->n_args; j++) {
+      const kf_unit_arg *a = &s->args[j];
+      if (a->kind == KF_UARG_I64 || a->kind == KF_UARG_I32)
+        printf(" imm:%lld", (long long)a->i);
+      else if (a->i)
+        printf(" %s:%d+%lld", arg_kind(a->kind), a->index, (long long)a->i);
+      else
+        printf(" %s:%d", arg_kind(a->kind), a->index);
+    }
     printf("\n");
   }
 }
@@ -970,6 +979,210 @@ static void test_scan_no_spills(void **state) {
     }
 }
 
+/* ---- attention: which lowering ------------------------------------------------------- */
+
+/* One sdpa over q [2, Hq, L, E], k [2, Hk, S, E], v [2, Hk, S, EV] of
+ * dtype dt (contiguous), built with options o. */
+static kf_status sdpa_case(int64_t hq, int64_t hk, int64_t L, int64_t S, int64_t E, int64_t EV, const char *dt,
+                           bool causal, const kf_builtin_options *o, built *b) {
+  char q[64], k[64], v[64], r[64], args[256], types[256], body[1024];
+  snprintf(q, sizeof q, "tensor<2x%lldx%lldx%lldx%s>", (long long)hq, (long long)L, (long long)E, dt);
+  snprintf(k, sizeof k, "tensor<2x%lldx%lldx%lldx%s>", (long long)hk, (long long)S, (long long)E, dt);
+  snprintf(v, sizeof v, "tensor<2x%lldx%lldx%lldx%s>", (long long)hk, (long long)S, (long long)EV, dt);
+  snprintf(r, sizeof r, "tensor<2x%lldx%lldx%lldx%s>", (long long)hq, (long long)L, (long long)EV, dt);
+  snprintf(args, sizeof args, "%%q: %s, %%k: %s, %%v: %s", q, k, v);
+  snprintf(types, sizeof types, "%s, %s, %s", q, k, v);
+  snprintf(body, sizeof body,
+           "    %%y = \"kf.sdpa\"(%%q, %%k, %%v) {enable_gqa = %s, is_causal = %s, operandSegmentSizes = "
+           "array<i32: 1, 1, 1, 0>} : (%s, %s, %s) -> %s\n",
+           hq != hk ? "true" : "false", causal ? "true" : "false", q, k, v, r);
+  return build_from(args, types, r, body, "%y", KF_GROUP_ATTENTION, o, b);
+}
+
+static int n_gemms(const kf_unit *u) {
+  int n = 0;
+  for (int i = 0; i < u->n_steps; i++) n += u->steps[i].kind == KF_USTEP_GEMM;
+  return n;
+}
+
+/* the i-th GEMM step of u */
+static const kf_unit_step *gemm_n(const kf_unit *u, int i) {
+  for (int s = 0; s < u->n_steps; s++)
+    if (u->steps[s].kind == KF_USTEP_GEMM && i-- == 0) return &u->steps[s];
+  return NULL;
+}
+
+/* the tiled kernel up to head size 128 under fp32 accumulation; the warp-
+ * per-row kernel for the fp64 reference while its q rows fit shared memory;
+ * GEMM-softmax-GEMM beyond either: S = scale * q k^T (k read transposed),
+ * the softmax launch with its position arguments, O = P v into the output,
+ * full fp32 products */
+static void test_attention_lowering(void **state) {
+  (void)state;
+  kf_builtin_options o;
+  kf_builtin_options_init(&o);
+  built b;
+  assert_int_equal(sdpa_case(4, 4, 64, 64, 128, 128, "f32", true, &o, &b), KF_OK);
+  assert_int_equal(n_gemms(b.u), 0);
+  assert_true(has(b.u->source, "#define KF_TILED 1\n"));
+  built_fini(&b);
+
+  assert_int_equal(sdpa_case(4, 4, 64, 80, 256, 96, "f32", true, &o, &b), KF_OK);
+  assert_int_equal(b.u->n_steps, 3);
+  assert_null(strstr(b.u->source, "attention.cu\""));
+  assert_true(has(b.u->source, "attn_softmax.cu\""));
+  assert_true(has(b.u->source, "#define KF_CAUSAL 1\n"));
+  const kf_unit_step *s1 = &b.u->steps[0], *sm = &b.u->steps[1], *s2 = &b.u->steps[2];
+  assert_int_equal(s1->kind, KF_USTEP_GEMM);
+  assert_int_equal(s1->gemm.m, 64);
+  assert_int_equal(s1->gemm.n, 80);
+  assert_int_equal(s1->gemm.k, 256);
+  assert_int_equal(s1->gemm.batch, 8);
+  assert_true(s1->gemm.trans_b);
+  assert_int_equal(s1->gemm.dtype, KF_DTYPE_F32);
+  assert_int_equal(s1->gemm.compute, KFR_COMPUTE_32F);
+  assert_true(fabs(s1->gemm.alpha - 1.0 / 16) < 1e-15);
+  assert_int_equal(s1->args[0].kind, KF_UARG_INPUT);
+  assert_int_equal(s1->args[3].kind, KF_UARG_SCRATCH);
+  assert_int_equal(sm->kind, KF_USTEP_LAUNCH);
+  assert_int_equal(sm->args[sm->n_args - 1].kind, KF_UARG_I64);
+  assert_int_equal(sm->args[sm->n_args - 1].i, 8 * 64); /* rows */
+  assert_int_equal(s2->kind, KF_USTEP_GEMM);
+  assert_int_equal(s2->gemm.n, 96);
+  assert_int_equal(s2->gemm.k, 80);
+  assert_int_equal(s2->args[3].kind, KF_UARG_OUTPUT);
+  assert_int_equal(s2->gemm.stride_d, 64 * 96);
+  built_fini(&b);
+
+  /* a value head over 128 alone takes the GEMMs too */
+  assert_int_equal(sdpa_case(2, 2, 16, 16, 64, 192, "f32", false, &o, &b), KF_OK);
+  assert_int_equal(n_gemms(b.u), 2);
+  built_fini(&b);
+
+  /* f16: converted to fp32 (three copies), products in fp32, rounded back */
+  assert_int_equal(sdpa_case(2, 2, 16, 16, 256, 256, "f16", false, &o, &b), KF_OK);
+  assert_int_equal(n_gemms(b.u), 2);
+  assert_int_equal(n_launches(b.u), 5);
+  assert_int_equal(gemm_n(b.u, 0)->gemm.dtype, KF_DTYPE_F32);
+  assert_int_equal(gemm_n(b.u, 0)->args[0].kind, KF_UARG_SCRATCH);
+  assert_int_equal(b.u->steps[b.u->n_steps - 1].kind, KF_USTEP_LAUNCH);
+  built_fini(&b);
+
+  /* the fp64 reference: the exact kernel up to E = 768, then f64 GEMMs */
+  o.fp64 = true;
+  assert_int_equal(sdpa_case(4, 4, 64, 80, 256, 96, "f32", true, &o, &b), KF_OK);
+  assert_int_equal(n_gemms(b.u), 0);
+  assert_true(has(b.u->source, "#define KF_TILED 0\n"));
+  built_fini(&b);
+  assert_int_equal(sdpa_case(2, 2, 16, 24, 1024, 32, "f32", false, &o, &b), KF_OK);
+  assert_int_equal(n_gemms(b.u), 2);
+  assert_int_equal(gemm_n(b.u, 0)->gemm.dtype, KF_DTYPE_F64);
+  assert_int_equal(gemm_n(b.u, 1)->args[3].kind, KF_UARG_SCRATCH); /* rounded to f32 after */
+  built_fini(&b);
+}
+
+/* grouped-query heads: the query rows of a key head's group stack into one
+ * product (m = ratio * L), batched over batch x key heads */
+static void test_attention_gqa_stacked(void **state) {
+  (void)state;
+  kf_builtin_options o;
+  kf_builtin_options_init(&o);
+  built b;
+  assert_int_equal(sdpa_case(8, 2, 32, 40, 192, 192, "f32", true, &o, &b), KF_OK);
+  assert_int_equal(b.u->n_steps, 3);
+  const kf_unit_step *s1 = gemm_n(b.u, 0), *s2 = gemm_n(b.u, 1);
+  assert_int_equal(s1->gemm.m, 4 * 32);
+  assert_int_equal(s1->gemm.batch, 2 * 2);
+  assert_int_equal(s1->gemm.stride_a, 4 * 32 * 192);
+  assert_int_equal(s1->gemm.stride_b, 40 * 192);
+  assert_int_equal(s2->gemm.stride_d, 4 * 32 * 192);
+  assert_true(has(b.u->source, "#define KF_MC 128LL\n"));
+  assert_true(has(b.u->source, "#define KF_BSTEP 4LL\n"));
+  built_fini(&b);
+}
+
+/* the scores' bound splits the batch into chunks (operands offset by the
+ * chunk), and a batch entry larger than the bound into row chunks */
+static void test_attention_chunks(void **state) {
+  (void)state;
+  kf_builtin_options o;
+  kf_builtin_options_init(&o);
+  built b;
+  /* [2, 4] heads of 64 x 64 fp32 scores: 16 KiB each; 48 KiB: 3 chunks of 3, 3, 2 */
+  o.attn_scratch_bytes = 48 << 10;
+  assert_int_equal(sdpa_case(4, 4, 64, 64, 256, 256, "f32", false, &o, &b), KF_OK);
+  assert_int_equal(b.u->n_steps, 9);
+  assert_int_equal(n_gemms(b.u), 6);
+  int64_t heads[3] = {3, 3, 2};
+  for (int c = 0; c < 3; c++) {
+    const kf_unit_step *s1 = &b.u->steps[3 * c], *sm = &b.u->steps[3 * c + 1], *s2 = &b.u->steps[3 * c + 2];
+    assert_int_equal(s1->gemm.batch, heads[c]);
+    assert_int_equal(s1->args[0].i, c * 3 * 64 * 256 * 4); /* q, bytes */
+    assert_int_equal(s1->args[1].i, c * 3 * 64 * 256 * 4); /* k */
+    assert_int_equal(s2->args[1].i, c * 3 * 64 * 256 * 4); /* v */
+    assert_int_equal(s2->args[3].i, c * 3 * 64 * 256 * 4); /* o */
+    assert_int_equal(sm->args[sm->n_args - 3].i, c * 3); /* first batch entry */
+    assert_int_equal(sm->args[sm->n_args - 1].i, heads[c] * 64);
+    assert_string_equal(sm->kernel, b.u->steps[1].kernel);
+  }
+  assert_int_equal(b.u->scratch_bytes[0], 3 * 64 * 64 * 4);
+  built_fini(&b);
+  /* 10 KiB: each head in two chunks of 32 query rows */
+  o.attn_scratch_bytes = 10 << 10;
+  assert_int_equal(sdpa_case(4, 4, 64, 64, 256, 256, "f32", false, &o, &b), KF_OK);
+  assert_int_equal(n_gemms(b.u), 2 * 8 * 2);
+  const kf_unit_step *s1 = &b.u->steps[3], *sm = &b.u->steps[4], *s2 = &b.u->steps[5];
+  assert_int_equal(s1->gemm.m, 32);
+  assert_int_equal(s1->gemm.batch, 1);
+  assert_int_equal(s1->args[0].i, 32 * 256 * 4);
+  assert_int_equal(s1->args[1].i, 0);
+  assert_int_equal(sm->args[sm->n_args - 2].i, 32); /* first query row */
+  assert_int_equal(s2->args[3].i, 32 * 256 * 4);
+  built_fini(&b);
+}
+
+/* batch dims one strided batch cannot cover: a step triple per outer
+ * index (q's heads interleaved with its rows: [B, L, H, E] permuted), or,
+ * past 64 of them, q copied contiguous first so that they merge */
+static void test_attention_outer(void **state) {
+  (void)state;
+  kf_builtin_options o;
+  kf_builtin_options_init(&o);
+  for (int big = 0; big < 2; big++) {
+    int64_t B = big ? 70 : 3, H = big ? 66 : 5;
+    char qt[64], q[128], k[64], r[64], args[256], types[256], body[1024];
+    snprintf(qt, sizeof qt, "tensor<%lldx4x%lldx136xf32>", (long long)B, (long long)H);
+    snprintf(q, sizeof q, "tensor<%lldx%lldx4x136xf32, #kf.strided<[%lld, 136, %lld, 1]>>", (long long)B,
+             (long long)H, (long long)(4 * H * 136), (long long)(H * 136));
+    snprintf(k, sizeof k, "tensor<%lldx%lldx6x136xf32>", (long long)B, (long long)H);
+    snprintf(r, sizeof r, "tensor<%lldx%lldx4x136xf32>", (long long)B, (long long)H);
+    snprintf(args, sizeof args, "%%qt: %s, %%k: %s, %%v: %s", qt, k, k);
+    snprintf(types, sizeof types, "%s, %s, %s", qt, k, k);
+    snprintf(body, sizeof body,
+             "    %%q = \"kf.permute\"(%%qt) {dims = array<i64: 0, 2, 1, 3>} : (%s) -> %s\n"
+             "    %%y = \"kf.sdpa\"(%%q, %%k, %%v) {enable_gqa = false, is_causal = false, operandSegmentSizes = "
+             "array<i32: 1, 1, 1, 0>} : (%s, %s, %s) -> %s\n",
+             qt, q, q, k, k, r);
+    built b;
+    assert_int_equal(build_from(args, types, r, body, "%y", KF_GROUP_ATTENTION, &o, &b), KF_OK);
+    if (!big) {
+      assert_int_equal(n_gemms(b.u), 2 * 3); /* batch over the 5 heads, a triple per batch entry */
+      const kf_unit_step *s1 = gemm_n(b.u, 4); /* the third triple's S = q k^T */
+      assert_int_equal(s1->gemm.batch, 5);
+      assert_int_equal(s1->gemm.lda, 5 * 136);
+      assert_int_equal(s1->gemm.stride_a, 136);
+      assert_int_equal(s1->args[0].i, 2 * 4 * 5 * 136 * 4);
+    } else {
+      assert_int_equal(b.u->steps[0].kind, KF_USTEP_LAUNCH); /* q's copy */
+      assert_int_equal(n_gemms(b.u), 2);
+      assert_int_equal(gemm_n(b.u, 0)->gemm.batch, 70 * 66);
+      assert_int_equal(gemm_n(b.u, 0)->args[0].kind, KF_UARG_SCRATCH);
+      assert_int_equal(gemm_n(b.u, 0)->args[1].kind, KF_UARG_INPUT);
+    }
+    built_fini(&b);
+  }
+}
+
 /* unsupported groups name the op */
 static void test_unsupported(void **state) {
   (void)state;
@@ -1004,6 +1217,10 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_scan_lowering),
     cmocka_unit_test(test_scan_no_spills),
     cmocka_unit_test(test_unsupported),
+    cmocka_unit_test(test_attention_lowering),
+    cmocka_unit_test(test_attention_gqa_stacked),
+    cmocka_unit_test(test_attention_chunks),
+    cmocka_unit_test(test_attention_outer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
