@@ -23,9 +23,10 @@ static const kf_pass_info passes[] = {
                    "exclusive scan", kf_pass_scan_forms},
     {"sink-reshapes", "move contiguous reshapes below element-wise ops (epilogues meet producers)",
      kf_pass_sink_reshapes},
-    {"channels-last", "NHWC activations and KRSC weights for 2-d convolutions (cuDNN's fast "
-                      "kernels); row-major copies where other ops read them",
+    {"channels-last", "NHWC / NDHWC activations and dim-1-innermost weights for 2-d and 3-d "
+                      "convolutions (cuDNN's fast kernels); row-major copies where other ops read them",
      kf_pass_channels_last},
+    {"channels-last-all", "channels-last whatever the convolution's size (tests)", kf_pass_channels_last_all},
 };
 
 static const char *default_pipeline = "simplify,dce";

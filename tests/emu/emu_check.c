@@ -271,7 +271,7 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   if (use_interp && make_reference(g, &io, &d)) goto done;
   if (kf_pass_run_pipeline(g, fp64 ? kf_compile_reference_pipeline() : kf_compile_pipeline(), true, &d))
     goto done;
-  if (nhwc && kf_pass_run_pipeline(g, "channels-last", true, &d)) goto done;
+  if (nhwc && kf_pass_run_pipeline(g, "channels-last-all", true, &d)) goto done;
   kf_partition_options po;
   kf_partition_options_init(&po);
   po.fuse = !fp64;

@@ -525,7 +525,7 @@ static void test_conv_epilogue_nhwc(void **state) {
                    ", tensor<8x8x3x3xf32>, tensor<8xf32>) -> " T66 "\n"
                    "    %s = \"kf.sigmoid\"(%c) : (" T66 ") -> " T66 "\n"
                    "    %y = \"kf.mul\"(%c, %s) : (" T66 ", " T66 ") -> " T66 "\n",
-                   "%y", KF_GROUP_CONV, "channels-last", &o, &b),
+                   "%y", KF_GROUP_CONV, "channels-last-all", &o, &b),
       KF_OK);
 #undef T66
   const kf_unit_step *s = conv_step(b.u);
