@@ -142,7 +142,10 @@ def load(path, device=None, weights=None, cuda_graph=False):
 
 def export(model, args, path, kwargs=None):
     """torch.export the model in eval mode, decompose to core ATen keeping
-    scaled_dot_product_attention whole, and save it as a .pt2 archive."""
+    scaled_dot_product_attention whole, and save it as a .pt2 archive.
+    The archive holds the graph and the weights, not the example inputs
+    (torch.export.save would store them too: 6 GB for a 6 GB input, and
+    nothing kfuse reads); args may be FakeTensors (shapes and dtypes only)."""
     import torch
     model = model.eval()
     with torch.no_grad():
@@ -150,5 +153,9 @@ def export(model, args, path, kwargs=None):
         table = torch.export.default_decompositions()
         table.pop(torch.ops.aten.scaled_dot_product_attention.default, None)
         ep = ep.run_decompositions(table)
+    try:
+        ep.example_inputs = None
+    except AttributeError:  # a PyTorch without the setter: saved as before
+        pass
     torch.export.save(ep, path)
     return ep
