@@ -1183,6 +1183,37 @@ static void test_attention_outer(void **state) {
   }
 }
 
+/* The attention softmax keeps whole rows in registers without spilling:
+ * 512 keys (KernelBench L1 97: 64 threads x 8 values), 4096 keys under
+ * causal masking (256 x 16), 32768 keys (1024 x 32, the most), and 4096
+ * f64 keys of the fp64 reference (256 x 16, its most) */
+static void test_attention_softmax_no_spills(void **state) {
+  (void)state;
+  struct {
+    int64_t S, E;
+    bool causal, fp64;
+    const char *cache;
+  } cases[] = {{512, 1024, false, false, "#define KF_CACHE 8\n"},
+               {4096, 256, true, false, "#define KF_CACHE 16\n"},
+               {32768, 256, false, false, "#define KF_CACHE 32\n"},
+               {4096, 1024, false, true, "#define KF_CACHE 16\n"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    kf_builtin_options o;
+    kf_builtin_options_init(&o);
+    o.fp64 = cases[i].fp64;
+    built b;
+    assert_int_equal(sdpa_case(2, 2, 64, cases[i].S, cases[i].E, 64, "f32", cases[i].causal, &o, &b), KF_OK);
+    assert_true(has(b.u->source, cases[i].cache));
+    kf_diag d;
+    kf_diag_init(&d, NULL, NULL);
+    assert_int_equal(kf_unit_compile(b.u, &o.target, &d), KF_OK);
+    long sp = spill_bytes(b.u->compile_log);
+    if (sp != 0) fail_msg("attention softmax over %lld keys spills %ld bytes:\n%s", (long long)cases[i].S, sp,
+                          b.u->compile_log);
+    built_fini(&b);
+  }
+}
+
 /* unsupported groups name the op */
 static void test_unsupported(void **state) {
   (void)state;
@@ -1221,6 +1252,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_attention_gqa_stacked),
     cmocka_unit_test(test_attention_chunks),
     cmocka_unit_test(test_attention_outer),
+    cmocka_unit_test(test_attention_softmax_no_spills),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
