@@ -53,16 +53,21 @@ static int gx_input(gx *x, const kf_group *g, const kf_value *v) {
   return a;
 }
 
-static kf_status gx_finish(gx *x, const kf_group *g, const kf_value *out, kf_unit *u, kf_strbuf *src,
-                           kf_diag *diag) {
+/* The launch that stores into group output `out`, iterating over `ot` (its
+ * type, or a slice of it: the caller then offsets the output argument,
+ * *out_arg, of the step added last). */
+static kf_status gx_finish_as(gx *x, const kf_group *g, const kf_value *out, const kf_type *ot, int *out_arg,
+                              kf_unit *u, kf_strbuf *src, kf_diag *diag) {
   kb_kernel *k = &x->k;
   int oi = kb_group_output(g, out);
+  *out_arg = -1;
   if (oi < 0) return KF_OK; /* the result is not used: nothing to write */
   int64_t st[KF_MAX_RANK] = {0};
-  for (int i = 0; i < out->type.rank; i++) st[i] = out->type.strides[i];
+  for (int i = 0; i < ot->rank; i++) st[i] = ot->strides[i];
   int prm = kb_use_param(k, KF_UARG_OUTPUT, oi, out->type.dtype, true);
+  *out_arg = prm;
   (void)kb_store(k, prm, st);
-  int64_t e = type_extent(&out->type);
+  int64_t e = type_extent(ot);
   if (e > x->extent) x->extent = e;
   int64_t numel = 1;
   for (int d = 0; d < k->rank; d++) numel *= k->shape[d];
@@ -88,6 +93,12 @@ static kf_status gx_finish(gx *x, const kf_group *g, const kf_value *out, kf_uni
   kb_def_body(k, "KF_BODY");
   uint32_t grid[3] = {r.grid, 1, 1}, block[3] = {(uint32_t)r.block, 1, 1};
   return kb_finish(k, u, src, "elementwise.cu", grid, block, 0, diag);
+}
+
+static kf_status gx_finish(gx *x, const kf_group *g, const kf_value *out, kf_unit *u, kf_strbuf *src,
+                           kf_diag *diag) {
+  int arg;
+  return gx_finish_as(x, g, out, &out->type, &arg, u, src, diag);
 }
 
 static const char *reg(const gx *x, kf_dtype t) { return kb_reg_type(t, x->k.opt->fp64); }
@@ -143,16 +154,25 @@ static kf_status op_reshape(const kf_partition *p, const kf_group *g, const kf_b
   return s;
 }
 
-static kf_status op_cat(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
-                        const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+/* Inputs of a cat a launch reads at most: a launch's parameters are
+ * bounded (KB_MAX_PARAMS); an LSTM's stacked time steps or a DenseNet's
+ * feature maps are hundreds. */
+#define CAT_PER_LAUNCH 32
+
+/* One launch writing the slice [start, start + len) of the cat's result
+ * along d from inputs [i0, i1). */
+static kf_status cat_launch(const kf_group *g, const kf_builtin_options *o, const kf_op *op, int i0, int i1,
+                            int64_t start, int64_t len, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
   const kf_value *r = op->results[0];
   int64_t d = kf_op_get_int(op, "dim");
+  kf_type st = r->type;
+  st.shape[d] = len;
   gx x;
-  gx_init(&x, o, u, &r->type);
-  int64_t start = 0;
+  gx_init(&x, o, u, &st);
+  int64_t at = 0;
   bool first = true;
   char coord[64];
-  for (int i = 0; i < op->n_operands; i++) {
+  for (int i = i0; i < i1; i++) {
     const kf_value *v = op->operands[i];
     const kf_type *t = &v->type;
     if (t->rank == 1 && t->shape[0] == 0 && r->type.rank != 1) continue; /* legacy empty */
@@ -162,24 +182,54 @@ static kf_status op_cat(const kf_partition *p, const kf_group *g, const kf_built
     kf_strbuf_init(&off);
     for (int j = 0; j < t->rank; j++) {
       if (j == d)
-        snprintf(coord, sizeof coord, "c[%d] - (I)%" PRId64 "LL", j, start);
+        snprintf(coord, sizeof coord, "c[%d] - (I)%" PRId64 "LL", j, at);
       else
         snprintf(coord, sizeof coord, "c[%d]", j);
       add_term(&off, coord, t->strides[j]);
     }
-    kb_emit(&x.k, "%sif (c[%" PRId64 "] < (I)%" PRId64 "LL) {", first ? "" : "else ", d,
-            start + t->shape[d]);
+    kb_emit(&x.k, "%sif (c[%" PRId64 "] < (I)%" PRId64 "LL) {", first ? "" : "else ", d, at + t->shape[d]);
     kb_emit(&x.k, "const %s kf_v = KF_LDX(%d, (I)0%s);", reg(&x, t->dtype), a, off.data ? off.data : "");
     kb_emit(&x.k, "KF_ST(0, kf_v);");
     kb_emit(&x.k, "}");
     kf_strbuf_fini(&off);
-    start += t->shape[d];
+    at += t->shape[d];
     first = false;
   }
-  kf_status s = gx_finish(&x, g, r, u, src, diag);
+  int arg;
+  kf_status s = gx_finish_as(&x, g, r, &st, &arg, u, src, diag);
   kb_fini(&x.k);
-  (void)p;
+  if (!s && arg >= 0 && start)
+    u->steps[u->n_steps - 1].args[arg].i = start * r->type.strides[d] * (int64_t)kf_dtype_size(r->type.dtype);
   return s;
+}
+
+static kf_status op_cat(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                        const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+  const kf_value *r = op->results[0];
+  int64_t d = kf_op_get_int(op, "dim");
+  (void)p;
+  /* one launch per CAT_PER_LAUNCH non-empty inputs, each over its slice */
+  int i0 = 0, n = 0;
+  int64_t start = 0, len = 0;
+  for (int i = 0; i < op->n_operands; i++) {
+    const kf_type *t = &op->operands[i]->type;
+    bool empty = (t->rank == 1 && t->shape[0] == 0 && r->type.rank != 1) || t->shape[d] == 0;
+    if (!empty) {
+      n++;
+      len += t->shape[d];
+    }
+    if (n == CAT_PER_LAUNCH || i + 1 == op->n_operands) {
+      if (len > 0 || (start == 0 && i + 1 == op->n_operands)) {
+        kf_status s = cat_launch(g, o, op, i0, i + 1, start, len, u, src, diag);
+        if (s) return s;
+      }
+      start += len;
+      len = 0;
+      n = 0;
+      i0 = i + 1;
+    }
+  }
+  return KF_OK;
 }
 
 static kf_status op_pad(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
