@@ -262,24 +262,20 @@ int kfr_conv_graph_prepare(kfuse_model *m, uint32_t s, CUdeviceptr sx, CUdevicep
   int64_t vuid = UID_V;
   void *cur = n_pw ? tensor(&b, vuid++, KFR_DNN_DATA_FLOAT, nb, ydim, ystr, true) : ty;
   float alpha = (float)c->alpha1, beta = 0.0f;
-  void *conv;
-  if (c->transposed) { /* backward data: dy is the step's x, dx its y */
-    conv = gnew(&b, D_OP_CONV_BWD_DATA);
-    gset(&b, conv, A_CONV_BWD_DATA_DY, T_BACKEND_DESCRIPTOR, 1, &tx);
-    gset(&b, conv, A_CONV_BWD_DATA_W, T_BACKEND_DESCRIPTOR, 1, &tw);
-    gset(&b, conv, A_CONV_BWD_DATA_DX, T_BACKEND_DESCRIPTOR, 1, &cur);
-    gset(&b, conv, A_CONV_BWD_DATA_CONV_DESC, T_BACKEND_DESCRIPTOR, 1, &cd);
-    gset(&b, conv, A_CONV_BWD_DATA_ALPHA, T_FLOAT, 1, &alpha);
-    gset(&b, conv, A_CONV_BWD_DATA_BETA, T_FLOAT, 1, &beta);
-  } else {
-    conv = gnew(&b, D_OP_CONV_FWD);
-    gset(&b, conv, A_CONV_FWD_X, T_BACKEND_DESCRIPTOR, 1, &tx);
-    gset(&b, conv, A_CONV_FWD_W, T_BACKEND_DESCRIPTOR, 1, &tw);
-    gset(&b, conv, A_CONV_FWD_Y, T_BACKEND_DESCRIPTOR, 1, &cur);
-    gset(&b, conv, A_CONV_FWD_CONV_DESC, T_BACKEND_DESCRIPTOR, 1, &cd);
-    gset(&b, conv, A_CONV_FWD_ALPHA, T_FLOAT, 1, &alpha);
-    gset(&b, conv, A_CONV_FWD_BETA, T_FLOAT, 1, &beta);
-  }
+  /* forward: x -> y; transposed (backward data): dy (the step's x) -> dx
+   * (its y). Attributes: input, filter, output, descriptor, alpha, beta */
+  static const int fwd[6] = {A_CONV_FWD_X, A_CONV_FWD_W, A_CONV_FWD_Y, A_CONV_FWD_CONV_DESC, A_CONV_FWD_ALPHA,
+                             A_CONV_FWD_BETA};
+  static const int bwd[6] = {A_CONV_BWD_DATA_DY, A_CONV_BWD_DATA_W, A_CONV_BWD_DATA_DX,
+                             A_CONV_BWD_DATA_CONV_DESC, A_CONV_BWD_DATA_ALPHA, A_CONV_BWD_DATA_BETA};
+  const int *at = c->transposed ? bwd : fwd;
+  void *conv = gnew(&b, c->transposed ? D_OP_CONV_BWD_DATA : D_OP_CONV_FWD);
+  gset(&b, conv, at[0], T_BACKEND_DESCRIPTOR, 1, &tx);
+  gset(&b, conv, at[1], T_BACKEND_DESCRIPTOR, 1, &tw);
+  gset(&b, conv, at[2], T_BACKEND_DESCRIPTOR, 1, &cur);
+  gset(&b, conv, at[3], T_BACKEND_DESCRIPTOR, 1, &cd);
+  gset(&b, conv, at[4], T_FLOAT, 1, &alpha);
+  gset(&b, conv, at[5], T_FLOAT, 1, &beta);
   gfin(&b, conv);
   void *ops[4] = {conv};
   int n_ops = 1, left = n_pw;
