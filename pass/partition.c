@@ -29,9 +29,13 @@
  * REDUCE/SCAN/GEMM/CONV group whose anchor's first result has that shape (an
  * epilogue) — and where joining closes no cycle between groups; after
  * joining an ELEMENTWISE group it also merges the other compatible
- * ELEMENTWISE operand groups that can merge without a cycle. A REDUCE or
- * SCAN anchor absorbs the ELEMENTWISE group producing its input when every value of
- * that group used outside it is used only by the anchor (a prologue). A
+ * ELEMENTWISE operand groups that can merge without a cycle. A REDUCE
+ * anchor absorbs the ELEMENTWISE group producing its input (a prologue;
+ * values of it used elsewhere become the group's outputs) unless that
+ * closes a cycle; a SCAN anchor only when every value of that group used
+ * outside it is used by the anchor alone. A plain reduction whose result
+ * broadcasts back to its input row by row also takes element-wise ops over
+ * the input's shape (row_broadcast: run after the row's statistics). A
  * cycle would be a group that both feeds and consumes another: checked by
  * a depth-first search over the current group graph, whose edges are
  * recomputed from use lists (groups only ever grow or merge).
@@ -205,7 +209,6 @@ static bool row_broadcast(const kf_op *a) {
     int j = i - off;
     int64_t rs = j < 0 ? 1 : r->shape[j];
     if (red[i] ? rs != 1 : (j < 0 ? t->shape[i] != 1 : rs != t->shape[i])) return false;
-    /* a kept dim of size 1 meeting a reduced one's slot is ambiguous: no */
   }
   /* kept dims must meet kept dims: with keepdim the ranks are equal; without
    * it only reductions over leading dims line up */
