@@ -332,10 +332,15 @@ static kf_status convert_kf_op(mlir_conv *c, MlirOperation mop, const char *opna
   int fixed = info->n_operand_slots;
   bool variadic = fixed && info->operands[fixed - 1].variadic;
   int slots = variadic ? fixed - 1 + (int)(nops - (fixed - 1)) : fixed;
-  if ((variadic && nops < fixed - 1) || nops > 1024) {
+  if (variadic && nops < fixed - 1) {
     kf_diag_error(c->diag, "%s: node '%s' (kf.%s): %ld operands, expects at least %d",
                   c->file, node, info->name, (long)nops, fixed - 1);
     return KF_ERR_FORMAT;
+  }
+  if (nops > 1024) {
+    kf_diag_error(c->diag, "%s: node '%s' (kf.%s): %ld operands, more than the text reader takes (1024)",
+                  c->file, node, info->name, (long)nops);
+    return KF_ERR_UNSUPPORTED;
   }
   kf_value **ops = calloc((size_t)(slots > 0 ? slots : 1), sizeof *ops);
   if (!ops) return KF_ERR_NOMEM;
