@@ -203,11 +203,53 @@ static kf_status cat_launch(const kf_group *g, const kf_builtin_options *o, cons
   return s;
 }
 
+/* A cat whose every input is dense and lands in a dense slice of its dense
+ * result — stacking along the first dim that is not 1, as an unrolled RNN
+ * stacks its steps — is one copy step per input: no kernel to compile (an
+ * LSTM's 32-way select kernels took most of its compile) and copy speed. */
+static kf_status cat_as_copies(const kf_group *g, const kf_op *op, kf_unit *u, bool *done) {
+  const kf_value *r = op->results[0];
+  const kf_type *rt = &r->type;
+  int64_t d = kf_op_get_int(op, "dim");
+  *done = false;
+  int oi = kb_group_output(g, r);
+  if (oi < 0 || !kf_type_is_contiguous(rt)) return KF_OK;
+  for (int j = 0; j < d; j++)
+    if (rt->shape[j] != 1) return KF_OK;
+  for (int i = 0; i < op->n_operands; i++) {
+    const kf_type *t = &op->operands[i]->type;
+    if (kb_group_input(g, op->operands[i]) < 0 || t->dtype != rt->dtype) return KF_OK;
+    if (kf_type_numel(t) > 0 && (!kf_type_is_contiguous(t) || t->rank != rt->rank)) return KF_OK;
+  }
+  int64_t es = (int64_t)kf_dtype_size(rt->dtype), inner = es, at = 0;
+  for (int j = (int)d + 1; j < rt->rank; j++) inner *= rt->shape[j];
+  for (int i = 0; i < op->n_operands; i++) {
+    const kf_value *v = op->operands[i];
+    int64_t bytes = kf_type_numel(&v->type) * es;
+    if (bytes == 0) continue;
+    kf_unit_step *s = kf_unit_add_step(u, KF_USTEP_COPY);
+    if (!s || !kf_unit_step_args(s, 3)) return KF_ERR_NOMEM;
+    s->args[0].kind = KF_UARG_OUTPUT;
+    s->args[0].index = oi;
+    s->args[0].i = at * inner;
+    s->args[1].kind = KF_UARG_INPUT;
+    s->args[1].index = kb_group_input(g, v);
+    s->args[2].kind = KF_UARG_I64;
+    s->args[2].i = bytes;
+    at += v->type.shape[d];
+  }
+  *done = true;
+  return KF_OK;
+}
+
 static kf_status op_cat(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
                         const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
   const kf_value *r = op->results[0];
   int64_t d = kf_op_get_int(op, "dim");
   (void)p;
+  bool copied;
+  kf_status cs = cat_as_copies(g, op, u, &copied);
+  if (cs || copied) return cs;
   /* one launch per CAT_PER_LAUNCH non-empty inputs, each over its slice */
   int i0 = 0, n = 0;
   int64_t start = 0, len = 0;

@@ -310,11 +310,11 @@ static void add_library_steps(cJSON *e, const kf_unit *u) {
 /* What one run of the module does: its plan's steps, which are the steps of
  * every non-view group's unit in group order (pass/plan.c). */
 typedef struct run_steps {
-  int launches, gemm, conv, memset;
+  int launches, gemm, conv, memset, copy;
 } run_steps;
 
 static run_steps count_steps(const kf_partition *p, kf_unit **units) {
-  run_steps r = {0, 0, 0, 0};
+  run_steps r = {0, 0, 0, 0, 0};
   for (int i = 0; i < p->n_groups; i++) {
     if (p->groups[i].kind == KF_GROUP_VIEW || !units[i]) continue;
     for (int s = 0; s < units[i]->n_steps; s++)
@@ -323,6 +323,7 @@ static run_steps count_steps(const kf_partition *p, kf_unit **units) {
       case KF_USTEP_GEMM: r.gemm++; break;
       case KF_USTEP_CONV: r.conv++; break;
       case KF_USTEP_MEMSET: r.memset++; break;
+      case KF_USTEP_COPY: r.copy++; break;
       default: break;
       }
   }
@@ -366,6 +367,7 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
   cJSON_AddNumberToObject(sr, "gemm", rs.gemm);
   cJSON_AddNumberToObject(sr, "conv", rs.conv);
   cJSON_AddNumberToObject(sr, "memset", rs.memset);
+  cJSON_AddNumberToObject(sr, "copy", rs.copy);
   cJSON_AddNumberToObject(r, "arena_bytes", (double)mp->arena_bytes);
   cJSON_AddNumberToObject(r, "naive_bytes", (double)mp->naive_bytes);
   cJSON_AddNumberToObject(r, "scratch_bytes", (double)mp->scratch_bytes);

@@ -334,6 +334,20 @@ kf_status kf_plan_build(const kf_plan_input *in, void **blob_out, size_t *bytes_
         kfr_writer_memset(w.w, name, buf, off, s->args[1].i);
         break;
       }
+      case KF_USTEP_COPY: {
+        uint32_t db, sb;
+        int64_t doff, soff;
+        if (s->n_args != 3 || s->args[2].kind != KF_UARG_I64) {
+          kf_diag_error(diag, "internal error: unit %s: a copy takes two buffers and a byte count", u->name);
+          st = KF_ERR_INTERNAL;
+          break;
+        }
+        if ((st = arg_ptr(&w, grp, u, &s->args[0], &db, &doff)) ||
+            (st = arg_ptr(&w, grp, u, &s->args[1], &sb, &soff)))
+          break;
+        kfr_writer_copy(w.w, name, db, doff, sb, soff, s->args[2].i);
+        break;
+      }
       default:
         kf_diag_error(diag, "internal error: unit %s has a step of kind %d", u->name, s->kind);
         st = KF_ERR_INTERNAL;

@@ -49,6 +49,7 @@ typedef enum kf_unit_step_kind {
   KF_USTEP_GEMM = 2,
   KF_USTEP_MEMSET = 3, /* args: [0] buffer, [1] I64 byte count; zero fill */
   KF_USTEP_CONV = 4,
+  KF_USTEP_COPY = 5, /* args: [0] destination, [1] source, [2] I64 byte count */
 } kf_unit_step_kind;
 
 /* Row-major batched GEMM as the runtime runs it (runtime/kfr_plan.h,

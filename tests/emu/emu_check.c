@@ -413,6 +413,8 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
         cpu_gemm(&st->gemm, args[0], args[1], args[4], bdt, args[3]);
       } else if (st->kind == KF_USTEP_CONV) {
         cpu_conv(&st->conv, args[0], args[1], args[3], args[4], args[2]);
+      } else if (st->kind == KF_USTEP_COPY) {
+        memcpy(args[0], args[1], (size_t)st->args[2].i);
       } else if (st->kind == KF_USTEP_MEMSET) {
         memset(args[0], 0, (size_t)st->args[1].i);
       }
