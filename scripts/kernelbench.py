@@ -13,8 +13,8 @@ per problem.
 scripts/kb_fetch.sh makes one from a KernelBench checkout or git mirror.
 Problems are named L<level>/<number> (L1/19 is level1/19_ReLU.py).
 
-Selection: --level 1,2; --only L1/19,L2/43; --shard K/N (the K-th of N
-deterministic round-robin parts of the selection, K from 1). --list prints
+Selection: --level 1,2; --only L1/19,L2/43; --skip L3/38; --shard K/N (the
+K-th of N deterministic round-robin parts of the selection, K from 1). --list prints
 the selection and stops. Rerunning with the same --out skips problems already
 in DIR/results.jsonl (--redo: run them again; --redo-status timeout,crash: run
 again those that ended so); the summary takes each problem's last record.
@@ -185,21 +185,28 @@ def select(problems, args):
         if not levels <= {1, 2, 3}:
             raise SystemExit(f"kernelbench: --level: levels are 1, 2 and 3 (got {args.level!r})")
         sel = [p for p in sel if p["level"] in levels]
-    if args.only:
+    known = {p["id"] for p in problems}
+
+    def ids(opt, text):
         want = []
-        for x in args.only.split(","):
+        for x in text.split(","):
             x = x.strip()
             if not x:
                 continue
             m = ID_RE.match(x)
             if not m:
-                raise SystemExit(f"kernelbench: --only: {x!r} is not a problem id like L1/19")
+                raise SystemExit(f"kernelbench: {opt}: {x!r} is not a problem id like L1/19")
             want.append(f"L{m.group(1)}/{int(m.group(2))}")
-        known = {p["id"] for p in problems}
         missing = [w for w in want if w not in known]
         if missing:
-            raise SystemExit(f"kernelbench: --only: no such problem: {', '.join(missing)}")
-        sel = [p for p in sel if p["id"] in set(want)]
+            raise SystemExit(f"kernelbench: {opt}: no such problem: {', '.join(missing)}")
+        return set(want)
+    if args.only:
+        only = ids("--only", args.only)
+        sel = [p for p in sel if p["id"] in only]
+    if args.skip:
+        skip = ids("--skip", args.skip)
+        sel = [p for p in sel if p["id"] not in skip]
     if args.shard:
         m = re.match(r"^(\d+)/(\d+)$", args.shard)
         if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
@@ -567,7 +574,7 @@ class Runner:
              "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
              "kfuse_version": self.kfuse_version, "kfuse_sha256": self.kfuse_sha,
              "compile_args": a.compile_args or "", "kb_source": src,
-             "selection": {"level": a.level, "only": a.only, "shard": a.shard},
+             "selection": {"level": a.level, "only": a.only, "skip": a.skip, "shard": a.shard},
              "options": {"timeout": a.timeout, "compile_timeout": a.compile_timeout, "seed": a.seed}}
         if mode == "gpu":
             h["options"].update(budget=a.budget, min_runs=a.min_runs, max_runs=a.max_runs, modes=self.modes,
@@ -1153,8 +1160,15 @@ def kfuse_compile(w, pt2):
         except (OSError, ValueError) as e:
             w.res["report_error"] = f"{type(e).__name__}: {e}"[:300]
     if r.returncode != 0:
-        w.res["compile_error"] = error_lines(scrub(w, r.stderr or r.stdout)) or \
-            f"kfuse compile exited with {r.returncode}"
+        how = f"exited with {r.returncode}"
+        if r.returncode < 0:
+            try:
+                how = f"was killed by {signal.Signals(-r.returncode).name}"
+            except ValueError:
+                pass
+        text = error_lines(scrub(w, r.stderr or r.stdout))
+        w.res["compile_error"] = f"kfuse compile {how}" + (f": {text}" if text else "") if r.returncode < 0 or \
+            not text else text
         return None
     if not os.path.exists(so):
         w.res["compile_error"] = "kfuse compile exited 0 but wrote no module"
@@ -1797,8 +1811,11 @@ def worker_main(job_path):
 # ---- command line -------------------------------------------------------------------------
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    class Fmt(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+        pass
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=Fmt,
+                                 epilog="The method, the outputs and the statuses: the docstring at the top of "
+                                        "this file and docs/PERFORMANCE.md (KernelBench runner).")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--kb", help="folder with level1/ level2/ level3/ (scripts/kb_fetch.sh)")
     ap.add_argument("--kfuse", help="the kfuse binary")
@@ -1807,6 +1824,7 @@ def main():
     ap.add_argument("--keep-work", action="store_true", help="keep the .pt2/.so of every problem in --work")
     ap.add_argument("--level", default="", help="levels to run, e.g. 1,2")
     ap.add_argument("--only", default="", help="problems to run, e.g. L1/19,L2/43")
+    ap.add_argument("--skip", default="", help="problems to leave out, e.g. L3/36,L3/37")
     ap.add_argument("--shard", default="", help="K/N: the K-th (from 1) of N round-robin parts of the selection")
     ap.add_argument("--list", action="store_true", help="print the selected problems and stop")
     ap.add_argument("--redo", action="store_true", help="run problems already in results.jsonl again")
