@@ -1044,6 +1044,8 @@ def _setup_torch(job):
     torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's defaults, stated
     torch.backends.cudnn.allow_tf32 = True
     sys.path.insert(0, os.path.abspath(job["python_dir"]))
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)  # scripts/bench.py: the ceilings and the flop count
     return torch
 
 
@@ -1407,6 +1409,8 @@ class Clock:
 
 
 def worker_ceilings(w):
+    """the roofline's ceilings, measured as scripts/bench.py measures them
+    (its own function), so both harnesses' floors compare"""
     torch = _setup_torch(w.job)
     try:
         if not torch.cuda.is_available():
@@ -1415,21 +1419,8 @@ def worker_ceilings(w):
         w.res.update(device=torch.cuda.get_device_name(), torch=torch.__version__, cuda=torch.version.cuda,
                      cudnn=torch.backends.cudnn.version(), l2_bytes=getattr(props, "L2_cache_size", None),
                      sm_count=props.multi_processor_count, memory_bytes=props.total_memory)
-        clock = Clock(torch, budget=0, min_runs=10, max_runs=10)
-        n = 1 << 28  # 1 GiB of fp32 each way
-        a = torch.empty(n, device="cuda")
-        b = torch.empty_like(a)
-        t = clock.time(lambda: b.copy_(a), [()])["median"]
-        w.res["copy_bw"] = 2 * a.numel() * 4 / (t * 1e-3)
-        a = b = None
-        m = 8192
-        x, y = torch.randn(m, m, device="cuda"), torch.randn(m, m, device="cuda")
-        t = clock.time(lambda: x @ y, [()])["median"]
-        w.res["gemm_rate"] = 2 * m ** 3 / (t * 1e-3)
-        torch.backends.cuda.matmul.allow_tf32 = True
-        t = clock.time(lambda: x @ y, [()])["median"]
-        torch.backends.cuda.matmul.allow_tf32 = False
-        w.res["gemm_rate_tf32"] = 2 * m ** 3 / (t * 1e-3)
+        from bench import ceilings
+        w.res["copy_bw"], w.res["gemm_rate"], w.res["gemm_rate_tf32"] = ceilings()
     except Exception as e:  # noqa: BLE001
         return w.fail("crash", e)
     w.save(final=True)
@@ -1510,14 +1501,6 @@ def clone_all(torch, xs):
 
 def same_inputs(torch, a, b):
     return all(torch.equal(x, y) if isinstance(x, torch.Tensor) else True for x, y in zip(a, b))
-
-
-def flops_of(torch, model, args):
-    from torch.utils.flop_counter import FlopCounterMode
-    with FlopCounterMode(display=False) as fc:
-        model(*args)
-    conv = sum(n for op, n in fc.get_flop_counts().get("Global", {}).items() if "convolution" in str(op))
-    return fc.get_total_flops(), conv
 
 
 def nbytes_of(torch, tensors):
@@ -1652,7 +1635,8 @@ def worker_problem(w):
         tol_reason.append("the kfuse report mentions TF32")
     try:
         with torch.no_grad():
-            flops, conv = flops_of(torch, model, clone_all(torch, sets[0]))
+            from bench import flops_of  # (all flops, convolution flops), as scripts/bench.py counts them
+            flops, conv = flops_of(model, clone_all(torch, sets[0]))
     except Exception as e:  # noqa: BLE001
         flops, conv = None, 0
         w.res["flops_error"] = f"{type(e).__name__}: {first_line(str(e))}"
