@@ -13,8 +13,8 @@ per problem.
 scripts/kb_fetch.sh makes one from a KernelBench checkout or git mirror.
 Problems are named L<level>/<number> (L1/19 is level1/19_ReLU.py).
 
-Selection: --level 1,2; --only L1/19,L2/43; --shard K/N (the K-th of N
-deterministic round-robin parts of the selection, K from 1). --list prints
+Selection: --level 1,2; --only L1/19,L2/43; --skip L3/38; --shard K/N (the
+K-th of N deterministic round-robin parts of the selection, K from 1). --list prints
 the selection and stops. Rerunning with the same --out skips problems already
 in DIR/results.jsonl (--redo: run them again; --redo-status timeout,crash: run
 again those that ended so); the summary takes each problem's last record.
@@ -190,21 +190,28 @@ def select(problems, args):
         if not levels <= {1, 2, 3}:
             raise SystemExit(f"kernelbench: --level: levels are 1, 2 and 3 (got {args.level!r})")
         sel = [p for p in sel if p["level"] in levels]
-    if args.only:
+    known = {p["id"] for p in problems}
+
+    def ids(opt, text):
         want = []
-        for x in args.only.split(","):
+        for x in text.split(","):
             x = x.strip()
             if not x:
                 continue
             m = ID_RE.match(x)
             if not m:
-                raise SystemExit(f"kernelbench: --only: {x!r} is not a problem id like L1/19")
+                raise SystemExit(f"kernelbench: {opt}: {x!r} is not a problem id like L1/19")
             want.append(f"L{m.group(1)}/{int(m.group(2))}")
-        known = {p["id"] for p in problems}
         missing = [w for w in want if w not in known]
         if missing:
-            raise SystemExit(f"kernelbench: --only: no such problem: {', '.join(missing)}")
-        sel = [p for p in sel if p["id"] in set(want)]
+            raise SystemExit(f"kernelbench: {opt}: no such problem: {', '.join(missing)}")
+        return set(want)
+    if args.only:
+        only = ids("--only", args.only)
+        sel = [p for p in sel if p["id"] in only]
+    if args.skip:
+        skip = ids("--skip", args.skip)
+        sel = [p for p in sel if p["id"] not in skip]
     if args.shard:
         m = re.match(r"^(\d+)/(\d+)$", args.shard)
         if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
@@ -572,7 +579,7 @@ class Runner:
              "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
              "kfuse_version": self.kfuse_version, "kfuse_sha256": self.kfuse_sha,
              "compile_args": a.compile_args or "", "kb_source": src,
-             "selection": {"level": a.level, "only": a.only, "shard": a.shard},
+             "selection": {"level": a.level, "only": a.only, "skip": a.skip, "shard": a.shard},
              "options": {"timeout": a.timeout, "compile_timeout": a.compile_timeout, "seed": a.seed}}
         if mode == "gpu":
             h["options"].update(budget=a.budget, min_runs=a.min_runs, max_runs=a.max_runs, modes=self.modes,
@@ -1042,6 +1049,8 @@ def _setup_torch(job):
     torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's defaults, stated
     torch.backends.cudnn.allow_tf32 = True
     sys.path.insert(0, os.path.abspath(job["python_dir"]))
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)  # scripts/bench.py: the ceilings and the flop count
     return torch
 
 
@@ -1158,8 +1167,15 @@ def kfuse_compile(w, pt2):
         except (OSError, ValueError) as e:
             w.res["report_error"] = f"{type(e).__name__}: {e}"[:300]
     if r.returncode != 0:
-        w.res["compile_error"] = error_lines(scrub(w, r.stderr or r.stdout)) or \
-            f"kfuse compile exited with {r.returncode}"
+        how = f"exited with {r.returncode}"
+        if r.returncode < 0:
+            try:
+                how = f"was killed by {signal.Signals(-r.returncode).name}"
+            except ValueError:
+                pass
+        text = error_lines(scrub(w, r.stderr or r.stdout))
+        w.res["compile_error"] = f"kfuse compile {how}" + (f": {text}" if text else "") if r.returncode < 0 or \
+            not text else text
         return None
     if not os.path.exists(so):
         w.res["compile_error"] = "kfuse compile exited 0 but wrote no module"
@@ -1398,6 +1414,8 @@ class Clock:
 
 
 def worker_ceilings(w):
+    """the roofline's ceilings, measured as scripts/bench.py measures them
+    (its own function), so both harnesses' floors compare"""
     torch = _setup_torch(w.job)
     try:
         if not torch.cuda.is_available():
@@ -1406,21 +1424,8 @@ def worker_ceilings(w):
         w.res.update(device=torch.cuda.get_device_name(), torch=torch.__version__, cuda=torch.version.cuda,
                      cudnn=torch.backends.cudnn.version(), l2_bytes=getattr(props, "L2_cache_size", None),
                      sm_count=props.multi_processor_count, memory_bytes=props.total_memory)
-        clock = Clock(torch, budget=0, min_runs=10, max_runs=10)
-        n = 1 << 28  # 1 GiB of fp32 each way
-        a = torch.empty(n, device="cuda")
-        b = torch.empty_like(a)
-        t = clock.time(lambda: b.copy_(a), [()])["median"]
-        w.res["copy_bw"] = 2 * a.numel() * 4 / (t * 1e-3)
-        a = b = None
-        m = 8192
-        x, y = torch.randn(m, m, device="cuda"), torch.randn(m, m, device="cuda")
-        t = clock.time(lambda: x @ y, [()])["median"]
-        w.res["gemm_rate"] = 2 * m ** 3 / (t * 1e-3)
-        torch.backends.cuda.matmul.allow_tf32 = True
-        t = clock.time(lambda: x @ y, [()])["median"]
-        torch.backends.cuda.matmul.allow_tf32 = False
-        w.res["gemm_rate_tf32"] = 2 * m ** 3 / (t * 1e-3)
+        from bench import ceilings
+        w.res["copy_bw"], w.res["gemm_rate"], w.res["gemm_rate_tf32"] = ceilings()
     except Exception as e:  # noqa: BLE001
         return w.fail("crash", e)
     w.save(final=True)
@@ -1543,14 +1548,6 @@ def clone_all(torch, xs):
 
 def same_inputs(torch, a, b):
     return all(torch.equal(x, y) if isinstance(x, torch.Tensor) else True for x, y in zip(a, b))
-
-
-def flops_of(torch, model, args):
-    from torch.utils.flop_counter import FlopCounterMode
-    with FlopCounterMode(display=False) as fc:
-        model(*args)
-    conv = sum(n for op, n in fc.get_flop_counts().get("Global", {}).items() if "convolution" in str(op))
-    return fc.get_total_flops(), conv
 
 
 def nbytes_of(torch, tensors):
@@ -1685,7 +1682,8 @@ def worker_problem(w):
         tol_reason.append("the kfuse report mentions TF32")
     try:
         with torch.no_grad():
-            flops, conv = flops_of(torch, model, clone_all(torch, sets[0]))
+            from bench import flops_of  # (all flops, convolution flops), as scripts/bench.py counts them
+            flops, conv = flops_of(model, clone_all(torch, sets[0]))
     except Exception as e:  # noqa: BLE001
         flops, conv = None, 0
         w.res["flops_error"] = f"{type(e).__name__}: {first_line(str(e))}"
@@ -1853,8 +1851,11 @@ def worker_main(job_path):
 # ---- command line -------------------------------------------------------------------------
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    class Fmt(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+        pass
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=Fmt,
+                                 epilog="The method, the outputs and the statuses: the docstring at the top of "
+                                        "this file and docs/PERFORMANCE.md (KernelBench runner).")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--kb", help="folder with level1/ level2/ level3/ (scripts/kb_fetch.sh)")
     ap.add_argument("--kfuse", help="the kfuse binary")
@@ -1863,6 +1864,7 @@ def main():
     ap.add_argument("--keep-work", action="store_true", help="keep the .pt2/.so of every problem in --work")
     ap.add_argument("--level", default="", help="levels to run, e.g. 1,2")
     ap.add_argument("--only", default="", help="problems to run, e.g. L1/19,L2/43")
+    ap.add_argument("--skip", default="", help="problems to leave out, e.g. L3/36,L3/37")
     ap.add_argument("--shard", default="", help="K/N: the K-th (from 1) of N round-robin parts of the selection")
     ap.add_argument("--list", action="store_true", help="print the selected problems and stop")
     ap.add_argument("--redo", action="store_true", help="run problems already in results.jsonl again")
