@@ -54,13 +54,6 @@ static void mark_pro(sctx *c, const kf_value *v, int depth) {
   for (int j = 0; j < v->def->n_operands; j++) mark_pro(c, v->def->operands[j], depth + 1);
 }
 
-static bool same_dims(const kf_type *a, const kf_type *b) {
-  if (a->rank != b->rank) return false;
-  for (int i = 0; i < a->rank; i++)
-    if (a->shape[i] != b->shape[i]) return false;
-  return true;
-}
-
 /* ---- bodies --------------------------------------------------------------- */
 
 /* KF_PRO: the prologue, then x converted as ATen's scan sees it (cast to
@@ -111,7 +104,7 @@ static kf_status epi_body(sctx *c, kb_kernel *k, kf_diag *diag) {
     const kf_value *v = g->outputs[i];
     int64_t s[KF_MAX_RANK];
     if (v->type.kind != KF_TYPE_TENSOR || !kb_frame_strides(&e.frame, k->rank, &v->type, s) ||
-        !same_dims(&v->type, &c->x->type))
+        !kf_type_same_dims(&v->type, &c->x->type))
       st = kb_unsupported(diag, g, v->def, "an output of another shape than the scan's");
     else
       st = kb_expr_store(&e, v, i);

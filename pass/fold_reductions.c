@@ -458,7 +458,11 @@ static kf_status fold_linear(folder *F, kf_op *red, bool *done) {
     if (n) p = binary(F, KF_OP_DIV, p, n, "summed_mean", red, &st);
     if (st) return st;
   }
-  if (p->type.dtype != red->results[0]->type.dtype) return KF_ERR_INTERNAL;
+  if (p->type.dtype != red->results[0]->type.dtype) {
+    kf_diag_error(F->diag, "internal error: fold-reductions: the rewritten sum '%s' is %s, not %s", red->name,
+                  kf_dtype_name(p->type.dtype), kf_dtype_name(red->results[0]->type.dtype));
+    return KF_ERR_INTERNAL;
+  }
   if (!kf_type_same_shape(&p->type, &red->results[0]->type)) {
     p = reshape_to(F, p, &red->results[0]->type, "summed", red, &st);
     if (!p) return st;

@@ -162,6 +162,13 @@ int64_t kf_type_numel(const kf_type *t) {
   return n;
 }
 
+bool kf_type_same_dims(const kf_type *a, const kf_type *b) {
+  if (a->kind != KF_TYPE_TENSOR || b->kind != KF_TYPE_TENSOR || a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->shape[i] != b->shape[i]) return false;
+  return true;
+}
+
 bool kf_type_same_shape(const kf_type *a, const kf_type *b) {
   if (a->kind != b->kind || a->dtype != b->dtype || a->rank != b->rank)
     return false;

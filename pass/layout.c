@@ -97,17 +97,6 @@ static bool qualifies(const lay *l, const kf_op *op) {
   return true;
 }
 
-/* Same rank and sizes, whatever the dtypes: a comparison's bool result
- * follows its float operand's layout (KernelBench L2 87's softplus, x > 20
- * in a where, read its operand through a row-major copy and mixed layouts
- * in one launch: 4x slower). */
-static bool same_dims(const kf_type *a, const kf_type *b) {
-  if (a->kind != KF_TYPE_TENSOR || b->kind != KF_TYPE_TENSOR || a->rank != b->rank) return false;
-  for (int i = 0; i < a->rank; i++)
-    if (a->shape[i] != b->shape[i]) return false;
-  return true;
-}
-
 static bool elementwise(const kf_op *op) {
   const kf_op_info *info = kf_op_info_get(op->code);
   return (info->kind == KF_KIND_UNARY || info->kind == KF_KIND_BINARY ||
@@ -246,11 +235,15 @@ static kf_status run(lay *l) {
     const kf_type *r = elementwise(op) ? &op->results[0]->type : NULL;
     bool propagate = false;
     for (int i = 0; r && i < op->n_operands; i++)
-      if (is_cl(op->operands[i]) && same_dims(&op->operands[i]->type, r)) propagate = true;
+      /* sizes, not dtypes: a comparison's bool result follows its float
+       * operand's layout (KernelBench L2 87's softplus, x > 20 in a where,
+       * read its operand through a row-major copy and mixed layouts in one
+       * launch: 4x slower) */
+      if (is_cl(op->operands[i]) && kf_type_same_dims(&op->operands[i]->type, r)) propagate = true;
     if (propagate) {
       for (int i = 0; i < op->n_operands && !st; i++) {
         kf_value *v = op->operands[i];
-        if (!v || v->type.kind != KF_TYPE_TENSOR || is_cl(v) || !same_dims(&v->type, r) ||
+        if (!v || v->type.kind != KF_TYPE_TENSOR || is_cl(v) || !kf_type_same_dims(&v->type, r) ||
             kf_type_is_channels_last(&v->type))
           continue;
         if ((st = copy_of(l, v, true, &v)) == KF_OK) op->operands[i] = v;

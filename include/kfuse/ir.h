@@ -78,6 +78,8 @@ KF_API bool kf_type_is_channels_last(const kf_type *t);
 KF_API int64_t kf_type_numel(const kf_type *t);
 /* Same kind, dtype and shape (strides ignored). */
 KF_API bool kf_type_same_shape(const kf_type *a, const kf_type *b);
+/* Both tensors of the same rank and sizes, whatever their dtypes and strides. */
+KF_API bool kf_type_same_dims(const kf_type *a, const kf_type *b);
 KF_API bool kf_type_equal(const kf_type *a, const kf_type *b);
 /* Writes e.g. "tensor<2x3xf32>" (the textual form) into buf. */
 KF_API void kf_type_str(const kf_type *t, char *buf, size_t n);
