@@ -425,7 +425,8 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
   kf_status st = KF_OK;
   if (!f || fputs(text, f) < 0 || fputc('\n', f) == EOF) st = KF_ERR_IO;
   if (f && fclose(f) != 0) st = KF_ERR_IO;
-  if (st) kf_diag_error(diag, "%s: cannot write the report: %s", path, strerror(errno));
+  /* path is the temporary name; the user named the report */
+  if (st) kf_diag_error(diag, "%s: cannot write the report: %s", o->report_path, strerror(errno));
   free(text);
   return st;
 }
@@ -515,16 +516,17 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
     st = art_init(&art[ART_WEIGHTS], wpath);
     free(wpath);
     if (st) goto done;
-    const char *wtmp = art[ART_WEIGHTS].tmp;
-    wf = fopen(wtmp, "wb");
+    /* written under its temporary name, reported under its own */
+    const char *wname = art[ART_WEIGHTS].final;
+    wf = fopen(art[ART_WEIGHTS].tmp, "wb");
     if (!wf) {
-      kf_diag_error(diag, "%s: cannot open for writing: %s", wtmp, strerror(errno));
+      kf_diag_error(diag, "%s: cannot open for writing: %s", wname, strerror(errno));
       st = KF_ERR_IO;
       goto done;
     }
-    st = layout_weights(g, woff, &wbytes, wf, wtmp, diag);
+    st = layout_weights(g, woff, &wbytes, wf, wname, diag);
     if (fclose(wf) != 0 && !st) {
-      kf_diag_error(diag, "%s: write failed: %s", wtmp, strerror(errno));
+      kf_diag_error(diag, "%s: write failed: %s", wname, strerror(errno));
       st = KF_ERR_IO;
     }
     wf = NULL;
