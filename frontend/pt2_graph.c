@@ -26,6 +26,7 @@ typedef struct slot {
   const char *key;
   kf_value *v;
   const char *producer; /* node that made it, for messages */
+  const cJSON *meta;    /* in the tensor_values index: the value's entry */
 } slot;
 
 typedef struct vmap {
@@ -85,6 +86,8 @@ typedef struct ctx {
   kf_diag *diag;
   const cJSON *graph;
   const cJSON *tensor_values;
+  vmap metas; /* tensor_values by name: a graph of 100k values (an unrolled
+               * RNN) made the object's linear lookup quadratic */
   vmap values;
   char where[600]; /* "model.pt2: models/model.json" */
 } ctx;
@@ -276,7 +279,23 @@ kf_status kf_pt2_tensor_meta(const pt2_program *p, const cJSON *meta, const char
 
 /* ---- placeholders ------------------------------------------------------------ */
 
-static const cJSON *meta_of(ctx *c, const char *name) { return get(c->tensor_values, name); }
+static const cJSON *meta_of(ctx *c, const char *name) {
+  slot *s = vmap_find(&c->metas, name);
+  return s ? s->meta : NULL;
+}
+
+/* The index meta_of reads; the first entry of a repeated name wins, as
+ * cJSON's own lookup would have it. */
+static bool index_metas(ctx *c) {
+  if (!cJSON_IsObject(c->tensor_values)) return true;
+  const cJSON *it;
+  cJSON_ArrayForEach(it, c->tensor_values) {
+    if (!it->string || vmap_find(&c->metas, it->string)) continue;
+    if (!vmap_put(&c->metas, it->string, NULL, NULL)) return false;
+    vmap_find(&c->metas, it->string)->meta = it;
+  }
+  return true;
+}
 
 static pt2_weight *find_weight(ctx *c, const char *fqn) {
   for (int i = 0; i < c->p->n_weights; i++)
@@ -800,8 +819,15 @@ kf_status kf_pt2_build_graph(pt2_program *p, const char *model_name, kf_graph **
         cJSON_GetArraySize(in_specs));
     return KF_ERR_FORMAT;
   }
+  if (!index_metas(&c)) {
+    free(c.metas.s);
+    return KF_ERR_NOMEM;
+  }
   c.g = kf_graph_create(model_name);
-  if (!c.g) return KF_ERR_NOMEM;
+  if (!c.g) {
+    free(c.metas.s);
+    return KF_ERR_NOMEM;
+  }
   kf_status st = add_inputs(&c, in_specs);
   if (st == KF_OK) {
     /* symbols that no input mentions (range_constraints) still make the
@@ -819,6 +845,7 @@ kf_status kf_pt2_build_graph(pt2_program *p, const char *model_name, kf_graph **
     }
   if (st == KF_OK) st = add_outputs(&c, out_specs);
   free(c.values.s);
+  free(c.metas.s);
   if (st != KF_OK) {
     kf_graph_destroy(c.g);
     return st;
