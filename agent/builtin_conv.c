@@ -38,17 +38,22 @@ static void list(char *buf, size_t n, const int64_t *v, int k) {
 }
 
 /* Precision of a convolution computed as a GEMM. PyTorch's default allows
- * TF32 in convolutions; kfuse computes them in full fp32 under the default
- * policy all the same, so that default-precision results verify against
- * fp32 references at fp32 tolerances; the TF32 policy (and the 16-bit
- * ones) select the faster tensor-core compute types. */
-static int conv_compute(kf_dtype dt, kf_precision p) {
+ * TF32 in convolutions, and the cuDNN steps use it (cudnn_compute). A
+ * convolution reaches the GEMM lowering with cuDNN enabled only when the
+ * cuDNN step declined it (a result over 2^31 - 1 elements, operands cuDNN
+ * cannot describe): it gets the TF32 its cuDNN step would have had (KernelBench
+ * L1 87, a 1x1 convolution of 2^31 results: 275 GFLOP, 5.4 ms at the fp32
+ * rate, where eager's cuDNN runs TF32). With cuDNN off (--no-cudnn, the
+ * tests' GEMM path) the default policy computes in full fp32, so that
+ * those results verify against fp32 references at fp32 tolerances; the
+ * TF32 policy (and the 16-bit ones) select the tensor-core compute types. */
+static int conv_compute(kf_dtype dt, kf_precision p, bool cudnn_declined) {
   if (dt != KF_DTYPE_F32) return KFR_COMPUTE_32F;
   switch (p) {
   case KF_PRECISION_TF32: return KFR_COMPUTE_32F_TF32;
   case KF_PRECISION_BF16: return KFR_COMPUTE_32F_BF16;
   case KF_PRECISION_FP16: return KFR_COMPUTE_32F_F16;
-  default: return KFR_COMPUTE_32F;
+  default: return cudnn_declined ? KFR_COMPUTE_32F_TF32 : KFR_COMPUTE_32F;
   }
 }
 
@@ -436,7 +441,7 @@ static kf_status conv_gemm(const kf_partition *p, const kf_group *g, const kf_bu
   q->gemm.stride_d = c.n > 1 ? c.cout * c.pix : 0;
   q->gemm.ldc = c.pix;
   q->gemm.dtype = r->dtype;
-  q->gemm.compute = conv_compute(r->dtype, o->precision);
+  q->gemm.compute = conv_compute(r->dtype, o->precision, !o->no_cudnn && !o->fp64);
   q->gemm.epilogue = KFR_EPI_NONE;
   q->gemm.alpha = 1.0;
   q->gemm.beta = 0.0;
