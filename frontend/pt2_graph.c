@@ -365,7 +365,8 @@ static kf_status add_param(ctx *c, const char *ph, const char *fqn, const char *
   if (!w->used) {
     w->used = true;
     w->needed = need;
-    int wi = kf_graph_add_weight(c->g, fqn, &t, w->size);
+    /* an empty record stores the zeros the store hands out (need bytes) */
+    int wi = kf_graph_add_weight(c->g, fqn, &t, w->size ? w->size : need);
     c->g->weights[wi].storage = kf_graph_strdup(c->g, w->short_rec);
   } else if (!kf_type_equal(&kf_graph_find_weight(c->g, fqn)->type, &t)) {
     return err(c, KF_ERR_FORMAT, "%s is used with two different types", what);
