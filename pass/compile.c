@@ -20,7 +20,9 @@
 #include <cjson/cJSON.h>
 
 #include "emit_int.h"
+#include "kfr_hash.h"
 #include "kfr_plan.h"
+#include "kfr_plan_writer.h"
 #include "kfuse/compile.h"
 #include "plan_int.h"
 
@@ -109,11 +111,17 @@ static void art_fini(artifact *a) {
 
 /* ---- weights ------------------------------------------------------------- */
 
+/* n bytes to the weights file, hashed as they go (runtime/kfr_hash.h) */
+static bool put(FILE *f, kfr_xxh64_state *hs, const void *p, size_t n) {
+  kfr_xxh64_update(hs, p, n);
+  return fwrite(p, 1, n, f) == n;
+}
+
 /* Lay out every weight a kf.param still references: one region per storage
  * record (tied weights share it), 256-byte aligned. Writes the bytes to f
- * (NULL: only compute offsets). */
+ * and hashes them into hs (f NULL: only compute offsets). */
 static kf_status layout_weights(const kf_graph *g, int64_t *offset, int64_t *total, FILE *f,
-                                const char *what, kf_diag *diag) {
+                                kfr_xxh64_state *hs, const char *what, kf_diag *diag) {
   int64_t pos = 0;
   bool *used = calloc((size_t)g->n_weights + 1, sizeof *used);
   if (!used) return KF_ERR_NOMEM;
@@ -137,7 +145,7 @@ static kf_status layout_weights(const kf_graph *g, int64_t *offset, int64_t *tot
       continue;
     }
     int64_t pad = (256 - pos % 256) % 256;
-    if (f && pad && fwrite(zeros, 1, (size_t)pad, f) != (size_t)pad) st = KF_ERR_IO;
+    if (f && pad && !put(f, hs, zeros, (size_t)pad)) st = KF_ERR_IO;
     pos += pad;
     offset[i] = pos;
     if (f && !st) {
@@ -156,8 +164,7 @@ static kf_status layout_weights(const kf_graph *g, int64_t *offset, int64_t *tot
         st = KF_ERR_FORMAT;
         break;
       }
-      if (w->storage_bytes && fwrite(data, 1, (size_t)w->storage_bytes, f) != (size_t)w->storage_bytes)
-        st = KF_ERR_IO;
+      if (w->storage_bytes && !put(f, hs, data, (size_t)w->storage_bytes)) st = KF_ERR_IO;
     }
     pos += w->storage_bytes;
   }
@@ -332,7 +339,8 @@ static run_steps count_steps(const kf_partition *p, kf_unit **units) {
 
 static kf_status write_report(const char *path, const kf_graph *g, const kf_partition *p,
                               const kf_memplan *mp, kf_unit **units, const unit_slot *slots, int ns,
-                              const kf_compile_options *o, const char *out_path, size_t blob_bytes,
+                              const kf_compile_options *o, const char *out_path, const void *blob,
+                              size_t blob_bytes,
                               int64_t weights_bytes, const double *phase, const tune_state *ts,
                               run_steps rs, kf_diag *diag) {
   cJSON *r = cJSON_CreateObject();
@@ -372,6 +380,11 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
   cJSON_AddNumberToObject(r, "naive_bytes", (double)mp->naive_bytes);
   cJSON_AddNumberToObject(r, "scratch_bytes", (double)mp->scratch_bytes);
   cJSON_AddNumberToObject(r, "weights_bytes", (double)weights_bytes);
+  char hex[32];
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)((const kfr_header *)blob)->weights_hash);
+  cJSON_AddStringToObject(r, "weights_xxh64", hex);
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)((const kfr_header *)blob)->model_id);
+  cJSON_AddStringToObject(r, "model_id", hex);
   cJSON_AddBoolToObject(r, "weights_embedded", o->embed_weights);
   cJSON_AddNumberToObject(r, "plan_bytes", (double)blob_bytes);
   cJSON *ph = cJSON_AddObjectToObject(r, "seconds");
@@ -505,6 +518,8 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
     goto done;
   }
   const char *wrecord = NULL;
+  kfr_xxh64_state whash;
+  kfr_xxh64_init(&whash, 0);
   if (!o->embed_weights) {
     size_t n = strlen(out_path) + 16;
     char *wpath = malloc(n);
@@ -524,17 +539,20 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
       st = KF_ERR_IO;
       goto done;
     }
-    st = layout_weights(g, woff, &wbytes, wf, wname, diag);
-    if (fclose(wf) != 0 && !st) {
+    /* the header, filled in once the plan (and so its model id) exists */
+    static const kfr_weights_header blank;
+    if (fwrite(&blank, 1, sizeof blank, wf) != sizeof blank) {
       kf_diag_error(diag, "%s: write failed: %s", wname, strerror(errno));
       st = KF_ERR_IO;
+      goto done;
     }
-    wf = NULL;
+    st = layout_weights(g, woff, &wbytes, wf, &whash, wname, diag);
     if (st) goto done;
-    /* resolved against the module's directory */
+    /* recorded to name it in messages; a shared module finds it beside
+     * itself, an object module by this name relative to its program */
     wrecord = base_name(art[ART_WEIGHTS].final);
   } else {
-    st = layout_weights(g, woff, &wbytes, NULL, "weights", diag);
+    st = layout_weights(g, woff, &wbytes, NULL, NULL, "weights", diag);
     if (st) goto done;
   }
   kf_plan_input pi = {
@@ -545,10 +563,26 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
       .target = o->target,
       .weight_offset = woff,
       .weights_bytes = wbytes,
+      .weights_hash = kfr_xxh64_final(&whash),
       .weights_path = wrecord,
+      .weights_beside_module = o->emit == KF_EMIT_SO,
       .embed_weights = o->embed_weights,
   };
   st = kf_plan_build(&pi, &blob, &blob_bytes, diag);
+  if (!st && wf) {
+    const char *wname = art[ART_WEIGHTS].final;
+    kfr_weights_header wh;
+    kfr_weights_header_fill(blob, &wh);
+    if (fseek(wf, 0, SEEK_SET) != 0 || fwrite(&wh, 1, sizeof wh, wf) != sizeof wh) {
+      kf_diag_error(diag, "%s: write failed: %s", wname, strerror(errno));
+      st = KF_ERR_IO;
+    }
+    if (fclose(wf) != 0 && !st) {
+      kf_diag_error(diag, "%s: write failed: %s", wname, strerror(errno));
+      st = KF_ERR_IO;
+    }
+    wf = NULL;
+  }
   phase[4] = now_s() - t;
   if (st) goto done;
 
@@ -597,7 +631,7 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   run_steps rs = count_steps(p, units);
   if (o->report_path) {
     if ((st = art_init(&art[ART_REPORT], o->report_path))) goto done;
-    st = write_report(art[ART_REPORT].tmp, g, p, mp, units, slots, ns, o, out_path, blob_bytes, wbytes,
+    st = write_report(art[ART_REPORT].tmp, g, p, mp, units, slots, ns, o, out_path, blob, blob_bytes, wbytes,
                       phase, &ts, rs, diag);
   }
   if (!st) st = art_commit(art, diag);

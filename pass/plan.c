@@ -258,7 +258,8 @@ kf_status kf_plan_build(const kf_plan_input *in, void **blob_out, size_t *bytes_
     if ((st = weights_image(in, &image, diag))) goto done;
     kfr_writer_set_weights_embedded(w.w, image, (uint64_t)in->weights_bytes);
   } else {
-    kfr_writer_set_weights_file(w.w, in->weights_path, (uint64_t)in->weights_bytes);
+    kfr_writer_set_weights_file(w.w, in->weights_path, (uint64_t)in->weights_bytes,
+                                in->weights_hash, in->weights_beside_module);
   }
   for (int i = 0; i < g->n_inputs; i++) {
     kfr_tensor_desc d;

@@ -18,7 +18,9 @@ typedef struct kf_plan_input {
   const int64_t *weight_offset; /* per graph weight: byte offset in the weights
                                    file or embedded region, -1 when unused */
   int64_t weights_bytes;
+  uint64_t weights_hash;        /* XXH64 of the weights file's data */
   const char *weights_path;     /* recorded sidecar path, NULL when embedded */
+  bool weights_beside_module;   /* a shared module: <module file>.weights */
   bool embed_weights;
 } kf_plan_input;
 

@@ -116,6 +116,15 @@ static int load_driver(char *msg, size_t n) {
   g_cu.name = (PFN_##name##_v##ver)p;
   KFR_CU_FUNCS(KFR_CU_RESOLVE)
 #undef KFR_CU_RESOLVE
+  /* optional (CUDA 12.4): without it launches are not checked against
+   * their kernels' parameters (kfr_params.c) */
+  if (g_cu.version >= 12040) {
+    p = NULL;
+    r = getproc("cuFuncGetParamInfo", &p, 12040, CU_GET_PROC_ADDRESS_DEFAULT,
+                &found);
+    if (r == CUDA_SUCCESS && found == CU_GET_PROC_ADDRESS_SUCCESS && p)
+      g_cu.cuFuncGetParamInfo = (PFN_cuFuncGetParamInfo_v12040)p;
+  }
   r = g_cu.cuInit(0);
   if (r != CUDA_SUCCESS)
     return driver_fail(h, msg, n, "no usable GPU: cuInit failed: %s",

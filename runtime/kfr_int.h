@@ -57,6 +57,9 @@ typedef struct kfr_driver {
 #define KFR_CU_FIELD(name, ver) PFN_##name##_v##ver name;
   KFR_CU_FUNCS(KFR_CU_FIELD)
 #undef KFR_CU_FIELD
+  /* optional, NULL when the driver lacks it (before CUDA 12.4): kernel
+   * parameter sizes, for kfr_check_params */
+  PFN_cuFuncGetParamInfo_v12040 cuFuncGetParamInfo;
   /* resolved with dlsym: usable even when cuGetProcAddress fails */
   PFN_cuGetErrorName_v6000 errname;
   PFN_cuGetErrorString_v6000 errstring;
@@ -365,6 +368,17 @@ static inline const char *kfr_step_name(const kfuse_model *m, uint32_t s) {
 /* KFUSE_CUDNN_VERBOSE=1: cuDNN's searches and choices on stderr
  * (kfr_cudnn.c) */
 KFR_HIDDEN int kfr_cudnn_verbose(void);
+
+/* Find the model's weights file (kfuse_options.weights_path when given),
+ * check it against the plan (size, header, model id, and unless skip_hash
+ * the XXH64 of its data) and upload it to m->weights (kfr_weights.c). */
+KFR_HIDDEN int kfr_weights_load(kfuse_model *m, const void *plan,
+                                const char *given, int skip_hash);
+
+/* Each launch step's argument count and sizes against its kernel's
+ * parameters (cuFuncGetParamInfo; skipped when the driver lacks it):
+ * KFUSE_EPLAN naming the step, kernel and argument (kfr_params.c). */
+KFR_HIDDEN int kfr_check_params(kfuse_model *m);
 
 /* Printf into m->err; returns rc. */
 KFR_HIDDEN int kfr_fail(kfuse_model *m, int rc, const char *fmt, ...)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kfr_hash.h"
 #include "kfr_plan_writer.h"
 #include "kfuse_runtime.h"
 
@@ -18,9 +19,9 @@
 
 struct kfr_writer {
   uint32_t sm_arch;
-  uint64_t arena_bytes, weights_bytes;
+  uint64_t arena_bytes, weights_bytes, weights_hash;
   uint32_t model_name, weights_path;
-  int embedded;
+  int embedded, beside_module;
   const void *wimage; /* borrowed */
 
   kfr_buffer *buf;
@@ -222,18 +223,23 @@ void kfr_writer_set_arena(kfr_writer *w, uint64_t bytes) {
 }
 
 void kfr_writer_set_weights_file(kfr_writer *w, const char *path,
-                                 uint64_t bytes) {
+                                 uint64_t bytes, uint64_t hash,
+                                 int beside_module) {
   w->embedded = 0;
   w->wimage = NULL;
   w->weights_bytes = bytes;
+  w->weights_hash = hash;
+  w->beside_module = beside_module != 0;
   w->weights_path = intern(w, path);
 }
 
 void kfr_writer_set_weights_embedded(kfr_writer *w, const void *image,
                                      uint64_t bytes) {
   w->embedded = 1;
+  w->beside_module = 0;
   w->wimage = image;
   w->weights_bytes = bytes;
+  w->weights_hash = image ? kfr_xxh64(image, (size_t)bytes, 0) : 0;
   w->weights_path = 0;
   if (bytes && !image)
     fail(w, KFUSE_EARG, "plan writer: embedded weights of %llu bytes without "
@@ -462,8 +468,11 @@ int kfr_writer_finish(kfr_writer *w, void **plan, size_t *bytes, char *msg,
   h.header_bytes = sizeof h;
   h.sm_arch = w->sm_arch;
   h.flags = w->embedded ? KFR_FLAG_WEIGHTS_EMBEDDED : 0;
+  if (w->beside_module)
+    h.flags |= KFR_FLAG_WEIGHTS_BESIDE_MODULE;
   h.arena_bytes = w->arena_bytes;
   h.weights_bytes = w->weights_bytes;
+  h.weights_hash = w->weights_hash;
   for (uint32_t i = 0; i < w->nbuf; i++) {
     const kfr_buffer *b = &w->buf[i];
     if (b->kind == KFR_BUF_INPUT && b->index + 1 > h.n_inputs)
@@ -542,6 +551,8 @@ int kfr_writer_finish(kfr_writer *w, void **plan, size_t *bytes, char *msg,
     memcpy(p + h.off_blobs, w->blob, w->nblob);
   if (w->embedded && w->weights_bytes)
     memcpy(p + h.off_blobs + wimage_at, w->wimage, w->weights_bytes);
+  /* the model id: the whole plan, this field still 0 */
+  ((kfr_header *)p)->model_id = kfr_xxh64(p, (size_t)off, 0);
   int rc = kfr_plan_check(p, (size_t)off, msg, msgsz);
   if (rc) {
     free(p);
@@ -550,4 +561,15 @@ int kfr_writer_finish(kfr_writer *w, void **plan, size_t *bytes, char *msg,
   *plan = p;
   *bytes = (size_t)off;
   return KFUSE_OK;
+}
+
+void kfr_weights_header_fill(const void *plan, kfr_weights_header *out) {
+  const kfr_header *h = plan;
+  memset(out, 0, sizeof *out);
+  memcpy(out->magic, KFR_WEIGHTS_MAGIC, 8);
+  out->version = KFR_WEIGHTS_VERSION;
+  out->header_bytes = KFR_WEIGHTS_HEADER_BYTES;
+  out->model_id = h->model_id;
+  out->data_bytes = h->weights_bytes;
+  out->data_hash = h->weights_hash;
 }

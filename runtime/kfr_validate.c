@@ -655,8 +655,13 @@ int kfr_plan_check(const void *plan, size_t bytes, char *msg, size_t n) {
   if (h->total_bytes != bytes)
     return bad(&c, "header: total_bytes is %llu but the plan has %zu bytes",
                (unsigned long long)h->total_bytes, bytes);
-  if (h->flags & ~(uint32_t)KFR_FLAG_WEIGHTS_EMBEDDED)
+  if (h->flags & ~(uint32_t)(KFR_FLAG_WEIGHTS_EMBEDDED |
+                             KFR_FLAG_WEIGHTS_BESIDE_MODULE))
     return bad(&c, "header: unknown flags 0x%x", h->flags);
+  if ((h->flags & KFR_FLAG_WEIGHTS_EMBEDDED) &&
+      (h->flags & KFR_FLAG_WEIGHTS_BESIDE_MODULE))
+    return bad(&c, "header: flags 0x%x: weights both embedded and in a file "
+               "beside the module", h->flags);
   int rc;
   if ((rc = check_table(&c, "buffer", h->off_buffers, h->n_buffers,
                         sizeof(kfr_buffer))) ||

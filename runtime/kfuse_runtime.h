@@ -12,9 +12,11 @@
  * concurrent runs on one instance are serialised (they share the arena);
  * use one instance per concurrent stream for parallelism. (Runs are
  * serialised on the GPU as well: each run's stream waits for the previous
- * run of the instance, whichever stream that was on; kfuse_model_error's
- * text belongs to the instance, so read it from the thread whose call
- * failed before the instance is run again.)
+ * run of the instance, whichever stream that was on. kfuse_model_error
+ * copies the instance's last message under its lock into a buffer of the
+ * calling thread, so it may be read while other threads run the instance;
+ * the message is the last failure's, which after concurrent runs need not
+ * be the caller's own.)
  *
  * Environment: KFUSE_CUBLASLT=path picks the cuBLASLt library (default: the
  * loader's search path, $CUDA_HOME/lib64, /usr/local/cuda/lib64, then
@@ -58,6 +60,11 @@ typedef struct kfuse_options {
   int cuda_graph;           /* 1: capture the plan once per stream and
                                replay it (inputs/outputs are copied through
                                fixed buffers); 0: launch every step */
+  int skip_weights_hash;    /* 1: do not hash the weights file's data at
+                               create (its exact size and the model id in
+                               its header are still checked); 0 (default):
+                               check the data's XXH64 against the module's,
+                               about as costly as reading the file */
 } kfuse_options;
 
 typedef struct kfuse_tensor_info {
@@ -109,7 +116,9 @@ KFUSE_EXPORT int kfuse_model_input_info(const kfuse_model *m, int i,
                                         kfuse_tensor_info *out);
 KFUSE_EXPORT int kfuse_model_output_info(const kfuse_model *m, int i,
                                          kfuse_tensor_info *out);
-/* Message of the instance's last failure ("" if none). */
+/* Message of the instance's last failure ("" if none), copied into a
+ * buffer of the calling thread that stays valid until this thread calls
+ * kfuse_model_error again. */
 KFUSE_EXPORT const char *kfuse_model_error(const kfuse_model *m);
 /* Message of this thread's last failed create. */
 KFUSE_EXPORT const char *kfuse_last_error(void);

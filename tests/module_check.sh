@@ -4,7 +4,9 @@
 # computes (scripts/gpu_test.sh does that on the GPU machine):
 #   so:  `kfuse compile` succeeds; the module exports exactly the module API;
 #        it needs nothing beyond libc at load time; the weights sidecar exists
-#        and the report says the kernels were not verified here.
+#        and the report says the kernels were not verified here; with
+#        KFUSE_CREATE_CHECK and KFUSE_LIBCUDA (tests/fake), the module is
+#        created on the fake CUDA driver.
 #   obj: `--emit obj` writes an object and a header; a C program using the
 #        header compiles and links against libkfuse_runtime.a.
 set -euo pipefail
@@ -25,6 +27,19 @@ if [ "$mode" = so ]; then
   [ -s "$dir/m.so.weights" ] || [ "$(python3 -c "import json;print(json.load(open('$dir/r.json'))['weights_bytes'])")" = 0 ] \
     || fail "no weights sidecar"
   grep -q '"verified":[[:space:]]*false' "$dir/r.json" || fail "the report must say the kernels were not verified"
+  # create on the fake CUDA driver (tests/fake): the weights file checks
+  # out, every launch's arguments match the parameters its cubin declares;
+  # cuBLASLt and cuDNN steps cannot be prepared there (KFUSE_ELIBRARY after
+  # those checks), so only modules without them must create and run
+  if [ -n "${KFUSE_CREATE_CHECK:-}" ]; then
+    read -r libs launches < <(python3 -c "import json;s=json.load(open('$dir/r.json'))['steps_per_run'];print(s['gemm']+s['conv'],s['launches'])")
+    expect=()
+    [ "$libs" = 0 ] && expect=(--expect-ok)
+    out=$("$KFUSE_CREATE_CHECK" "$dir/m.so" "${expect[@]}" 2>&1) || fail "create on the fake driver: $out"
+    if [ "$launches" != 0 ]; then
+      case $out in *"param_queries=0 "*) fail "no launch was checked against its kernel: $out";; esac
+    fi
+  fi
 else
   "$k" compile "$model" -o "$dir/m.o" --emit obj --prefix mymodel -q
   [ -s "$dir/m.h" ] || fail "no header next to the object"

@@ -29,7 +29,8 @@ class KfuseError(RuntimeError):
 
 class _Options(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("device", ctypes.c_int),
-                ("weights_path", ctypes.c_char_p), ("cuda_graph", ctypes.c_int)]
+                ("weights_path", ctypes.c_char_p), ("cuda_graph", ctypes.c_int),
+                ("skip_weights_hash", ctypes.c_int)]
 
 
 class _Info(ctypes.Structure):
@@ -102,7 +103,7 @@ def _open_library(path):
 class Module:
     """A loaded kfuse module: call it with torch tensors."""
 
-    def __init__(self, path, device=None, weights=None, cuda_graph=False):
+    def __init__(self, path, device=None, weights=None, cuda_graph=False, verify_weights=True):
         import torch
         self._torch = torch
         self.path = os.path.abspath(path)
@@ -114,7 +115,8 @@ class Module:
         self.device = torch.device("cuda", torch.cuda.current_device() if device is None else device)
         torch.cuda.init()  # the module shares PyTorch's primary context
         opts = _Options(ctypes.sizeof(_Options), self.device.index,
-                        os.fsencode(weights) if weights else None, 1 if cuda_graph else 0)
+                        os.fsencode(weights) if weights else None, 1 if cuda_graph else 0,
+                        0 if verify_weights else 1)
         h = ctypes.c_void_p()
         with torch.cuda.device(self.device):
             rc = self._lib.kfuse_model_create(ctypes.byref(opts), ctypes.byref(h))
@@ -175,9 +177,13 @@ class Module:
             pass
 
 
-def load(path, device=None, weights=None, cuda_graph=False):
-    """Load a module compiled by `kfuse compile` (model.so)."""
-    return Module(path, device=device, weights=weights, cuda_graph=cuda_graph)
+def load(path, device=None, weights=None, cuda_graph=False, verify_weights=True):
+    """Load a module compiled by `kfuse compile` (model.so). Its weights file
+    (model.so.weights beside it, or `weights`) must be the one compiled with
+    it: exact size, the module's model id in its header, and unless
+    verify_weights=False the XXH64 of its data (docs/DEPLOY.md)."""
+    return Module(path, device=device, weights=weights, cuda_graph=cuda_graph,
+                  verify_weights=verify_weights)
 
 
 def export(model, args, path, kwargs=None):

@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "kfr_hash.h"
 #include "kfr_int.h"
 #include "kfr_plan.h"
 #include "kfr_plan_writer.h"
@@ -78,7 +79,7 @@ static int build(void **plan, size_t *bytes, int embedded) {
   if (embedded)
     kfr_writer_set_weights_embedded(w, image, sizeof image);
   else
-    kfr_writer_set_weights_file(w, "model.weights", 1024);
+    kfr_writer_set_weights_file(w, "model.weights", 1024, 0x1234abcd, 0);
   kfr_tensor_desc d48, d43, d3;
   kfr_tensor_desc_init(&d48, KFUSE_DTYPE_F32, 2, (int64_t[]){4, 8});
   kfr_tensor_desc_init(&d43, KFUSE_DTYPE_F32, 2, (int64_t[]){4, 3});
@@ -150,6 +151,58 @@ static const char *str(void *p, uint32_t off) {
   return (const char *)p + hdr(p)->off_strings + off;
 }
 
+/* ---- XXH64 ------------------------------------------------------------------ */
+
+/* xxHash's own sanity vectors (cli/xsum_sanity_check.c): its test buffer,
+ * byte i = the top byte of PRIME32 * PRIME64^i, hashed whole and one byte
+ * at a time; lengths on both sides of a 32-byte stripe. */
+static void test_xxh64(void **state) {
+  (void)state;
+  const uint64_t prime32 = 2654435761u, prime64 = 11400714785074694797ull;
+  uint8_t b[222];
+  uint64_t g = prime32;
+  for (size_t i = 0; i < sizeof b; i++) {
+    b[i] = (uint8_t)(g >> 56);
+    g *= prime64;
+  }
+  static const struct {
+    size_t len;
+    int seeded;
+    uint64_t want;
+  } v[] = {
+      {0, 0, 0xEF46DB3751D8E999ull},   {0, 1, 0xAC75FDA2929B17EFull},
+      {1, 0, 0xE934A84ADB052768ull},   {1, 1, 0x5014607643A9B4C3ull},
+      {4, 0, 0x9136A0DCA57457EEull},   {14, 0, 0x8282DCC4994E35C8ull},
+      {14, 1, 0xC3BD6BF63DEB6DF0ull},  {222, 0, 0xB641AE8CB691C174ull},
+      {222, 1, 0x20CB8AB7AE10C14Aull},
+  };
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+    uint64_t seed = v[i].seeded ? prime32 : 0;
+    if (kfr_xxh64(b, v[i].len, seed) != v[i].want)
+      fail_msg("XXH64 of %zu bytes, seed %llu: %016llx, want %016llx",
+               v[i].len, (unsigned long long)seed,
+               (unsigned long long)kfr_xxh64(b, v[i].len, seed),
+               (unsigned long long)v[i].want);
+    kfr_xxh64_state st;
+    kfr_xxh64_init(&st, seed);
+    for (size_t k = 0; k < v[i].len; k++)
+      kfr_xxh64_update(&st, b + k, 1);
+    assert_true(kfr_xxh64_final(&st) == v[i].want);
+  }
+  /* strings others publish */
+  assert_true(kfr_xxh64("abc", 3, 0) == 0x44BC2CF5AD770999ull);
+  assert_true(kfr_xxh64("xxhash", 6, 0) == 0x32DD38952C4BC720ull);
+  /* uneven pieces across stripes equal one call */
+  uint8_t big[1000];
+  for (size_t i = 0; i < sizeof big; i++)
+    big[i] = (uint8_t)(i * 7 + 3);
+  kfr_xxh64_state st;
+  kfr_xxh64_init(&st, 0);
+  for (size_t at = 0, k = 1; at < sizeof big; at += k, k = k * 3 % 97 + 1)
+    kfr_xxh64_update(&st, big + at, at + k > sizeof big ? sizeof big - at : k);
+  assert_true(kfr_xxh64_final(&st) == kfr_xxh64(big, sizeof big, 0));
+}
+
 /* ---- the writer ------------------------------------------------------------ */
 
 static void test_writer_layout(void **state) {
@@ -170,6 +223,20 @@ static void test_writer_layout(void **state) {
   assert_int_equal(h->n_args, 7 + 6 + 2 + 3);
   assert_int_equal(h->arena_bytes, 4096);
   assert_int_equal(h->weights_bytes, 1024);
+  assert_int_equal(h->weights_hash, 0x1234abcdULL);
+  /* the model id is the hash of the plan with the id zero */
+  uint64_t id = h->model_id;
+  h->model_id = 0;
+  assert_true(id == kfr_xxh64(p, n, 0));
+  h->model_id = id;
+  kfr_weights_header wh;
+  kfr_weights_header_fill(p, &wh);
+  assert_memory_equal(wh.magic, KFR_WEIGHTS_MAGIC, 8);
+  assert_int_equal(wh.version, KFR_WEIGHTS_VERSION);
+  assert_int_equal(wh.header_bytes, KFR_WEIGHTS_HEADER_BYTES);
+  assert_true(wh.model_id == id);
+  assert_int_equal(wh.data_bytes, 1024);
+  assert_true(wh.data_hash == 0x1234abcdULL);
   assert_string_equal(str(p, h->model_name), "every_record");
   assert_string_equal(str(p, h->weights_path), "model.weights");
   assert_string_equal(str(p, 0), "");
@@ -214,6 +281,10 @@ static void test_writer_embedded(void **state) {
   build(&p, &n, 1);
   kfr_header *h = hdr(p);
   assert_int_equal(h->flags, KFR_FLAG_WEIGHTS_EMBEDDED);
+  /* the image's hash, as a weights file's would be */
+  uint64_t off0 = buf(p, B_W)->offset - 64;
+  assert_true(h->weights_hash ==
+              kfr_xxh64((uint8_t *)p + off0, h->weights_bytes, 0));
   /* the weight's offset now points into the blob section, 64 bytes into
    * the 256-aligned image */
   uint64_t off = buf(p, B_W)->offset;
@@ -326,6 +397,8 @@ MUT(version, hdr(p)->version = KFR_PLAN_VERSION + 1)
 MUT(header_bytes, hdr(p)->header_bytes += 8)
 MUT(total_bytes, hdr(p)->total_bytes -= 8)
 MUT(flags, hdr(p)->flags |= 0x10)
+MUT(flags_both, hdr(p)->flags = KFR_FLAG_WEIGHTS_EMBEDDED |
+                                KFR_FLAG_WEIGHTS_BESIDE_MODULE)
 MUT(buffers_past_end, hdr(p)->off_buffers = hdr(p)->total_bytes + 8)
 MUT(buffers_misaligned, hdr(p)->off_buffers += 4)
 MUT(buffers_count, hdr(p)->n_buffers = UINT32_MAX)
@@ -433,6 +506,7 @@ static const mutation mutations[] = {
     {"header_bytes", mut_header_bytes, "header_bytes"},
     {"total_bytes", mut_total_bytes, "total_bytes"},
     {"flags", mut_flags, "unknown flags 0x10"},
+    {"flags_both", mut_flags_both, "weights both embedded and in a file"},
     {"buffers_past_end", mut_buffers_past_end, "buffer table offset"},
     {"buffers_misaligned", mut_buffers_misaligned, "not 8-byte aligned"},
     {"buffers_count", mut_buffers_count, "buffer records"},
@@ -567,7 +641,7 @@ static int build_conv(void **plan, size_t *bytes, char *msg, size_t n) {
   assert_non_null(w);
   kfr_writer_set_model_name(w, "conv");
   kfr_writer_set_arena(w, 8192);
-  kfr_writer_set_weights_file(w, "conv.weights", 1024);
+  kfr_writer_set_weights_file(w, "conv.weights", 1024, 0, 0);
   kfr_tensor_desc dx, dy, db;
   kfr_tensor_desc_init(&dx, KFUSE_DTYPE_F32, 4, (int64_t[]){2, 4, 6, 6});
   kfr_tensor_desc_init(&dy, KFUSE_DTYPE_F32, 4, (int64_t[]){2, 8, 3, 3});
@@ -1135,6 +1209,7 @@ static void test_api_null(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_xxh64),
       cmocka_unit_test(test_writer_layout),
       cmocka_unit_test(test_writer_embedded),
       cmocka_unit_test(test_writer_strings_shared),
