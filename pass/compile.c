@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,16 +64,21 @@ static const char *base_name(const char *p) {
   return s ? s + 1 : p;
 }
 
-/* Every file kfuse compile writes (weights, header, module, report) goes to
- * a temporary name in its own directory and is renamed into place once all
- * of them are written, so a reader sees the previous artifact or the new
- * one, never a truncated file, and a failed compile leaves the previous
- * artifact as it was. */
+/* Every file kfuse compile writes (weights, header, module or object,
+ * report) goes to a temporary name in its own directory and is renamed into
+ * place once all of them are written, so a reader sees the previous
+ * artifact or the new one, never a truncated file, and a failed compile
+ * leaves the previous artifact as it was (docs/DEPLOY.md). */
 typedef struct artifact {
   char *final, *tmp;
 } artifact;
 
 enum { ART_WEIGHTS, ART_HEADER, ART_MODULE, ART_REPORT, ART_COUNT };
+
+/* Rename order: the report first, the module last, so that a rename that
+ * fails leaves the previous module in place; a new weights file beside it
+ * is then refused by its model id at create, never run with the old plan. */
+static const int commit_order[ART_COUNT] = {ART_REPORT, ART_HEADER, ART_WEIGHTS, ART_MODULE};
 
 static kf_status art_init(artifact *a, const char *final) {
   size_t n = strlen(final) + 40;
@@ -84,17 +90,25 @@ static kf_status art_init(artifact *a, const char *final) {
   return KF_OK;
 }
 
-/* Rename every written artifact into place, in order (the module after
- * its weights and header, the report last). */
+/* Rename every written artifact into place (commit_order), after checking
+ * that no target is a directory, which rename would refuse half-way. */
 static kf_status art_commit(artifact *a, kf_diag *diag) {
   for (int i = 0; i < ART_COUNT; i++) {
-    if (!a[i].tmp) continue;
-    if (rename(a[i].tmp, a[i].final) != 0) {
-      kf_diag_error(diag, "%s: cannot rename %s into place: %s", a[i].final, a[i].tmp, strerror(errno));
+    struct stat st;
+    if (a[i].tmp && lstat(a[i].final, &st) == 0 && S_ISDIR(st.st_mode)) {
+      kf_diag_error(diag, "%s: is a directory; nothing was replaced", a[i].final);
       return KF_ERR_IO;
     }
-    free(a[i].tmp);
-    a[i].tmp = NULL;
+  }
+  for (int k = 0; k < ART_COUNT; k++) {
+    artifact *x = &a[commit_order[k]];
+    if (!x->tmp) continue;
+    if (rename(x->tmp, x->final) != 0) {
+      kf_diag_error(diag, "%s: cannot rename %s into place: %s", x->final, x->tmp, strerror(errno));
+      return KF_ERR_IO;
+    }
+    free(x->tmp);
+    x->tmp = NULL;
   }
   return KF_OK;
 }
@@ -610,19 +624,20 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
     snprintf(objpath, n, "%s.o", art[ART_MODULE].tmp);
   else
     snprintf(objpath, n, "%s", art[ART_MODULE].tmp);
-  st = kf_emit_object(blob, blob_bytes, prefix, objpath, diag);
+  st = kf_emit_object(blob, blob_bytes, prefix, objpath, out_path, diag);
   if (!st && o->emit == KF_EMIT_OBJ) {
     char *hpath = kf_header_path(out_path);
     st = hpath ? art_init(&art[ART_HEADER], hpath) : KF_ERR_NOMEM;
     free(hpath);
-    if (!st) st = kf_write_header(art[ART_HEADER].tmp, out_path, prefix, g, diag);
+    if (!st)
+      st = kf_write_header(art[ART_HEADER].tmp, art[ART_HEADER].final, out_path, prefix, g, diag);
   }
   phase[5] = now_s() - t;
   if (st) goto done;
 
   if (o->emit == KF_EMIT_SO) {
     t = now_s();
-    st = kf_link_shared(objpath, art[ART_MODULE].tmp, diag);
+    st = kf_link_shared(objpath, art[ART_MODULE].tmp, out_path, diag);
     unlink(objpath);
     phase[6] = now_s() - t;
     if (st) goto done;

@@ -35,7 +35,7 @@ static bool valid_prefix(const char *p) {
 }
 
 kf_status kf_emit_object(const void *blob, size_t blob_bytes, const char *prefix,
-                         const char *path, kf_diag *diag) {
+                         const char *path, const char *shown, kf_diag *diag) {
   if (!valid_prefix(prefix)) {
     kf_diag_error(diag, "symbol prefix '%s' is not a C identifier", prefix ? prefix : "");
     return KF_ERR_ARG;
@@ -106,7 +106,7 @@ kf_status kf_emit_object(const void *blob, size_t blob_bytes, const char *prefix
   LLVMDisposeMessage(err);
   err = NULL;
   if (st == KF_OK && LLVMTargetMachineEmitToFile(tm, mod, path, LLVMObjectFile, &err)) {
-    kf_diag_error(diag, "%s: cannot write the object file: %s", path, err ? err : "?");
+    kf_diag_error(diag, "%s: cannot write the object file: %s", shown, err ? err : "?");
     st = KF_ERR_IO;
   }
   LLVMDisposeMessage(err);
@@ -153,7 +153,7 @@ kf_status kf_find_runtime_lib(char *buf, size_t n, kf_diag *diag) {
   return KF_ERR_IO;
 }
 
-kf_status kf_link_shared(const char *object, const char *out, kf_diag *diag) {
+kf_status kf_link_shared(const char *object, const char *out, const char *shown, kf_diag *diag) {
   char rt[PATH_MAX];
   kf_status st = kf_find_runtime_lib(rt, sizeof rt, diag);
   if (st) return st;
@@ -166,14 +166,14 @@ kf_status kf_link_shared(const char *object, const char *out, kf_diag *diag) {
   pid_t pid;
   int pfd[2];
   if (pipe(pfd) != 0) {
-    kf_diag_error(diag, "cannot link %s: pipe: %s", out, strerror(errno));
+    kf_diag_error(diag, "cannot link %s: pipe: %s", shown, strerror(errno));
     return KF_ERR_IO;
   }
   pid = fork();
   if (pid < 0) {
     close(pfd[0]);
     close(pfd[1]);
-    kf_diag_error(diag, "cannot link %s: fork: %s", out, strerror(errno));
+    kf_diag_error(diag, "cannot link %s: fork: %s", shown, strerror(errno));
     return KF_ERR_IO;
   }
   if (pid == 0) {
@@ -196,7 +196,7 @@ kf_status kf_link_shared(const char *object, const char *out, kf_diag *diag) {
   while (waitpid(pid, &wst, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(wst) || WEXITSTATUS(wst) != 0) {
-    kf_diag_error(diag, "linking %s with %s failed (exit %d)%s%s", out, cc,
+    kf_diag_error(diag, "linking %s with %s failed (exit %d)%s%s", shown, cc,
                   WIFEXITED(wst) ? WEXITSTATUS(wst) : -1, log.data ? ":\n" : "",
                   log.data ? log.data : "");
     st = KF_ERR_IO;
