@@ -7,6 +7,7 @@
  *
  * No CUDA here: the compiler's plan writer links this file too. All
  * arithmetic on plan values goes through the overflow-checked helpers. */
+#include <elf.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -604,11 +605,19 @@ static int check_image(chk *c, uint32_t i, const uint8_t *b, uint64_t n) {
     uint64_t phoff = rd64(b + 0x20), shoff = rd64(b + 0x28);
     uint16_t phentsize = rd16(b + 0x36), phnum = rd16(b + 0x38);
     uint16_t shentsize = rd16(b + 0x3a), shnum = rd16(b + 0x3c);
+    /* the loader walks phnum entries of the size it knows: a smaller
+     * e_phentsize (0 with phnum 65535 passed the range check) would let
+     * the table run past the image */
+    if (phnum && phentsize != sizeof(Elf64_Phdr))
+      return bad(c, "module %u: ELF program header entry size %u, not %zu "
+                 "(Elf64_Phdr)", i, phentsize, sizeof(Elf64_Phdr));
     if (phnum && !within(phoff, (uint64_t)phnum * phentsize, 0, n))
       return bad(c, "module %u: ELF program headers lie outside its %llu "
                  "bytes", i, (unsigned long long)n);
-    if (shnum && (shentsize < 64 ||
-                  !within(shoff, (uint64_t)shnum * shentsize, 0, n)))
+    if (shnum && shentsize != sizeof(Elf64_Shdr))
+      return bad(c, "module %u: ELF section header entry size %u, not %zu "
+                 "(Elf64_Shdr)", i, shentsize, sizeof(Elf64_Shdr));
+    if (shnum && !within(shoff, (uint64_t)shnum * shentsize, 0, n))
       return bad(c, "module %u: ELF section headers lie outside its %llu "
                  "bytes", i, (unsigned long long)n);
     for (uint32_t k = 0; k < shnum; k++) {

@@ -445,6 +445,12 @@ MUT(elf_shentsize, image(p)[0x3a] = 32)
 MUT(elf_shoff, image(p)[0x28 + 7] = 0x80)
 MUT(elf_phnum, { image(p)[0x38] = 1; image(p)[0x36] = 56;
                  image(p)[0x20] = 100; })
+/* a 16-bit field of the cubin's ELF header: 0x36 e_phentsize, 0x38
+ * e_phnum, 0x3a e_shentsize */
+static void put16(void *p, size_t at, uint16_t v) { memcpy(image(p) + at, &v, 2); }
+MUT(elf_phentsize_0, (put16(p, 0x36, 0), put16(p, 0x38, 65535)))
+MUT(elf_phentsize_40, (put16(p, 0x36, 40), put16(p, 0x38, 1)))
+MUT(elf_shentsize_72, put16(p, 0x3a, 72))
 MUT(elf_section, image(p)[64 + 0x20] = 200)
 MUT(elf_section_overflow, memset(image(p) + 64 + 0x18, 0xff, 8))
 MUT(not_elf_no_nul, { image(p)[1] = 'X'; image(p)[127] = 'x'; })
@@ -507,6 +513,12 @@ static const mutation mutations[] = {
     {"total_bytes", mut_total_bytes, "total_bytes"},
     {"flags", mut_flags, "unknown flags 0x10"},
     {"flags_both", mut_flags_both, "weights both embedded and in a file"},
+    {"elf_phentsize_0", mut_elf_phentsize_0,
+     "module 0: ELF program header entry size 0, not 56"},
+    {"elf_phentsize_40", mut_elf_phentsize_40,
+     "module 0: ELF program header entry size 40, not 56"},
+    {"elf_shentsize_72", mut_elf_shentsize_72,
+     "module 0: ELF section header entry size 72, not 64"},
     {"buffers_past_end", mut_buffers_past_end, "buffer table offset"},
     {"buffers_misaligned", mut_buffers_misaligned, "not 8-byte aligned"},
     {"buffers_count", mut_buffers_count, "buffer records"},
@@ -547,7 +559,7 @@ static const mutation mutations[] = {
     {"elf_class", mut_elf_class, "module 0: not a 64-bit little-endian ELF"},
     {"elf_short", mut_elf_short, "shorter than its header"},
     {"elf_shnum", mut_elf_shnum, "ELF section headers lie outside"},
-    {"elf_shentsize", mut_elf_shentsize, "ELF section headers lie outside"},
+    {"elf_shentsize", mut_elf_shentsize, "ELF section header entry size 32, not 64"},
     {"elf_shoff", mut_elf_shoff, "ELF section headers lie outside"},
     {"elf_phnum", mut_elf_phnum, "ELF program headers lie outside"},
     {"elf_section", mut_elf_section, "ELF section 0 lies outside its 128 bytes"},
@@ -620,8 +632,14 @@ static void test_check_each_field(void **state) {
       fail_msg("%s: expected \"%s\" in \"%s\"", mutations[i].name,
                mutations[i].expect, msg);
   }
-  /* and the unmodified plan is still fine */
+  /* and the unmodified plan is still fine, as is one program header of
+   * the right size inside the image */
   memcpy(p, good, n);
+  assert_int_equal(kfr_plan_check(p, n, NULL, 0), KFUSE_OK);
+  uint64_t phoff = 64;
+  memcpy(image(p) + 0x20, &phoff, 8);
+  put16(p, 0x36, 56);
+  put16(p, 0x38, 1);
   assert_int_equal(kfr_plan_check(p, n, NULL, 0), KFUSE_OK);
   free(p);
   free(good);
