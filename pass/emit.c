@@ -153,20 +153,44 @@ kf_status kf_find_runtime_lib(char *buf, size_t n, kf_diag *diag) {
   return KF_ERR_IO;
 }
 
+/* The exports of a shared module: the module API, nothing else. */
+static const char version_script[] = "{ global: kfuse_model_*; kfuse_last_error; kfuse_options_init; "
+                                     "local: *; };\n";
+
 kf_status kf_link_shared(const char *object, const char *out, const char *shown, kf_diag *diag) {
   char rt[PATH_MAX];
   kf_status st = kf_find_runtime_lib(rt, sizeof rt, diag);
   if (st) return st;
   const char *cc = getenv("KFUSE_CC");
   if (!cc || !*cc) cc = "cc";
-  /* The runtime's own symbols stay hidden; only kfuse_model_* and
-   * <prefix>_create are exported. */
+  /* Symbols bound within the module: every module carries its own copy of
+   * the runtime, perhaps of another kfuse version, so one module's calls
+   * into it (kfr_model_create calls kfuse_options_init and
+   * kfuse_model_destroy) must never resolve to another module's copy loaded
+   * earlier into the global scope. -Bsymbolic binds them to the module's
+   * own definitions (DT_SYMBOLIC); the version script exports the module
+   * API only, whatever visibility the runtime archive was built with. */
+  size_t vn = strlen(out) + 8;
+  char *ver = malloc(vn);
+  if (!ver) return KF_ERR_NOMEM;
+  snprintf(ver, vn, "%s.ver", out);
+  FILE *vf = fopen(ver, "w");
+  if (!vf || fputs(version_script, vf) < 0 || fclose(vf) != 0) {
+    kf_diag_error(diag, "cannot link %s: cannot write its version script: %s", shown, strerror(errno));
+    if (vf) unlink(ver);
+    free(ver);
+    return KF_ERR_IO;
+  }
+  char vopt[PATH_MAX + 32];
+  snprintf(vopt, sizeof vopt, "-Wl,--version-script=%s", ver);
   char *argv[] = {(char *)cc, "-shared", "-o", (char *)out, (char *)object, rt,
-                  "-Wl,-z,noexecstack", "-ldl", "-lpthread", NULL};
+                  "-Wl,-Bsymbolic", vopt, "-Wl,-z,noexecstack", "-ldl", "-lpthread", NULL};
   pid_t pid;
   int pfd[2];
   if (pipe(pfd) != 0) {
     kf_diag_error(diag, "cannot link %s: pipe: %s", shown, strerror(errno));
+    unlink(ver);
+    free(ver);
     return KF_ERR_IO;
   }
   pid = fork();
@@ -174,6 +198,8 @@ kf_status kf_link_shared(const char *object, const char *out, const char *shown,
     close(pfd[0]);
     close(pfd[1]);
     kf_diag_error(diag, "cannot link %s: fork: %s", shown, strerror(errno));
+    unlink(ver);
+    free(ver);
     return KF_ERR_IO;
   }
   if (pid == 0) {
@@ -202,5 +228,7 @@ kf_status kf_link_shared(const char *object, const char *out, const char *shown,
     st = KF_ERR_IO;
   }
   kf_strbuf_fini(&log);
+  unlink(ver);
+  free(ver);
   return st;
 }

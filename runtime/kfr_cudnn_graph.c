@@ -219,7 +219,7 @@ int kfr_conv_graph_prepare(kfuse_model *m, uint32_t s, CUdeviceptr sx, CUdevicep
   const kfr_conv *c = &m->steps[s].conv;
   kfr_conv_rt *rt = &m->conv[s];
   if (!d->cudnnBackendCreateDescriptor || !d->cudnnBackendExecute) return 1;
-  const char *env = getenv("KFUSE_CUDNN_GRAPH");
+  const char *env = secure_getenv("KFUSE_CUDNN_GRAPH");
   if (env && strcmp(env, "0") == 0) return 1;
   gbuild b;
   memset(&b, 0, sizeof b);

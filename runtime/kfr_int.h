@@ -95,9 +95,12 @@ typedef int (*kfr_lib_try)(const char *path, char *tried, size_t tn);
  * already loaded), $CUDA_HOME/lib64, $CUDA_PATH/lib64, /usr/local/cuda/lib64,
  * then the nvidia/<pip_dirs>/lib directories of Python installations
  * ($VIRTUAL_ENV, $CONDA_PREFIX, ~/.local, /usr/local, /usr, /opt/<env>);
- * pip_dirs is a glob brace or a name ("{cu13,cublas}", "cudnn"). Calls try
- * on the soname and on every existing match until one succeeds: 1 then,
- * else 0 with what was tried in tried. */
+ * pip_dirs is a glob brace or a name ("{cu13,cublas}", "cudnn"). Within one
+ * place the matches are tried newest first (descending strverscmp order:
+ * python3.12 before python3.9; site- before dist-packages; /opt/<env> in
+ * descending name order), never in directory order. Variables are read
+ * with secure_getenv. Calls try on the soname and on every existing match
+ * until one succeeds: 1 then, else 0 with what was tried in tried. */
 KFR_HIDDEN int kfr_lib_search(const char *soname, const char *pip_dirs,
                               kfr_lib_try try_path, char *tried, size_t tn);
 

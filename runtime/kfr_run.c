@@ -121,7 +121,7 @@ static uint64_t operand_elems(int64_t rows, int64_t cols, int64_t ld,
 #define KFR_GEMM_SEARCH_MAX_BYTES ((uint64_t)1 << 30)
 
 static int gemm_verbose(void) {
-  const char *v = getenv("KFUSE_GEMM_VERBOSE");
+  const char *v = secure_getenv("KFUSE_GEMM_VERBOSE");
   return v && *v && strcmp(v, "0") != 0;
 }
 
@@ -260,7 +260,7 @@ static int choose_algo(kfuse_model *m, uint32_t s, const uint32_t align[4], int 
   cublasLtMatmulHeuristicResult_t cand[KFR_GEMM_CANDIDATES];
   memset(cand, 0, sizeof cand);
   int found = 0;
-  const char *search = getenv("KFUSE_GEMM_SEARCH");
+  const char *search = secure_getenv("KFUSE_GEMM_SEARCH");
   if (search && strcmp(search, "0") == 0)
     timed = 0;
   /* without C, cuBLASLt gets D's layout for it (and beta = 0) */

@@ -18,10 +18,12 @@
  * the message is the last failure's, which after concurrent runs need not
  * be the caller's own.)
  *
- * Environment: KFUSE_CUBLASLT=path picks the cuBLASLt library (default: the
- * loader's search path, $CUDA_HOME/lib64, /usr/local/cuda/lib64, then
- * Python's nvidia/{cu13,cublas}/lib); KFUSE_LIBCUDA=path replaces
- * libcuda.so.1 (for tests).
+ * Environment: KFUSE_CUBLASLT=path picks the cuBLASLt library and
+ * KFUSE_CUDNN_LIBRARY=path cuDNN (default: the loader's search path,
+ * $CUDA_HOME/lib64, /usr/local/cuda/lib64, then Python's nvidia/.../lib,
+ * newest first); KFUSE_LIBCUDA=path replaces libcuda.so.1 (for tests). All
+ * are read with secure_getenv (ignored in set-user-ID programs);
+ * docs/DEPLOY.md has the whole search.
  *
  * In a shared module (model.so) the entry points are named kfuse_model_*;
  * in an object module (model.o, static linking) they are named after the

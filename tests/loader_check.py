@@ -19,6 +19,10 @@
    rebuilt after this process loaded it refuses the new weights (and the
    new library loads); a reader that mapped the weights before a rebuild
    keeps reading the old bytes (the rebuild never truncates in place).
+4. Symbols bind within a module: with another library defining the module
+   API loaded first into the global scope (another module of another kfuse
+   version, say), the module's own call of kfuse_options_init still runs its
+   own copy.
 Loading a module's library needs no GPU (the runtime opens the driver at
 create), so this runs in CI.
 """
@@ -110,6 +114,7 @@ def main():
             check(False, "a module rewritten in place is refused")
         except kfuse.KfuseError as e:
             check("rewritten in place" in str(e), f"a module rewritten in place is refused: {e}")
+    symbol_checks(k, b, check)
     if os.environ.get("KFUSE_LIBCUDA"):
         deploy_checks(k, a, b, check)
     else:
@@ -171,6 +176,44 @@ def deploy_checks(k, mlp, norms, check):
               f"the old library refuses the rebuilt module's weights: {msg}")
         rc, msg = create(kfuse._open_library(b))
         check(rc == 0, f"the rebuilt module loads and creates: {msg}")
+
+
+INTERPOSER = r"""
+#include <string.h>
+#include "kfuse_runtime.h"
+int interposed_calls;
+void kfuse_options_init(kfuse_options *o) {
+  interposed_calls++;
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+}
+"""
+
+
+def symbol_checks(k, model, check):
+    """Section 4 of the file comment."""
+    with tempfile.TemporaryDirectory() as d:
+        src, lib = os.path.join(d, "interposer.c"), os.path.join(d, "libinterposer.so")
+        with open(src, "w") as f:
+            f.write(INTERPOSER)
+        r = subprocess.run(["cc", "-shared", "-fPIC", "-I", os.path.join(HERE, "..", "runtime"),
+                            "-o", lib, src], capture_output=True, text=True)
+        check(r.returncode == 0, f"build an interposer: {r.stderr.strip()[:200]}")
+        if r.returncode:
+            return
+        other = ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+        so = os.path.join(d, "m.so")
+        r = compile_to(k, model, so)
+        check(r.returncode == 0, f"compile {os.path.basename(model)}: {r.stderr.strip()[:200]}")
+        mod = kfuse._open_library(so)
+        kfuse._bind(mod)
+        h = ctypes.c_void_p()
+        mod.kfuse_model_create(None, ctypes.byref(h))  # any outcome: the call inside counts
+        if h.value:
+            mod.kfuse_model_destroy(h)
+        calls = ctypes.c_int.in_dll(other, "interposed_calls").value
+        check(calls == 0, f"the module's own kfuse_options_init ran, not the global one "
+                          f"({calls} interposed call(s))")
 
 
 if __name__ == "__main__":

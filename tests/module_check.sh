@@ -2,8 +2,9 @@
 # tests/module_check.sh KFUSE MODEL OUTDIR [obj]
 # CI has no GPU, so this checks what a compiled module is, not what it
 # computes (scripts/gpu_test.sh does that on the GPU machine):
-#   so:  `kfuse compile` succeeds; the module exports exactly the module API;
-#        it needs nothing beyond libc at load time; the weights sidecar exists
+#   so:  `kfuse compile` succeeds; the module exports exactly the module API
+#        and binds its own symbols (DF_SYMBOLIC); it needs nothing beyond
+#        libc at load time; the weights sidecar exists
 #        and the report says the kernels were not verified here; with
 #        KFUSE_CREATE_CHECK and KFUSE_LIBCUDA (tests/fake), the module is
 #        created on the fake CUDA driver.
@@ -16,8 +17,11 @@ fail() { echo "module_check: $*" >&2; exit 1; }
 if [ "$mode" = so ]; then
   "$k" compile "$model" -o "$dir/m.so" -q --report "$dir/r.json"
   want="kfuse_last_error kfuse_model_create kfuse_model_destroy kfuse_model_error kfuse_model_input_info kfuse_model_num_inputs kfuse_model_num_outputs kfuse_model_output_info kfuse_model_run kfuse_options_init"
-  got=$(nm -D --defined-only "$dir/m.so" | awk '$2 == "T" { print $3 }' | sort | tr '\n' ' ' | sed 's/ $//')
+  got=$(nm -D --defined-only "$dir/m.so" | awk 'NF == 3 { print $3 }' | sort | tr '\n' ' ' | sed 's/ $//')
   [ "$got" = "$want" ] || fail "exports are '$got', expected '$want'"
+  # its own references bind to its own copy of the runtime, never to
+  # another module's (docs/DEPLOY.md, "Symbols")
+  readelf -d "$dir/m.so" | grep -q '(FLAGS).*SYMBOLIC' || fail "the module is not linked -Bsymbolic (no DF_SYMBOLIC)"
   needed=$(readelf -d "$dir/m.so" | awk '/NEEDED/ { print $5 }' | tr -d '[]' | sort | tr '\n' ' ')
   for n in $needed; do
     case $n in libc.so.6|ld-linux-x86-64.so.2|libdl.so.2|libpthread.so.0) ;;

@@ -8,7 +8,9 @@
  *   each launch's arguments against its kernel's parameters
  *   (cuFuncGetParamInfo), and with "old-driver" (a driver before CUDA 12.4,
  *   FAKE_CUDA_VERSION=12030) that the check is skipped;
- *   kfuse_model_error read while another thread's runs fail.
+ *   kfuse_model_error read while another thread's runs fail;
+ *   a rejected cuDNN leaves none of its sub-libraries loaded, an accepted
+ *   one has them in the global scope (tests/fake's stand-ins).
  *
  * Every failed create must also release everything it took from the
  * driver (the fake counts live allocations and handles). */
@@ -491,6 +493,72 @@ static void test_error_read_while_running(void **state) {
   free(p.p);
 }
 
+/* ---- loading cuDNN ------------------------------------------------------------ */
+
+static void copy_file(const char *from, const char *to) {
+  FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+  char buf[65536];
+  size_t k;
+  if (!a || !b)
+    fail_msg("cannot copy %s to %s", from, to);
+  while ((k = fread(buf, 1, sizeof buf, a)) > 0)
+    if (fwrite(buf, 1, k, b) != k)
+      fail_msg("cannot write %s", to);
+  fclose(a);
+  if (fclose(b) != 0)
+    fail_msg("cannot write %s", to);
+}
+
+/* A cuDNN found by full path gets its sub-libraries opened from its
+ * directory; one that is then rejected (here: version 8.9) must leave none
+ * of them loaded, one that is accepted has them in the global scope. */
+static void test_cudnn_parts(void **state) {
+  (void)state;
+  const char *lib = getenv("FAKE_CUDNN_LIB"), *part = getenv("FAKE_CUDNN_PART");
+  if (!lib || !part)
+    fail_msg("FAKE_CUDNN_LIB and FAKE_CUDNN_PART must name tests/fake's stand-ins");
+  char bad[600], good[600], p[700], gp[700];
+  in_dir(bad, sizeof bad, "cudnn_old");
+  in_dir(good, sizeof good, "cudnn_new");
+  mkdir(bad, 0700);
+  mkdir(good, 0700);
+  snprintf(p, sizeof p, "%s/libcudnn.so.9", bad);
+  copy_file(lib, p);
+  snprintf(p, sizeof p, "%s/libcudnn_graph.so.9", bad);
+  copy_file(part, p);
+  snprintf(p, sizeof p, "%s/libcudnn.so.9", good);
+  copy_file(lib, p);
+  snprintf(gp, sizeof gp, "%s/libcudnn_graph.so.9", good);
+  copy_file(part, gp);
+
+  const kfr_cudnn *dnn = NULL;
+  char msg[2048];
+  snprintf(p, sizeof p, "%s/libcudnn.so.9", bad);
+  setenv("KFUSE_CUDNN_LIBRARY", p, 1);
+  setenv("FAKE_CUDNN_VERSION", "8900", 1);
+  assert_int_equal(kfr_cudnn_load(&dnn, msg, sizeof msg), KFUSE_ELIBRARY);
+  assert_contains(msg, "cuDNN 8900; 9.0 or newer needed");
+  snprintf(p, sizeof p, "%s/libcudnn_graph.so.9", bad);
+  void *h = dlopen(p, RTLD_NOW | RTLD_NOLOAD);
+  if (h)
+    fail_msg("the rejected cuDNN's %s is still loaded", p);
+  assert_null(dlsym(RTLD_DEFAULT, "fake_cudnn_part_marker"));
+
+  snprintf(p, sizeof p, "%s/libcudnn.so.9", good);
+  setenv("KFUSE_CUDNN_LIBRARY", p, 1);
+  setenv("FAKE_CUDNN_VERSION", "90100", 1);
+  if (kfr_cudnn_load(&dnn, msg, sizeof msg))
+    fail_msg("the accepted cuDNN: %s", msg);
+  assert_string_equal(dnn->path, p);
+  assert_true(dnn->version == 90100);
+  h = dlopen(gp, RTLD_NOW | RTLD_NOLOAD);
+  assert_non_null(h);
+  dlclose(h);
+  assert_non_null(dlsym(RTLD_DEFAULT, "fake_cudnn_part_marker"));
+  unsetenv("KFUSE_CUDNN_LIBRARY");
+  unsetenv("FAKE_CUDNN_VERSION");
+}
+
 static int setup(void **state) {
   (void)state;
   const char *tmp = getenv("TMPDIR");
@@ -526,6 +594,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_weights_embedded),
       cmocka_unit_test(test_params),
       cmocka_unit_test(test_error_read_while_running),
+      cmocka_unit_test(test_cudnn_parts),
   };
   return cmocka_run_group_tests_name("test_create", tests, setup, teardown);
 }

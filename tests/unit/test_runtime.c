@@ -1127,6 +1127,30 @@ static void test_lib_search_order(void **state) {
   assert_string_equal(g_seen[1], venv13);
   g_accept = NULL;
 
+  /* several Python versions in one place: newest first, whatever order
+   * the directory lists them in (and not glob's collation, which puts
+   * python3.10 before python3.9) */
+  char pyv[4][1024];
+  static const char *const vers[4] = {"3.9", "3.12", "3.10", "3.11"};
+  for (int i = 0; i < 4; i++) {
+    snprintf(pyv[i], sizeof pyv[i],
+             "%s/multi/lib/python%s/site-packages/nvidia/cudnn/lib/%s", root,
+             vers[i], so);
+    touch_p(pyv[i]);
+  }
+  unsetenv("CUDA_HOME");
+  unsetenv("HOME");
+  snprintf(d, sizeof d, "%s/multi", root);
+  setenv("VIRTUAL_ENV", d, 1);
+  tried[0] = 0;
+  g_nseen = 0;
+  assert_int_equal(kfr_lib_search(so, "cudnn", fake_try, tried, sizeof tried), 0);
+  assert_int_equal(g_nseen, 5);
+  assert_string_equal(g_seen[1], pyv[1]); /* 3.12 */
+  assert_string_equal(g_seen[2], pyv[3]); /* 3.11 */
+  assert_string_equal(g_seen[3], pyv[2]); /* 3.10 */
+  assert_string_equal(g_seen[4], pyv[0]); /* 3.9 */
+
   /* tried truncates, never overflows, and stays terminated */
   char small[24];
   memset(small, 'x', sizeof small);
