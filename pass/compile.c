@@ -501,6 +501,8 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   po.fuse = o->fuse && !o->reference;
   po.horizontal = !o->no_horizontal;
   st = kf_partition_graph(g, &po, &p, diag);
+  /* before any kernel is built for a shape no byte count can hold */
+  if (!st) st = kf_memplan_check_sizes(p, diag);
   phase[1] = now_s() - t;
   if (st) goto done;
   if (o->progress)
@@ -516,9 +518,11 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   t = now_s();
   int64_t scratch = 0;
   for (int s = 0; s < ns; s++) {
-    int64_t sum = 0;
+    int64_t sum = 0, b = 0;
     for (int k = 0; k < slots[s].unit->n_scratch; k++)
-      sum += (slots[s].unit->scratch_bytes[k] + 255) / 256 * 256;
+      if (__builtin_add_overflow(slots[s].unit->scratch_bytes[k], 255, &b) ||
+          __builtin_add_overflow(sum, b / 256 * 256, &sum))
+        sum = INT64_MAX; /* the memory plan refuses it, naming the size */
     if (sum > scratch) scratch = sum;
   }
   st = kf_memplan_build(p, scratch, &mp, diag);

@@ -210,7 +210,9 @@ void kfr_tensor_desc_init(kfr_tensor_desc *d, uint32_t dtype, uint32_t rank,
   for (uint32_t r = rank; r-- > 0;) {
     d->shape[r] = shape[r];
     d->strides[r] = stride;
-    stride *= shape[r] > 0 ? shape[r] : 1;
+    /* an absurd shape saturates (the byte count is then refused) */
+    if (__builtin_mul_overflow(stride, shape[r] > 0 ? shape[r] : 1, &stride))
+      stride = INT64_MAX;
   }
 }
 
@@ -265,36 +267,57 @@ static uint32_t add_buffer(kfr_writer *w, uint32_t kind, uint32_t index,
 }
 
 /* nbytes of a contiguous tensor with this desc (0 if it makes no sense: the
- * validator then names the problem). */
-static uint64_t desc_bytes(const kfr_tensor_desc *d) {
+ * validator then names the problem); 1 in *overflow when the byte count
+ * does not fit in 64 bits. */
+static uint64_t desc_bytes(const kfr_tensor_desc *d, int *overflow) {
   static const uint8_t size[] = {0, 4, 8, 2, 2, 8, 4, 2, 1, 1, 1};
+  *overflow = 0;
   if (!d || d->dtype >= sizeof size || d->rank > KFR_MAX_RANK)
     return 0;
   uint64_t n = size[d->dtype];
-  for (uint32_t r = 0; r < d->rank; r++)
-    if (d->shape[r] < 0 || __builtin_mul_overflow(n, (uint64_t)d->shape[r], &n))
+  for (uint32_t r = 0; r < d->rank; r++) {
+    if (d->shape[r] < 0)
       return 0;
+    if (__builtin_mul_overflow(n, (uint64_t)d->shape[r], &n)) {
+      *overflow = 1;
+      return 0;
+    }
+  }
   return n;
+}
+
+static uint32_t add_io(kfr_writer *w, uint32_t kind, uint32_t index,
+                       const char *name, const kfr_tensor_desc *desc) {
+  const char *what = kind == KFR_BUF_INPUT ? "input" : "output";
+  if (!desc) {
+    fail(w, KFUSE_EARG, "plan writer: %s %u (%s) has no desc", what, index,
+         name ? name : "");
+    return NONE_IDX;
+  }
+  int overflow;
+  uint64_t bytes = desc_bytes(desc, &overflow);
+  if (overflow) {
+    char shape[KFR_MAX_RANK * 24 + 4] = "[";
+    for (uint32_t r = 0; r < desc->rank && r < KFR_MAX_RANK; r++)
+      snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld",
+               r ? ", " : "", (long long)desc->shape[r]);
+    strcat(shape, "]");
+    fail(w, KFUSE_EARG, "plan writer: %s %u (%s) of shape %s and dtype %u has "
+         "more bytes than 64 bits count", what, index, name ? name : "", shape,
+         desc->dtype);
+    return NONE_IDX;
+  }
+  return add_buffer(w, kind, index, 0, bytes, name, desc);
 }
 
 uint32_t kfr_writer_input(kfr_writer *w, uint32_t index, const char *name,
                           const kfr_tensor_desc *desc) {
-  if (!desc) {
-    fail(w, KFUSE_EARG, "plan writer: input %u (%s) has no desc", index,
-         name ? name : "");
-    return NONE_IDX;
-  }
-  return add_buffer(w, KFR_BUF_INPUT, index, 0, desc_bytes(desc), name, desc);
+  return add_io(w, KFR_BUF_INPUT, index, name, desc);
 }
 
 uint32_t kfr_writer_output(kfr_writer *w, uint32_t index, const char *name,
                            const kfr_tensor_desc *desc) {
-  if (!desc) {
-    fail(w, KFUSE_EARG, "plan writer: output %u (%s) has no desc", index,
-         name ? name : "");
-    return NONE_IDX;
-  }
-  return add_buffer(w, KFR_BUF_OUTPUT, index, 0, desc_bytes(desc), name, desc);
+  return add_io(w, KFR_BUF_OUTPUT, index, name, desc);
 }
 
 uint32_t kfr_writer_arena(kfr_writer *w, uint64_t offset, uint64_t nbytes,

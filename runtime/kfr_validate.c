@@ -119,7 +119,11 @@ static int check_desc(chk *c, uint32_t i, const kfr_buffer *b,
                  buf_kind(b->kind), name);
   }
   uint64_t bytes;
-  if (__builtin_mul_overflow(numel, (uint64_t)es, &bytes) || bytes != b->nbytes)
+  if (__builtin_mul_overflow(numel, (uint64_t)es, &bytes))
+    return bad(c, "buffer %u (%s %s): %llu elements of %u bytes overflow a "
+               "64-bit byte count", i, buf_kind(b->kind), name,
+               (unsigned long long)numel, es);
+  if (bytes != b->nbytes)
     return bad(c, "buffer %u (%s %s): nbytes is %llu, its shape and dtype "
                "need %llu", i, buf_kind(b->kind), name,
                (unsigned long long)b->nbytes, (unsigned long long)bytes);

@@ -364,6 +364,16 @@ static void test_writer_misuse(void **state) {
   assert_int_equal(kfr_writer_finish(w, &p, &n, msg, sizeof msg), KFUSE_EARG);
   assert_contains(msg, "input 0 (x) has no desc");
   kfr_writer_destroy(w);
+  /* an output whose byte count overflows (it used to become 0) */
+  w = kfr_writer_create(90);
+  kfr_tensor_desc big;
+  kfr_tensor_desc_init(&big, KFUSE_DTYPE_F32, 2,
+                       (int64_t[]){(int64_t)1 << 62, 8});
+  assert_int_equal(kfr_writer_output(w, 0, "y", &big), UINT32_MAX);
+  assert_int_equal(kfr_writer_finish(w, &p, &n, msg, sizeof msg), KFUSE_EARG);
+  assert_contains(msg, "output 0 (y) of shape [4611686018427387904, 8] and "
+                       "dtype 1 has more bytes than 64 bits count");
+  kfr_writer_destroy(w);
   /* what the writer accepts but the validator does not: a step naming a
    * missing buffer, an input number left out */
   w = kfr_writer_create(90);
