@@ -1,0 +1,303 @@
+/* tests/unit/test_runtime_fake.c — the runtime (runtime/) against the fake
+ * CUDA driver, cuBLASLt and cuDNN of tests/fake_cuda/: what it asks of the
+ * driver when it creates, runs, captures and destroys an instance.
+ *
+ *   test_runtime_fake path/to/libkfuse_fake_cuda.so
+ *
+ * Each test says what it holds the runtime to. The fake executes nothing
+ * on a "device" (its memory is host memory), so numerics and timing are
+ * left to the GPU scripts. KFUSE_TEST_FILTER=name runs one test. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fake_cuda.h"
+#include "kfr_int.h"
+#include "kfr_plan.h"
+#include "kfr_plan_writer.h"
+#include "kfuse_runtime.h"
+
+#define assert_contains(s, sub)                                                        \
+  do {                                                                                 \
+    if (!strstr((s), (sub))) fail_msg("expected \"%s\" in \"%s\"", (sub), (s));         \
+  } while (0)
+
+static const char *g_fake;
+static fake_cuda_reset_fn f_reset;
+static fake_cuda_log_fn f_log;
+static fake_cuda_count_fn f_count;
+static fake_cuda_mark_fn f_mark;
+static fake_cuda_fail_fn f_fail;
+static fake_cuda_block_launches_fn f_block;
+static fake_cuda_blocked_fn f_blocked;
+static fake_cuda_live_allocs_fn f_live_allocs;
+static fake_cuda_is_live_fn f_is_live;
+
+static void sleep_ms(int ms) {
+  struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&t, NULL);
+}
+
+/* ---- plans --------------------------------------------------------------------- */
+
+/* The smallest image the validator takes for a cubin (never loaded: the
+ * fake driver accepts anything). */
+static uint8_t fake_cubin[128];
+
+static void make_fake_cubin(void) {
+  uint8_t *b = fake_cubin;
+  memset(b, 0, sizeof fake_cubin);
+  memcpy(b, "\177ELF", 4);
+  b[4] = 2, b[5] = 1, b[6] = 1;
+  uint64_t shoff = 64;
+  uint16_t shentsize = 64, shnum = 1;
+  memcpy(b + 0x28, &shoff, 8);
+  memcpy(b + 0x3a, &shentsize, 2);
+  memcpy(b + 0x3c, &shnum, 2);
+  uint32_t type = 1;
+  uint64_t off = 0, size = 64;
+  memcpy(b + 64 + 4, &type, 4);
+  memcpy(b + 64 + 0x18, &off, 8);
+  memcpy(b + 64 + 0x20, &size, 8);
+}
+
+static const float bias_data[3] = {0.5f, -1.0f, 2.0f};
+static float image[64];
+
+/* x, y: [4, 8] f32 -> out: [4, 3] f32: launch t = mix(x, y); GEMM out =
+ * relu(t @ W + bias) (W from the embedded weights); memset; copy. */
+static void *gemm_plan(size_t *bytes) {
+  make_fake_cubin();
+  kfr_writer *w = kfr_writer_create(90);
+  assert_non_null(w);
+  kfr_writer_set_model_name(w, "fake_gemm");
+  kfr_writer_set_arena(w, 4096);
+  kfr_writer_set_weights_embedded(w, image, sizeof image);
+  kfr_tensor_desc d48, d43, d3;
+  kfr_tensor_desc_init(&d48, KFUSE_DTYPE_F32, 2, (int64_t[]){4, 8});
+  kfr_tensor_desc_init(&d43, KFUSE_DTYPE_F32, 2, (int64_t[]){4, 3});
+  kfr_tensor_desc_init(&d3, KFUSE_DTYPE_F32, 1, (int64_t[]){3});
+  kfr_writer_input(w, 0, "x", &d48);
+  kfr_writer_input(w, 1, "y", &d48);
+  kfr_writer_output(w, 0, "out", &d43);
+  uint32_t bt = kfr_writer_arena(w, 0, 128, "t", &d48);
+  uint32_t bws = kfr_writer_arena(w, 1024, 1024, "gemm_ws", NULL);
+  uint32_t bw = kfr_writer_weight(w, 64, 96, "fc.weight", NULL);
+  uint32_t bb = kfr_writer_const(w, bias_data, sizeof bias_data, "fc.bias", &d3);
+  uint32_t mod = kfr_writer_module(w, fake_cubin, sizeof fake_cubin);
+  uint32_t k = kfr_writer_kernel(w, mod, "mix_f32", 0);
+  kfr_writer_launch(w, k, (uint32_t[]){1, 1, 1}, (uint32_t[]){32, 1, 1}, 0, "g0_mix");
+  kfr_writer_arg_ptr(w, 0, 0);
+  kfr_writer_arg_ptr(w, 1, 0);
+  kfr_writer_arg_ptr(w, bt, 0);
+  kfr_writer_arg_i64(w, 32);
+  kfr_gemm g;
+  memset(&g, 0, sizeof g);
+  g.m = 4, g.n = 3, g.k = 8, g.batch = 1;
+  g.lda = 8, g.ldb = 3, g.ldc = 3, g.ldd = 3;
+  g.dtype = KFUSE_DTYPE_F32;
+  g.compute = KFR_COMPUTE_32F;
+  g.epilogue = KFR_EPI_RELU_BIAS;
+  g.alpha = 1.0;
+  g.workspace_bytes = 1024;
+  kfr_writer_gemm(w, &g, "g1_linear");
+  kfr_writer_arg_ptr(w, bt, 0);
+  kfr_writer_arg_ptr(w, bw, 0);
+  kfr_writer_arg_none(w);
+  kfr_writer_arg_ptr(w, 2, 0);
+  kfr_writer_arg_ptr(w, bb, 0);
+  kfr_writer_arg_ptr(w, bws, 0);
+  kfr_writer_memset(w, "zero_t", bt, 64, 64);
+  void *plan = NULL;
+  char msg[512];
+  if (kfr_writer_finish(w, &plan, bytes, msg, sizeof msg)) fail_msg("finish: %s", msg);
+  kfr_writer_destroy(w);
+  return plan;
+}
+
+static kfuse_model *create_with(void *plan, size_t n, int cuda_graph) {
+  kfuse_options o;
+  kfuse_options_init(&o);
+  o.cuda_graph = cuda_graph;
+  kfuse_model *m = NULL;
+  int rc = kfr_model_create(plan, n, &o, &m);
+  if (rc) fail_msg("create: %d %s", rc, kfuse_last_error());
+  return m;
+}
+
+static kfuse_model *create_gemm(int cuda_graph) {
+  size_t n;
+  void *p = gemm_plan(&n);
+  kfuse_model *m = create_with(p, n, cuda_graph);
+  free(p);
+  return m;
+}
+
+/* caller tensors: host memory stands in for device memory in the fake */
+typedef struct io {
+  _Alignas(256) float x[32];
+  _Alignas(256) float y[32];
+  _Alignas(256) float out[16]; /* 12 used; room for a misaligned view */
+  const void *in[2];
+  void *outs[1];
+} io;
+
+static void io_init(io *t) {
+  memset(t, 0, sizeof *t);
+  t->in[0] = t->x;
+  t->in[1] = t->y;
+  t->outs[0] = t->out;
+}
+
+static const kfr_driver *driver(void) {
+  const kfr_driver *cu = NULL;
+  char msg[256];
+  if (kfr_driver_load(&cu, msg, sizeof msg)) fail_msg("driver: %s", msg);
+  return cu;
+}
+
+static CUstream new_stream(void) {
+  CUstream s = NULL;
+  assert_int_equal(driver()->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  return s;
+}
+
+/* The text of the log after the last "-- mark" line. */
+static const char *since(const char *mark) {
+  const char *log = f_log();
+  char m[128];
+  snprintf(m, sizeof m, "-- %s\n", mark);
+  const char *p = NULL, *q = log;
+  while ((q = strstr(q, m))) p = q++;
+  if (!p) fail_msg("mark %s not in the log", mark);
+  return p + strlen(m);
+}
+
+/* Lines of text containing needle. */
+static int lines_with(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = text; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    if (memmem(p, len, needle, strlen(needle))) n++;
+    p += len + (nl ? 1 : 0);
+  }
+  return n;
+}
+
+/* The value after "key=" on the last line of text containing needle. */
+static unsigned long long last_value(const char *text, const char *needle, const char *key) {
+  unsigned long long v = 0;
+  int found = 0;
+  for (const char *p = text; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    if (memmem(p, len, needle, strlen(needle))) {
+      const char *k = memmem(p, len, key, strlen(key));
+      if (k) {
+        v = strtoull(k + strlen(key), NULL, 10);
+        found = 1;
+      }
+    }
+    p += len + (nl ? 1 : 0);
+  }
+  if (!found) fail_msg("no line with %s and %s", needle, key);
+  return v;
+}
+
+/* ---- finding 6: CUDA-graph mode survives a failed capture ---------------------------- */
+
+static void test_graph_replays(void **state) {
+  (void)state;
+  kfuse_model *m = create_gemm(1);
+  CUstream s = new_stream();
+  io t;
+  io_init(&t);
+  f_reset();
+  f_mark("runs");
+  for (int i = 0; i < 3; i++) assert_int_equal(kfuse_model_run(m, s, t.in, t.outs), KFUSE_OK);
+  const char *log = since("runs");
+  assert_int_equal(lines_with(log, "cuStreamBeginCapture"), 1);
+  assert_int_equal(lines_with(log, "cuGraphLaunch"), 2);
+  kfuse_model_destroy(m);
+  assert_int_equal(driver()->cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+/* ---- finding 5: runs captured into the caller's graph ------------------------------ */
+
+/* a destroyed graph, or a capture that failed, holds nothing */
+static void test_capture_gone_before_destroy(void **state) {
+  (void)state;
+  const kfr_driver *cu = driver();
+  CUstream s = new_stream();
+  io t;
+  io_init(&t);
+  for (int fail_end = 0; fail_end < 2; fail_end++) {
+    kfuse_model *m = create_gemm(0);
+    unsigned long long arena = m->arena;
+    assert_int_equal(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    assert_int_equal(kfuse_model_run(m, s, t.in, t.outs), KFUSE_OK);
+    CUgraph g = NULL;
+    if (fail_end) {
+      f_fail("cuStreamEndCapture", 0, 1, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+      assert_int_not_equal(cu->cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+    } else {
+      assert_int_equal(cu->cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+      assert_int_equal(cu->cuGraphDestroy(g), CUDA_SUCCESS);
+    }
+    kfuse_model_destroy(m);
+    assert_false(f_is_live(arena));
+    f_reset();
+  }
+  cu->cuStreamDestroy(s);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: test_runtime_fake path/to/libkfuse_fake_cuda.so\n");
+    return 2;
+  }
+  g_fake = argv[1];
+  setenv("KFUSE_LIBCUDA", g_fake, 1);
+  setenv("KFUSE_CUBLASLT", g_fake, 1);
+  setenv("KFUSE_CUDNN_LIBRARY", g_fake, 1);
+  setenv("KFUSE_CUDNN_GRAPH", "0", 1);
+  void *h = dlopen(g_fake, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    fprintf(stderr, "cannot open %s: %s\n", g_fake, dlerror());
+    return 2;
+  }
+#define SYM(var, name)                                                  \
+  if (!(*(void **)&var = dlsym(h, name))) {                             \
+    fprintf(stderr, "%s has no %s\n", g_fake, name);                    \
+    return 2;                                                           \
+  }
+  SYM(f_reset, "fake_cuda_reset");
+  SYM(f_log, "fake_cuda_log");
+  SYM(f_count, "fake_cuda_count");
+  SYM(f_mark, "fake_cuda_mark");
+  SYM(f_fail, "fake_cuda_fail");
+  SYM(f_block, "fake_cuda_block_launches");
+  SYM(f_blocked, "fake_cuda_blocked");
+  SYM(f_live_allocs, "fake_cuda_live_allocs");
+  SYM(f_is_live, "fake_cuda_is_live");
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_graph_replays),
+      cmocka_unit_test(test_capture_gone_before_destroy),
+  };
+  const char *only = getenv("KFUSE_TEST_FILTER"); /* one test, e.g. test_gemm_realigns */
+  if (only && *only) cmocka_set_test_filter(only);
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  dlclose(h);
+  return rc;
+}
