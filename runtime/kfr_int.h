@@ -50,7 +50,8 @@
   X(cuGraphLaunch, 10000) X(cuGraphDestroy, 10000)                           \
   X(cuGraphExecDestroy, 10000) X(cuEventCreate, 2000)                        \
   X(cuEventDestroy, 4000) X(cuEventRecord, 2000) X(cuEventSynchronize, 2000) \
-  X(cuStreamWaitEvent, 3020) X(cuEventElapsedTime, 2000)
+  X(cuStreamWaitEvent, 3020) X(cuEventElapsedTime, 2000)                     \
+  X(cuMemAllocAsync, 11020) X(cuMemFreeAsync, 11020)
 
 typedef struct kfr_driver {
   /* fields are named by the base name (d->cuMemAlloc) */
@@ -74,12 +75,13 @@ KFR_HIDDEN const char *kfr_cu_describe(const kfr_driver *d, CUresult r,
 
 /* Times call(ctx) for the algorithm searches (cuBLASLt in kfr_run.c, the
  * cuDNN fused call and graph plans): one warm-up call, then three calls
- * each between ev[0] and ev[1] recorded on the legacy stream (the call
- * must run there), the median in *ms. Returns 0; 1 when call returned
- * non-zero (nothing timed; the caller skips that candidate); -1 when an
- * event call failed. */
+ * each between ev[0] and ev[1] recorded on stream (the call must run
+ * there: the instance's own stream, never the legacy one), the median in
+ * *ms. Returns 0; 1 when call returned non-zero (nothing timed; the caller
+ * skips that candidate); -1 when an event call failed. */
 typedef int (*kfr_timed_call)(void *ctx);
-KFR_HIDDEN int kfr_time3(const kfr_driver *cu, CUevent ev[2], kfr_timed_call call, void *ctx, float *ms);
+KFR_HIDDEN int kfr_time3(const kfr_driver *cu, CUstream stream, CUevent ev[2], kfr_timed_call call, void *ctx,
+                         float *ms);
 
 /* ---- finding a CUDA library --------------------------------------------- */
 
@@ -325,6 +327,12 @@ struct kfuse_model {
   CUdevice dev;
   CUcontext ctx;
   int ctx_retained;
+  /* the instance's own non-blocking stream: create's uploads and
+   * algorithm searches run on it, so create waits for nothing else (not
+   * the legacy stream, not the context); whether the device has the
+   * stream-ordered allocator the searches' scratch comes from */
+  CUstream own;
+  int pools;
   CUmodule *modules;
   CUfunction *funcs;
 
@@ -365,6 +373,14 @@ static inline const char *kfr_step_name(const kfuse_model *m, uint32_t s) {
 /* KFUSE_CUDNN_VERBOSE=1: cuDNN's searches and choices on stderr
  * (kfr_cudnn.c) */
 KFR_HIDDEN int kfr_cudnn_verbose(void);
+
+/* Scratch device memory for create's searches, ordered on m->own
+ * (kfr_sync.c): cuMemAllocAsync/cuMemFreeAsync where the device has memory
+ * pools, else cuMemAlloc and, after m->own is drained, cuMemFree (which
+ * may wait for the whole device). Alloc returns a CUresult; *p is 0 on
+ * failure. Free accepts 0. */
+KFR_HIDDEN CUresult kfr_scratch_alloc(kfuse_model *m, CUdeviceptr *p, size_t n);
+KFR_HIDDEN void kfr_scratch_free(kfuse_model *m, CUdeviceptr p);
 
 /* Printf into m->err; returns rc. */
 KFR_HIDDEN int kfr_fail(kfuse_model *m, int rc, const char *fmt, ...)

@@ -2,7 +2,9 @@
  * functions of the module API (runtime/kfuse_runtime.h).
  *
  * Create checks the whole plan before touching CUDA, then: driver, device
- * and architecture, the device's primary context, cubins and kernels, one
+ * and architecture, the device's primary context, a stream of the
+ * instance's own (everything create queues goes there, and create waits
+ * for nothing else: kfr_sync.c), cubins and kernels, one
  * arena allocation, the weights (mapped from their file, or from the plan)
  * and constants, the fixed buffers of CUDA-graph mode, the cuBLASLt state
  * of GEMM steps and the cuDNN state of CONV steps. Everything it needs from the plan is copied, so the
@@ -210,8 +212,13 @@ static int upload_span(kfuse_model *m, uint32_t kind, const uint8_t *src,
     *dst = 0;
     return cu_fail(m, r, "cuMemAlloc", what);
   }
-  if ((r = m->cu->cuMemcpyHtoD(*dst, src + lo, hi - lo)) != CUDA_SUCCESS)
-    return cu_fail(m, r, "cuMemcpyHtoD", what);
+  /* on the instance's own stream (a synchronous copy would go through the
+   * legacy stream and wait for the process's other work); done before
+   * returning, as the caller may unmap src */
+  if ((r = m->cu->cuMemcpyHtoDAsync(*dst, src + lo, hi - lo, m->own)) != CUDA_SUCCESS)
+    return cu_fail(m, r, "cuMemcpyHtoDAsync", what);
+  if ((r = m->cu->cuStreamSynchronize(m->own)) != CUDA_SUCCESS)
+    return cu_fail(m, r, "cuStreamSynchronize", what);
   return KFUSE_OK;
 }
 
@@ -403,6 +410,20 @@ static int alloc_graph_buffers(kfuse_model *m) {
   return KFUSE_OK;
 }
 
+/* The instance's own stream (kfr_sync.c), and whether scratch can come
+ * from the stream-ordered allocator. */
+static int own_stream(kfuse_model *m) {
+  CUresult r = m->cu->cuStreamCreate(&m->own, CU_STREAM_NON_BLOCKING);
+  if (r != CUDA_SUCCESS) {
+    m->own = NULL;
+    return cu_fail(m, r, "cuStreamCreate", "the instance's own stream");
+  }
+  r = m->cu->cuDeviceGetAttribute(&m->pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, m->dev);
+  if (r != CUDA_SUCCESS)
+    return cu_fail(m, r, "cuDeviceGetAttribute", "memory pool support");
+  return KFUSE_OK;
+}
+
 static int create(kfuse_model *m, const uint8_t *plan, const kfuse_options *o) {
   const kfr_header *h = &m->h;
   int rc = copy_meta(m, plan);
@@ -419,7 +440,7 @@ static int create(kfuse_model *m, const uint8_t *plan, const kfuse_options *o) {
   m->ctx_retained = 1;
   if ((r = cu->cuCtxPushCurrent(m->ctx)) != CUDA_SUCCESS)
     return cu_fail(m, r, "cuCtxPushCurrent", "device context");
-  if ((rc = load_modules(m, plan)))
+  if ((rc = own_stream(m)) || (rc = load_modules(m, plan)))
     goto pop;
   if (h->arena_bytes) {
     r = cu->cuMemAlloc(&m->arena, h->arena_bytes);
@@ -452,10 +473,10 @@ static int create(kfuse_model *m, const uint8_t *plan, const kfuse_options *o) {
       goto pop;
   if ((rc = kfr_conv_prepare_all(m)))
     goto pop;
-  /* uploads from pageable memory may still be in flight, and the caller's
-   * stream need not order after the legacy stream they went through */
-  if ((r = cu->cuCtxSynchronize()) != CUDA_SUCCESS)
-    rc = cu_fail(m, r, "cuCtxSynchronize", "finishing uploads");
+  /* create's work is all on m->own: finished there, it is ordered before
+   * any stream's later work */
+  if ((r = cu->cuStreamSynchronize(m->own)) != CUDA_SUCCESS)
+    rc = cu_fail(m, r, "cuStreamSynchronize", "finishing create's uploads and searches");
 pop:;
   CUcontext popped;
   r = cu->cuCtxPopCurrent(&popped);
@@ -530,6 +551,8 @@ void kfuse_model_destroy(kfuse_model *m) {
       (void)cu->cuStreamDestroy(m->cap);
     if (m->done)
       (void)cu->cuEventDestroy(m->done);
+    if (m->own)
+      (void)cu->cuStreamDestroy(m->own);
     for (uint32_t i = 0; m->gin && i < m->h.n_inputs; i++)
       if (m->gin[i])
         (void)cu->cuMemFree(m->gin[i]);

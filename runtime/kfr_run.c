@@ -134,6 +134,7 @@ typedef struct gemm_call {
   void *ws;
   uint64_t ws_bytes;
   int has_c;
+  CUstream stream;
 } gemm_call;
 
 static int run_gemm_call(void *ctx) {
@@ -143,12 +144,14 @@ static int run_gemm_call(void *ctx) {
                                       (const void *)(uintptr_t)x->b, rt->lb, &rt->beta,
                                       (const void *)(uintptr_t)x->c, x->has_c ? rt->lc : rt->ld,
                                       (void *)(uintptr_t)x->d, rt->ld, x->algo, x->ws, (size_t)x->ws_bytes,
-                                      NULL) != CUBLAS_STATUS_SUCCESS;
+                                      (cudaStream_t)x->stream) != CUBLAS_STATUS_SUCCESS;
 }
 
 /* Time step s with each of cuBLASLt's candidates res[0..found) on scratch
  * operands of the step's shapes (zeros; the arena's workspace): one warm-up
- * call, then the median of three, on the legacy stream. Returns the index
+ * call, then the median of three, on the instance's own stream (scratch
+ * from kfr_scratch_alloc: create waits for nothing but its own work).
+ * Returns the index
  * of the fastest; 0 (the heuristic's first) when the operands would take
  * more than KFR_GEMM_SEARCH_MAX_BYTES or scratch cannot be had; a candidate
  * that fails to run is skipped. */
@@ -181,8 +184,8 @@ static int time_algos(kfuse_model *m, uint32_t s,
   int best = 0, ok = 1;
   float best_ms = 0;
   for (int i = 0; i < 5 && ok; i++)
-    if (nb[i] && (cu->cuMemAlloc(&p[i], nb[i]) != CUDA_SUCCESS ||
-                  cu->cuMemsetD8Async(p[i], 0, nb[i], NULL) != CUDA_SUCCESS))
+    if (nb[i] && (kfr_scratch_alloc(m, &p[i], nb[i]) != CUDA_SUCCESS ||
+                  cu->cuMemsetD8Async(p[i], 0, nb[i], m->own) != CUDA_SUCCESS))
       ok = 0;
   for (int i = 0; i < 2 && ok; i++)
     if (cu->cuEventCreate(&ev[i], 0) != CUDA_SUCCESS)
@@ -194,12 +197,13 @@ static int time_algos(kfuse_model *m, uint32_t s,
                                             &bias, sizeof bias) == CUBLAS_STATUS_SUCCESS;
   }
   int timed_any = 0; /* candidate 0 may fail to run: compare with the first that ran */
-  gemm_call gc = {m, rt, p[1], p[0], g->has_c ? p[2] : p[3], p[3], NULL, ws, g->workspace_bytes, g->has_c};
+  gemm_call gc = {m, rt, p[1], p[0], g->has_c ? p[2] : p[3], p[3], NULL, ws, g->workspace_bytes, g->has_c,
+                  m->own};
   for (int c = 0; c < found && ok; c++) {
     float med;
     gc.algo = &res[c].algo;
-    if (kfr_time3(cu, ev, run_gemm_call, &gc, &med)) {
-      (void)cu->cuCtxSynchronize();
+    if (kfr_time3(cu, m->own, ev, run_gemm_call, &gc, &med)) {
+      (void)cu->cuStreamSynchronize(m->own); /* whatever of it was queued */
       continue;
     }
     if (gemm_verbose())
@@ -213,9 +217,9 @@ static int time_algos(kfuse_model *m, uint32_t s,
   }
   for (int i = 0; i < 2; i++)
     if (ev[i]) (void)cu->cuEventDestroy(ev[i]);
-  (void)cu->cuCtxSynchronize();
+  (void)cu->cuStreamSynchronize(m->own);
   for (int i = 0; i < 5; i++)
-    if (p[i]) (void)cu->cuMemFree(p[i]);
+    kfr_scratch_free(m, p[i]);
   if (gemm_verbose())
     fprintf(stderr, "kfuse: GEMM step %u (%s): chose candidate %d of %d\n", s, kfr_step_name(m, s), best,
             found);

@@ -125,6 +125,61 @@ static void *gemm_plan(size_t *bytes) {
   return plan;
 }
 
+static float conv_w[144];
+static const float conv_bias[8] = {0};
+
+/* y [2, 8, 3, 3] = relu(conv(x [2, 4, 6, 6], w [8, 2, 3, 3]; stride 2,
+ * padding 1, groups 2) + z + bias): one fused cuDNN step. */
+static void *conv_plan(size_t *bytes) {
+  kfr_writer *w = kfr_writer_create(90);
+  assert_non_null(w);
+  kfr_writer_set_model_name(w, "fake_conv");
+  kfr_writer_set_arena(w, 8192);
+  kfr_writer_set_weights_embedded(w, conv_w, sizeof conv_w);
+  kfr_tensor_desc dx, dy, db;
+  kfr_tensor_desc_init(&dx, KFUSE_DTYPE_F32, 4, (int64_t[]){2, 4, 6, 6});
+  kfr_tensor_desc_init(&dy, KFUSE_DTYPE_F32, 4, (int64_t[]){2, 8, 3, 3});
+  kfr_tensor_desc_init(&db, KFUSE_DTYPE_F32, 1, (int64_t[]){8});
+  uint32_t bx = kfr_writer_input(w, 0, "x", &dx);
+  uint32_t by = kfr_writer_output(w, 0, "y", &dy);
+  uint32_t bw = kfr_writer_weight(w, 0, sizeof conv_w, "conv.weight", NULL);
+  uint32_t bb = kfr_writer_const(w, conv_bias, sizeof conv_bias, "conv.bias", &db);
+  uint32_t bz = kfr_writer_arena(w, 0, 576, "z", &dy);
+  kfr_conv c;
+  memset(&c, 0, sizeof c);
+  c.nd = 2;
+  c.dtype = KFUSE_DTYPE_F32;
+  c.compute = KFR_COMPUTE_32F_TF32;
+  c.activation = KFR_ACT_RELU;
+  c.has_bias = 1;
+  c.has_z = 1;
+  c.n = 2, c.c = 4, c.k = 8, c.groups = 2;
+  for (int d = 0; d < 3; d++) {
+    c.in[d] = c.filter[d] = c.out[d] = c.stride[d] = c.dilation[d] = 1;
+    c.pad[d] = 0;
+  }
+  c.in[0] = c.in[1] = 6;
+  c.filter[0] = c.filter[1] = 3;
+  c.out[0] = c.out[1] = 3;
+  c.pad[0] = c.pad[1] = 1;
+  c.stride[0] = c.stride[1] = 2;
+  c.alpha1 = 1.0;
+  c.alpha2 = 1.0;
+  c.workspace_bytes = 4096;
+  kfr_writer_conv(w, &c, "g0_conv");
+  kfr_writer_arg_ptr(w, bx, 0);
+  kfr_writer_arg_ptr(w, bw, 0);
+  kfr_writer_arg_ptr(w, by, 0);
+  kfr_writer_arg_ptr(w, bb, 0);
+  kfr_writer_arg_ptr(w, bz, 0);
+  kfr_writer_arg_none(w);
+  void *plan = NULL;
+  char msg[512];
+  if (kfr_writer_finish(w, &plan, bytes, msg, sizeof msg)) fail_msg("finish: %s", msg);
+  kfr_writer_destroy(w);
+  return plan;
+}
+
 static kfuse_model *create_with(void *plan, size_t n, int cuda_graph) {
   kfuse_options o;
   kfuse_options_init(&o);
@@ -215,6 +270,61 @@ static unsigned long long last_value(const char *text, const char *needle, const
   return v;
 }
 
+/* ---- create synchronises only its own work (issue 13, finding 7) ------------------------------ */
+
+/* The first line of text containing needle (static), or NULL. */
+static const char *line_with(const char *text, const char *needle) {
+  static char line[512];
+  for (const char *p = text; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    if (memmem(p, len, needle, strlen(needle))) {
+      snprintf(line, sizeof line, "%.*s", (int)len, p);
+      return line;
+    }
+    p += len + (nl ? 1 : 0);
+  }
+  return NULL;
+}
+
+static void expect_private(const char *what, const char *log) {
+  static const char *const bad[][2] = {
+      {"cuCtxSynchronize", "synchronised the whole context"},
+      {"s=null", "used the legacy default stream"},
+      {"cuMemcpyHtoD n=", "copied with the synchronous cuMemcpyHtoD"},
+      {"cuMemFree p=", "freed with cuMemFree, which waits for the device"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *l = line_with(log, bad[i][0]);
+    if (l) fail_msg("%s %s: %s", what, bad[i][1], l);
+  }
+}
+
+static void test_create_private_stream(void **state) {
+  (void)state;
+  size_t n;
+  f_reset();
+  f_mark("gemm");
+  void *p = gemm_plan(&n);
+  kfuse_model *m = create_with(p, n, 0);
+  free(p);
+  const char *log = since("gemm");
+  /* the timed search ran (three candidates, each warmed up and timed 3x) */
+  assert_true(lines_with(log, "cublasLtMatmul algo=") >= 12);
+  expect_private("creating a model with a GEMM step", log);
+  kfuse_model_destroy(m);
+
+  f_mark("conv");
+  p = conv_plan(&n);
+  m = create_with(p, n, 0);
+  free(p);
+  log = since("conv");
+  assert_true(lines_with(log, "cudnnFindConvolutionForwardAlgorithmEx") >= 1);
+  assert_true(lines_with(log, "cudnnConvolutionBiasActivationForward") >= 4);
+  expect_private("creating a model with a CONV step", log);
+  kfuse_model_destroy(m);
+}
+
 /* ---- finding 6: CUDA-graph mode survives a failed capture ---------------------------- */
 
 static void test_graph_replays(void **state) {
@@ -292,6 +402,7 @@ int main(int argc, char **argv) {
   SYM(f_live_allocs, "fake_cuda_live_allocs");
   SYM(f_is_live, "fake_cuda_is_live");
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_create_private_stream),
       cmocka_unit_test(test_graph_replays),
       cmocka_unit_test(test_capture_gone_before_destroy),
   };
