@@ -15,6 +15,8 @@
  * executes the plan directly and then captures it once, on a stream of the
  * instance's own; later runs launch the graph on the caller's stream. A
  * graph exec is not tied to a stream, so one capture serves every stream.
+ * When the capture fails (a library call that cannot be captured, say),
+ * the instance says so once on stderr and runs without the graph.
  *
  * GEMM. Plans describe row-major products D = op(A) op(B); cuBLASLt is
  * column-major, and a row-major matrix is the column-major view of its
@@ -537,9 +539,21 @@ static int capture(kfuse_model *m) {
   return rc;
 }
 
+/* CUDA-graph mode off for good after a failed capture: said once, on
+ * stderr (as the runtime's other notices), and the instance keeps working
+ * with plain launches. */
+static void graph_off(kfuse_model *m) {
+  fprintf(stderr, "kfuse: CUDA-graph mode is off for this model instance: %s; its runs use plain launches "
+          "from now on\n", m->err);
+  m->use_graph = 0;
+  m->err[0] = 0;
+}
+
 /* The first run executes the plan directly on the fixed buffers (so
  * libraries finish their lazy set-up, such as module loading, outside any
- * capture) and then records the graph; later runs replay it. */
+ * capture) and then records the graph; later runs replay it. A capture or
+ * instantiation that fails turns graph mode off (graph_off): this run's
+ * work is already queued, later runs launch the plan as without it. */
 static int run_graph(kfuse_model *m, CUstream stream, const void *const *inputs,
                      void *const *outputs) {
   const kfr_driver *cu = m->cu;
@@ -555,8 +569,11 @@ static int run_graph(kfuse_model *m, CUstream stream, const void *const *inputs,
   if (m->exec) {
     if ((r = cu->cuGraphLaunch(m->exec, stream)) != CUDA_SUCCESS)
       return cu_fail_run(m, r, "cuGraphLaunch", "replaying the plan");
-  } else if ((rc = run_steps(m, stream)) || (rc = capture(m))) {
-    return rc;
+  } else {
+    if ((rc = run_steps(m, stream)))
+      return rc;
+    if (capture(m) != KFUSE_OK)
+      graph_off(m);
   }
   for (uint32_t i = 0; i < m->h.n_outputs; i++) {
     uint64_t n = m->buffers[m->output_buf[i]].nbytes;

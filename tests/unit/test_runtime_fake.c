@@ -325,7 +325,75 @@ static void test_create_private_stream(void **state) {
   kfuse_model_destroy(m);
 }
 
-/* ---- finding 6: CUDA-graph mode survives a failed capture ---------------------------- */
+/* ---- CUDA-graph mode survives a failed capture (finding 6) ---------------------------- */
+
+/* Runs f with stderr going to a file; returns what was written (static). */
+static const char *with_stderr(void (*f)(void *), void *arg) {
+  static char buf[8192];
+  char path[] = "/tmp/kfuse_fake_stderr_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  fflush(stderr);
+  int keep = dup(2);
+  dup2(fd, 2);
+  f(arg);
+  fflush(stderr);
+  dup2(keep, 2);
+  close(keep);
+  lseek(fd, 0, SEEK_SET);
+  ssize_t k = read(fd, buf, sizeof buf - 1);
+  buf[k > 0 ? k : 0] = 0;
+  close(fd);
+  unlink(path);
+  return buf;
+}
+
+typedef struct graph_runs {
+  kfuse_model *m;
+  CUstream s;
+  int rc[3];
+} graph_runs;
+
+static void three_runs(void *arg) {
+  graph_runs *g = arg;
+  io t;
+  io_init(&t);
+  for (int i = 0; i < 3; i++) g->rc[i] = kfuse_model_run(g->m, g->s, t.in, t.outs);
+}
+
+static void graph_fallback_case(const char *failing) {
+  f_reset();
+  kfuse_model *m = create_gemm(1);
+  graph_runs g = {m, new_stream(), {-1, -1, -1}};
+  f_reset();
+  f_fail(failing, 0, -1, CUDA_ERROR_UNKNOWN);
+  f_mark("runs");
+  const char *err = with_stderr(three_runs, &g);
+  const char *log = since("runs");
+  for (int i = 0; i < 3; i++)
+    if (g.rc[i]) fail_msg("%s failing: run %d returned %d (%s)", failing, i, g.rc[i], kfuse_model_error(m));
+  /* the first run's plain launch, then plain launches: no graph replays,
+   * no second capture */
+  int launches = 0;
+  for (const char *l = log; (l = strstr(l, "cuLaunchKernel mix_f32")); l++)
+    launches += strncmp(strchr(l, '\n') - 4, " cap", 4) != 0; /* the capture's is not a launch */
+  assert_int_equal(launches, 3);
+  assert_int_equal(lines_with(log, "cuGraphLaunch"), 0);
+  assert_int_equal(lines_with(log, "cuStreamBeginCapture s="), 1);
+  /* said once */
+  assert_int_equal(lines_with(err, "CUDA-graph mode"), 1);
+  assert_contains(err, failing);
+  f_reset();
+  kfuse_model_destroy(m);
+  assert_int_equal(driver()->cuStreamDestroy(g.s), CUDA_SUCCESS);
+}
+
+static void test_graph_capture_fails(void **state) {
+  (void)state;
+  graph_fallback_case("cuStreamEndCapture");
+  graph_fallback_case("cuGraphInstantiateWithFlags");
+  graph_fallback_case("cuStreamBeginCapture");
+}
 
 static void test_graph_replays(void **state) {
   (void)state;
@@ -348,6 +416,7 @@ static void test_graph_replays(void **state) {
 /* a destroyed graph, or a capture that failed, holds nothing */
 static void test_capture_gone_before_destroy(void **state) {
   (void)state;
+  f_reset();
   const kfr_driver *cu = driver();
   CUstream s = new_stream();
   io t;
@@ -404,6 +473,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_private_stream),
       cmocka_unit_test(test_graph_replays),
+      cmocka_unit_test(test_graph_capture_fails),
       cmocka_unit_test(test_capture_gone_before_destroy),
   };
   const char *only = getenv("KFUSE_TEST_FILTER"); /* one test, e.g. test_gemm_realigns */
