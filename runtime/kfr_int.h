@@ -271,13 +271,20 @@ typedef union kfr_value {
   double f64;
 } kfr_value;
 
-/* A GEMM step in cuBLASLt's column-major terms (see kfr_run.c). */
+/* A GEMM step in cuBLASLt's column-major terms (see kfr_run.c). Two
+ * algorithms: the one chosen (timed) at create for the planned operand
+ * alignments, and a fallback for runs whose pointers are less aligned,
+ * chosen at the first such run; each run takes the one its pointers allow
+ * (kfr_gemm_pick). */
 typedef struct kfr_gemm_rt {
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t la, lb, lc, ld; /* cuBLASLt's A, B, C, D */
   cublasLtMatmulAlgo_t algo;
   int have_algo;
   uint32_t align[4]; /* A, B, C, D alignment the algorithm was chosen for */
+  cublasLtMatmulAlgo_t algo_low; /* the fallback, when have_low */
+  int have_low;
+  uint32_t align_low[4];
   union {
     float f;
     double d;
@@ -385,6 +392,14 @@ KFR_HIDDEN void kfr_scratch_free(kfuse_model *m, CUdeviceptr p);
 /* Printf into m->err; returns rc. */
 KFR_HIDDEN int kfr_fail(kfuse_model *m, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Which algorithm a GEMM run with operand alignments run[4] (A, B, C, D,
+ * bytes) uses: 0 the planned one (chosen for planned[4]), 1 the fallback
+ * (chosen for low[4], when have_low), 2 neither fits: choose a new
+ * fallback for need[4], the smaller of run and the current fallback's (or
+ * planned) alignments, so fallbacks only ever widen. */
+KFR_HIDDEN int kfr_gemm_pick(const uint32_t planned[4], int have_low, const uint32_t low[4], const uint32_t run[4],
+                             uint32_t need[4]);
 
 /* Build the cuBLASLt descriptors of GEMM step s and pick its algorithm
  * (create time). */

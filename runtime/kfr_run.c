@@ -231,9 +231,10 @@ static int time_algos(kfuse_model *m, uint32_t s,
 /* Pick the algorithm for the given operand alignments (A, B, C, D in the
  * plan's terms): at create time (timed) the fastest of cuBLASLt's first
  * KFR_GEMM_CANDIDATES heuristic candidates on the GPU, unless
- * KFUSE_GEMM_SEARCH=0; otherwise (and when a run's pointers are less
- * aligned than planned) the heuristic's first. */
-static int choose_algo(kfuse_model *m, uint32_t s, const uint32_t align[4], int timed) {
+ * KFUSE_GEMM_SEARCH=0; otherwise the heuristic's first. low: the result is
+ * the fallback for less aligned runs (rt->algo_low), else the planned
+ * algorithm (rt->algo). */
+static int choose_algo(kfuse_model *m, uint32_t s, const uint32_t align[4], int timed, int low) {
   const kfr_cublaslt *lt = m->lt_api;
   const kfr_gemm *g = &m->steps[s].gemm;
   kfr_gemm_rt *rt = &m->gemm[s];
@@ -301,16 +302,22 @@ static int choose_algo(kfuse_model *m, uint32_t s, const uint32_t align[4], int 
                   align[2], align[3]);
     goto done;
   }
-  rt->algo = res.algo;
-  rt->have_algo = 1;
-  memcpy(rt->align, align, sizeof rt->align);
+  if (low) {
+    rt->algo_low = res.algo;
+    rt->have_low = 1;
+    memcpy(rt->align_low, align, sizeof rt->align_low);
+  } else {
+    rt->algo = res.algo;
+    rt->have_algo = 1;
+    memcpy(rt->align, align, sizeof rt->align);
+  }
 done:
   (void)lt->cublasLtMatmulPreferenceDestroy(pref);
   return rc;
 }
 
 /* The alignment a caller pointer is assumed to have at create time; runs
- * with less alignment pick the algorithm again. */
+ * with less alignment take the fallback algorithm (kfr_gemm_pick). */
 static uint32_t planned_align(const kfuse_model *m, const kfr_arg *a) {
   uint32_t k = m->buffers[a->buffer].kind;
   if (k == KFR_BUF_INPUT || k == KFR_BUF_OUTPUT)
@@ -378,7 +385,25 @@ int kfr_gemm_prepare(kfuse_model *m, uint32_t s) {
                        planned_align(m, &a[3])};
   if (!g->has_c)
     align[2] = align[3];
-  return choose_algo(m, s, align, 1);
+  return choose_algo(m, s, align, 1, 0);
+}
+
+int kfr_gemm_pick(const uint32_t planned[4], int have_low, const uint32_t low[4], const uint32_t run[4],
+                  uint32_t need[4]) {
+  int fits = 1, fits_low = have_low;
+  for (int i = 0; i < 4; i++) {
+    fits &= run[i] >= planned[i];
+    fits_low &= have_low && run[i] >= low[i];
+  }
+  if (fits)
+    return 0;
+  if (fits_low)
+    return 1;
+  for (int i = 0; i < 4; i++) {
+    uint32_t cur = have_low ? low[i] : planned[i];
+    need[i] = run[i] < cur ? run[i] : cur;
+  }
+  return 2;
 }
 
 void kfr_gemm_release(kfuse_model *m, uint32_t s) {
@@ -409,19 +434,17 @@ static int run_gemm(kfuse_model *m, uint32_t s, CUstream stream) {
   CUdeviceptr pa = arg_ptr(m, &a[0]), pb = arg_ptr(m, &a[1]);
   CUdeviceptr pd = arg_ptr(m, &a[3]);
   CUdeviceptr pc = g->has_c ? arg_ptr(m, &a[2]) : pd;
-  uint32_t align[4] = {align_of(pa), align_of(pb), align_of(pc), align_of(pd)};
-  int again = 0;
-  for (int i = 0; i < 4; i++)
-    again |= align[i] < rt->align[i];
-  if (again) {
-    /* less aligned than planned: use an algorithm that allows it */
-    for (int i = 0; i < 4; i++)
-      if (align[i] > rt->align[i])
-        align[i] = rt->align[i];
-    int rc = choose_algo(m, s, align, 0);
+  uint32_t align[4] = {align_of(pa), align_of(pb), align_of(pc), align_of(pd)}, need[4];
+  /* less aligned than planned: an algorithm that allows it, kept beside
+   * the timed one, which the next aligned run takes again */
+  int which = kfr_gemm_pick(rt->align, rt->have_low, rt->align_low, align, need);
+  if (which == 2) {
+    int rc = choose_algo(m, s, need, 0, 1);
     if (rc)
       return rc;
+    which = 1;
   }
+  const cublasLtMatmulAlgo_t *algo = which ? &rt->algo_low : &rt->algo;
   cublasStatus_t st;
   if (g->epilogue == KFR_EPI_BIAS || g->epilogue == KFR_EPI_RELU_BIAS ||
       g->epilogue == KFR_EPI_GELU_BIAS) {
@@ -439,7 +462,7 @@ static int run_gemm(kfuse_model *m, uint32_t s, CUstream stream) {
                           (const void *)(uintptr_t)pa, rt->lb, &rt->beta,
                           (const void *)(uintptr_t)pc,
                           g->has_c ? rt->lc : rt->ld, (void *)(uintptr_t)pd,
-                          rt->ld, &rt->algo, ws, g->workspace_bytes,
+                          rt->ld, algo, ws, g->workspace_bytes,
                           (cudaStream_t)stream);
   if (st != CUBLAS_STATUS_SUCCESS)
     return lt_fail(m, st, "cublasLtMatmul", s);

@@ -441,6 +441,37 @@ static void test_capture_gone_before_destroy(void **state) {
   cu->cuStreamDestroy(s);
 }
 
+/* ---- a misaligned run does not downgrade the GEMM for good (finding 8) ---------------- */
+
+static void test_gemm_realigns(void **state) {
+  (void)state;
+  kfuse_model *m = create_gemm(0);
+  CUstream s = new_stream();
+  io t;
+  io_init(&t);
+  f_reset();
+  f_mark("aligned");
+  assert_int_equal(kfuse_model_run(m, s, t.in, t.outs), KFUSE_OK);
+  unsigned long long timed = last_value(since("aligned"), "cublasLtMatmul", "algo=");
+  assert_int_equal(timed % 1000, 2); /* the fake's fastest candidate */
+  void *off[1] = {(char *)t.out + 4};
+  f_mark("misaligned");
+  assert_int_equal(kfuse_model_run(m, s, t.in, off), KFUSE_OK);
+  unsigned long long low = last_value(since("misaligned"), "cublasLtMatmul", "algo=");
+  assert_int_equal(low, 4000); /* the heuristic's first for 4-byte alignment */
+  f_mark("again");
+  assert_int_equal(kfuse_model_run(m, s, t.in, t.outs), KFUSE_OK);
+  unsigned long long again = last_value(since("again"), "cublasLtMatmul", "algo=");
+  if (again != timed) fail_msg("aligned run after a misaligned one uses algo %llu, not the timed %llu", again, timed);
+  /* a second misaligned run reuses the fallback without asking cuBLASLt again */
+  f_mark("misaligned2");
+  assert_int_equal(kfuse_model_run(m, s, t.in, off), KFUSE_OK);
+  assert_int_equal(last_value(since("misaligned2"), "cublasLtMatmul", "algo="), 4000);
+  assert_int_equal(lines_with(since("misaligned2"), "cublasLtMatmulAlgoGetHeuristic"), 0);
+  kfuse_model_destroy(m);
+  driver()->cuStreamDestroy(s);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: test_runtime_fake path/to/libkfuse_fake_cuda.so\n");
@@ -475,6 +506,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_graph_replays),
       cmocka_unit_test(test_graph_capture_fails),
       cmocka_unit_test(test_capture_gone_before_destroy),
+      cmocka_unit_test(test_gemm_realigns),
   };
   const char *only = getenv("KFUSE_TEST_FILTER"); /* one test, e.g. test_gemm_realigns */
   if (only && *only) cmocka_set_test_filter(only);
