@@ -16,6 +16,7 @@
 #define KFR_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,7 +52,10 @@
   X(cuGraphExecDestroy, 10000) X(cuEventCreate, 2000)                        \
   X(cuEventDestroy, 4000) X(cuEventRecord, 2000) X(cuEventSynchronize, 2000) \
   X(cuStreamWaitEvent, 3020) X(cuEventElapsedTime, 2000)                     \
-  X(cuMemAllocAsync, 11020) X(cuMemFreeAsync, 11020)
+  X(cuMemAllocAsync, 11020) X(cuMemFreeAsync, 11020)                        \
+  X(cuEventRecordWithFlags, 11010) X(cuStreamGetCaptureInfo, 11030)          \
+  X(cuUserObjectCreate, 11030) X(cuUserObjectRelease, 11030)                 \
+  X(cuGraphRetainUserObject, 11030)
 
 typedef struct kfr_driver {
   /* fields are named by the base name (d->cuMemAlloc) */
@@ -318,6 +322,20 @@ struct kfuse_model {
   /* Serialises run (the arena, the launch parameters and the graph are
    * shared by every run of an instance). */
   pthread_mutex_t lock;
+  /* The entry gate (kfr_sync.c): calls inside or waiting for the lock,
+   * destroy's flag, and the condition destroy waits on for callers to
+   * drain. */
+  atomic_int callers;
+  atomic_int closing;
+  pthread_cond_t idle;
+  /* Live graphs of the caller's that captured a run (kfr_sync.c), under
+   * the process-wide zombie lock: destroy with captures alive retires the
+   * instance (keeps everything) until they are gone. */
+  int captures;
+  int retired, ready;
+  struct kfuse_model *next_retired;
+  uint64_t held_capture; /* the capture the last reference went to, */
+  int holding;           /* once there was one */
 
   /* The plan's records, copied at create: the caller's plan is not used
    * after create returns. */
@@ -380,6 +398,26 @@ static inline const char *kfr_step_name(const kfuse_model *m, uint32_t s) {
 /* KFUSE_CUDNN_VERBOSE=1: cuDNN's searches and choices on stderr
  * (kfr_cudnn.c) */
 KFR_HIDDEN int kfr_cudnn_verbose(void);
+
+/* The entry gate: kfr_enter takes the instance's lock for a call
+ * (KFUSE_ECLOSED, lock not held, when destroy has begun); kfr_leave gives
+ * it back. kfr_close (destroy) turns later calls away and waits until no
+ * call is inside or waiting. */
+KFR_HIDDEN int kfr_enter(kfuse_model *m);
+KFR_HIDDEN void kfr_leave(kfuse_model *m);
+KFR_HIDDEN void kfr_close(kfuse_model *m);
+/* A run on stream s, which the caller is capturing into a graph: that
+ * graph gets a reference to the instance (a CUDA user object), so destroy
+ * keeps the instance's memory while the graph or an exec of it lives. */
+KFR_HIDDEN int kfr_capture_hold(kfuse_model *m, CUstream s);
+/* After kfr_close: release the instance now (kfr_model_release) when no
+ * graph holds it, else keep it until the last one is gone; then release
+ * every retired instance whose graphs are gone. */
+KFR_HIDDEN void kfr_retire(kfuse_model *m);
+/* Release the retired instances no graph holds any more (every create). */
+KFR_HIDDEN void kfr_sweep(void);
+/* Free everything of an instance (kfr_model.c; no call may be inside). */
+KFR_HIDDEN void kfr_model_release(kfuse_model *m);
 
 /* Scratch device memory for create's searches, ordered on m->own
  * (kfr_sync.c): cuMemAllocAsync/cuMemFreeAsync where the device has memory

@@ -508,12 +508,18 @@ int kfr_model_create(const void *plan, size_t plan_bytes,
     if (opts->struct_size >= offsetof(kfuse_options, cuda_graph) + sizeof(int))
       o.cuda_graph = opts->cuda_graph;
   }
+  kfr_sweep(); /* instances destroyed earlier whose graphs are gone since */
   kfuse_model *m = calloc(1, sizeof *m);
   if (!m)
     return set_last(KFUSE_ENOMEM, "kfuse: create: out of host memory");
   if (pthread_mutex_init(&m->lock, NULL) != 0) {
     free(m);
     return set_last(KFUSE_ENOMEM, "kfuse: create: cannot create a mutex");
+  }
+  if (pthread_cond_init(&m->idle, NULL) != 0) {
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+    return set_last(KFUSE_ENOMEM, "kfuse: create: cannot create a condition variable");
   }
   memcpy(&m->h, plan, sizeof m->h);
   rc = create(m, plan, &o);
@@ -528,15 +534,24 @@ int kfr_model_create(const void *plan, size_t plan_bytes,
   return KFUSE_OK;
 }
 
-/* Destroy is best-effort: a failing release (a dead context, say) cannot
- * be reported through a void API, and must not stop the other releases. */
+/* Destroy waits for calls inside the instance on other threads and turns
+ * later ones away (kfr_close), then frees the instance, or leaves it to the
+ * caller's graphs that captured a run of it (kfr_retire, kfr_sync.c). */
 void kfuse_model_destroy(kfuse_model *m) {
   if (!m)
     return;
+  kfr_close(m);
+  kfr_retire(m);
+}
+
+/* Release is best-effort: a failing release (a dead context, say) cannot
+ * be reported through a void API, and must not stop the other releases. */
+void kfr_model_release(kfuse_model *m) {
   const kfr_driver *cu = m->cu;
   if (cu && m->ctx_retained) {
     int pushed = cu->cuCtxPushCurrent(m->ctx) == CUDA_SUCCESS;
-    /* runs still queued on callers' streams use our memory */
+    /* runs still queued on callers' streams use our memory (every run,
+     * and every replay of a captured one, records done) */
     if (m->done)
       (void)cu->cuEventSynchronize(m->done);
     for (uint32_t s = 0; m->gemm && s < m->h.n_steps; s++)
@@ -586,6 +601,7 @@ void kfuse_model_destroy(kfuse_model *m) {
   free(m->input_buf);
   free(m->output_buf);
   free(m->meta);
+  pthread_cond_destroy(&m->idle);
   pthread_mutex_destroy(&m->lock);
   free(m);
 }

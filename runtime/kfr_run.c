@@ -3,11 +3,16 @@
  *
  * Ordering and thread safety. An instance has one arena, one set of launch
  * parameters and one graph, so runs are serialised twice: a mutex makes
- * the host side of run one thread at a time, and an event recorded at the
- * end of every run, which the next run's stream waits for, keeps the GPU
- * work of runs on different streams from overlapping. Runs on one stream
- * stay fully asynchronous. (When the caller's stream is itself being
- * captured, the event is skipped: the caller's graph orders the work.)
+ * the host side of run one thread at a time (kfr_sync.c's gate, which also
+ * lets destroy wait for it), and an event recorded at the end of every
+ * run, which the next run's stream waits for, keeps the GPU work of runs
+ * on different streams from overlapping. Runs on one stream stay fully
+ * asynchronous. A run on a stream the caller is capturing gets the same
+ * order as graph nodes: an event wait node on the end event before its
+ * work and an event record node after it (CU_EVENT_WAIT_EXTERNAL,
+ * CU_EVENT_RECORD_EXTERNAL), so every replay waits for the instance's run
+ * before it and the run after it waits for the replay; and the graph holds
+ * a reference that keeps the instance's memory alive (kfr_sync.c).
  *
  * CUDA-graph mode. Inputs and outputs are bound to fixed device buffers the
  * instance owns; every run copies the caller's inputs into those and the
@@ -637,11 +642,12 @@ int kfuse_model_run(kfuse_model *m, void *stream, const void *const *inputs,
                     void *const *outputs) {
   if (!m)
     return KFUSE_EARG;
-  pthread_mutex_lock(&m->lock);
+  int rc = kfr_enter(m);
+  if (rc)
+    return rc; /* being destroyed */
   const kfr_driver *cu = m->cu;
   CUstream s = (CUstream)stream;
-  int rc = check_io(m, inputs, outputs);
-  if (rc)
+  if ((rc = check_io(m, inputs, outputs)))
     goto unlock;
   CUresult r = cu->cuCtxPushCurrent(m->ctx);
   if (r != CUDA_SUCCESS) {
@@ -653,8 +659,13 @@ int kfuse_model_run(kfuse_model *m, void *stream, const void *const *inputs,
     rc = cu_fail_run(m, r, "cuStreamIsCapturing", "the caller's stream");
     goto pop;
   }
+  /* ordered after the previous run, whichever stream it was on; in a
+   * capture as an event wait node (replays wait for the run before their
+   * launch), and the graph holds the instance alive (kfr_capture_hold) */
   int captured = cs != CU_STREAM_CAPTURE_STATUS_NONE;
-  if (!captured && (r = cu->cuStreamWaitEvent(s, m->done, 0)) != CUDA_SUCCESS) {
+  if (captured && (rc = kfr_capture_hold(m, s)))
+    goto pop;
+  if ((r = cu->cuStreamWaitEvent(s, m->done, captured ? CU_EVENT_WAIT_EXTERNAL : 0)) != CUDA_SUCCESS) {
     rc = cu_fail_run(m, r, "cuStreamWaitEvent", "ordering after the last run");
     goto pop;
   }
@@ -668,9 +679,9 @@ int kfuse_model_run(kfuse_model *m, void *stream, const void *const *inputs,
     rc = run_steps(m, s);
   }
   /* record even after a failure: work already queued must still be ordered
-   * before the next run */
-  if (!captured && (r = cu->cuEventRecord(m->done, s)) != CUDA_SUCCESS &&
-      rc == KFUSE_OK)
+   * before the next run (in a capture: an event record node) */
+  r = captured ? cu->cuEventRecordWithFlags(m->done, s, CU_EVENT_RECORD_EXTERNAL) : cu->cuEventRecord(m->done, s);
+  if (r != CUDA_SUCCESS && rc == KFUSE_OK)
     rc = cu_fail_run(m, r, "cuEventRecord", "marking the end of the run");
 pop:;
   CUcontext popped;
@@ -680,6 +691,6 @@ pop:;
 unlock:
   if (rc == KFUSE_OK)
     m->err[0] = 0;
-  pthread_mutex_unlock(&m->lock);
+  kfr_leave(m);
   return rc;
 }

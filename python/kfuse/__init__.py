@@ -9,8 +9,15 @@
 Pure Python over ctypes: the module's C API is runtime/kfuse_runtime.h. The
 call runs on the current CUDA stream of the input's device and returns when
 the work is queued, like any PyTorch CUDA op.
+
+Threads: a Module may be called from several threads (runs are serialised,
+on the host and on the GPU, see docs/DEPLOY.md); close() waits for calls in
+progress on other threads, and calls after it raise KfuseError. A call
+captured into a torch.cuda.CUDAGraph keeps the module's GPU memory alive
+until that graph is gone, even after close().
 """
 
+import contextlib
 import ctypes
 import os
 import threading
@@ -103,6 +110,11 @@ class Module:
     """A loaded kfuse module: call it with torch tensors."""
 
     def __init__(self, path, device=None, weights=None, cuda_graph=False):
+        self._h = None
+        # calls in progress; close() waits for them (the handle must not be
+        # destroyed under a call on another thread)
+        self._gate = threading.Condition()
+        self._active = 0
         import torch
         self._torch = torch
         self.path = os.path.abspath(path)
@@ -157,16 +169,40 @@ class Module:
         ins = (ctypes.c_void_p * max(1, len(keep)))(*[t.data_ptr() for t in keep])
         ous = (ctypes.c_void_p * max(1, len(outs)))(*[t.data_ptr() for t in outs])
         stream = torch.cuda.current_stream(self.device).cuda_stream
-        rc = self._lib.kfuse_model_run(self._h, ctypes.c_void_p(stream), ins, ous)
-        if rc != 0:
-            msg = self._lib.kfuse_model_error(self._h) or b"unknown error"
-            raise KfuseError(f"{self.path}: {msg.decode(errors='replace')} (code {rc})")
+        with self._using() as h:
+            rc = self._lib.kfuse_model_run(h, ctypes.c_void_p(stream), ins, ous)
+            if rc != 0:
+                msg = self._lib.kfuse_model_error(h) or b"unknown error"
+                raise KfuseError(f"{self.path}: {msg.decode(errors='replace')} (code {rc})")
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    @contextlib.contextmanager
+    def _using(self):
+        """The handle, for one call; close() waits until the call is done."""
+        with self._gate:
+            if self._h is None:
+                raise KfuseError(f"{self.path}: the module is closed")
+            self._active += 1
+        try:
+            yield self._h
+        finally:
+            with self._gate:
+                self._active -= 1
+                self._gate.notify_all()
+
     def close(self):
-        if getattr(self, "_h", None):
-            self._lib.kfuse_model_destroy(self._h)
-            self._h = None
+        """Destroy the instance: waits for calls in progress on other
+        threads; later calls raise KfuseError. A CUDA graph that captured a
+        call keeps the GPU memory until the graph is destroyed."""
+        gate = getattr(self, "_gate", None)
+        if gate is None:  # __init__ failed before the handle existed
+            return
+        with gate:
+            h, self._h = self._h, None
+            while self._active:
+                gate.wait()
+        if h:
+            self._lib.kfuse_model_destroy(h)
 
     def __del__(self):
         try:

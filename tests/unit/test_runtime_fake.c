@@ -411,7 +411,85 @@ static void test_graph_replays(void **state) {
   assert_int_equal(driver()->cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
-/* ---- finding 5: runs captured into the caller's graph ------------------------------ */
+/* ---- runs captured into the caller's graph (finding 5) ------------------------------ */
+
+/* the id of the event the runs of m are ordered by: the one its eager runs record */
+static int done_event(const char *log) {
+  return (int)last_value(log, "cuEventRecord e=", "cuEventRecord e=e");
+}
+
+static void test_captured_run_ordered(void **state) {
+  (void)state;
+  const kfr_driver *cu = driver();
+  kfuse_model *m = create_gemm(0);
+  CUstream s1 = new_stream(), s2 = new_stream();
+  io t;
+  io_init(&t);
+  f_reset();
+  f_mark("eager");
+  assert_int_equal(kfuse_model_run(m, s1, t.in, t.outs), KFUSE_OK);
+  int ev = done_event(since("eager"));
+  f_mark("capture");
+  assert_int_equal(cu->cuStreamBeginCapture(s2, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  assert_int_equal(kfuse_model_run(m, s2, t.in, t.outs), KFUSE_OK);
+  CUgraph g = NULL;
+  assert_int_equal(cu->cuStreamEndCapture(s2, &g), CUDA_SUCCESS);
+  const char *log = since("capture");
+  char want[128];
+  /* the graph waits for the instance's previous run and marks its own end */
+  int s2id = (int)last_value(log, "cuLaunchKernel mix_f32", "s=s");
+  snprintf(want, sizeof want, "cuStreamWaitEvent s=s%d e=e%d flags=1 cap", s2id, ev);
+  if (!lines_with(log, want)) fail_msg("no event wait node (%s) in:\n%s", want, log);
+  snprintf(want, sizeof want, "cuEventRecordWithFlags e=e%d s=s%d flags=1 cap", ev, s2id);
+  if (!lines_with(log, want)) fail_msg("no event record node (%s) in:\n%s", want, log);
+  /* and an eager run after it waits on that event as usual */
+  f_mark("eager2");
+  assert_int_equal(kfuse_model_run(m, s1, t.in, t.outs), KFUSE_OK);
+  snprintf(want, sizeof want, "e=e%d flags=0", ev);
+  assert_true(lines_with(since("eager2"), "cuStreamWaitEvent") == 1);
+  assert_true(lines_with(since("eager2"), want) == 1);
+  assert_int_equal(cu->cuGraphDestroy(g), CUDA_SUCCESS);
+  kfuse_model_destroy(m);
+  cu->cuStreamDestroy(s1);
+  cu->cuStreamDestroy(s2);
+}
+
+/* A graph that captured a run keeps the instance's memory: destroy leaves
+ * it to the graph, and the next create or destroy releases it once the
+ * graph and its execs are gone. */
+static void test_capture_outlives_destroy(void **state) {
+  (void)state;
+  const kfr_driver *cu = driver();
+  f_reset();
+  kfuse_model *m = create_gemm(0);
+  CUstream s = new_stream();
+  io t;
+  io_init(&t);
+  unsigned long long arena = m->arena, weights = m->weights;
+  assert_true(f_is_live(arena) && f_is_live(weights));
+  assert_int_equal(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  assert_int_equal(kfuse_model_run(m, s, t.in, t.outs), KFUSE_OK);
+  CUgraph g = NULL;
+  CUgraphExec x = NULL;
+  assert_int_equal(cu->cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+  assert_int_equal(cu->cuGraphInstantiateWithFlags(&x, g, 0), CUDA_SUCCESS);
+  assert_int_equal(cu->cuGraphDestroy(g), CUDA_SUCCESS); /* the exec still holds the run */
+  kfuse_model_destroy(m);
+  if (!f_is_live(arena) || !f_is_live(weights))
+    fail_msg("destroy freed the memory of a run a live graph exec replays");
+  assert_int_equal(cu->cuGraphLaunch(x, s), CUDA_SUCCESS);
+  assert_int_equal(cu->cuGraphExecDestroy(x), CUDA_SUCCESS);
+  /* released at the next create or destroy */
+  char freed[64];
+  snprintf(freed, sizeof freed, "cuMemFree p=%p", (void *)(uintptr_t)arena);
+  assert_int_equal(f_count(freed), 0);
+  kfuse_model *other = create_gemm(0);
+  assert_int_equal(f_count(freed), 1);
+  snprintf(freed, sizeof freed, "cuMemFree p=%p", (void *)(uintptr_t)weights);
+  assert_int_equal(f_count(freed), 1);
+  kfuse_model_destroy(other);
+  cu->cuStreamDestroy(s);
+}
 
 /* a destroyed graph, or a capture that failed, holds nothing */
 static void test_capture_gone_before_destroy(void **state) {
@@ -439,6 +517,62 @@ static void test_capture_gone_before_destroy(void **state) {
     f_reset();
   }
   cu->cuStreamDestroy(s);
+}
+
+/* ---- destroy while a run is in flight on another thread (finding 5) ------------------- */
+
+typedef struct runner {
+  kfuse_model *m;
+  CUstream s;
+  int rc;
+  volatile int done;
+} runner;
+
+static void *run_thread(void *arg) {
+  runner *r = arg;
+  io t;
+  io_init(&t);
+  r->rc = kfuse_model_run(r->m, r->s, t.in, t.outs);
+  __atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
+  return NULL;
+}
+
+static void *destroy_thread(void *arg) {
+  runner *r = arg;
+  kfuse_model_destroy(r->m);
+  __atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
+  return NULL;
+}
+
+static void test_destroy_waits_for_run(void **state) {
+  (void)state;
+  kfuse_model *m = create_gemm(0);
+  CUstream s = new_stream();
+  f_reset();
+  f_block(1);
+  runner a = {m, s, -1, 0}, c = {m, s, -1, 0}, d = {m, NULL, 0, 0};
+  pthread_t ta, tc, td;
+  assert_int_equal(pthread_create(&ta, NULL, run_thread, &a), 0);
+  for (int i = 0; i < 2000 && f_blocked() < 1; i++) sleep_ms(1);
+  assert_int_equal(f_blocked(), 1); /* a is inside its run */
+  assert_int_equal(pthread_create(&tc, NULL, run_thread, &c), 0);
+  sleep_ms(50); /* c queues behind a */
+  assert_int_equal(pthread_create(&td, NULL, destroy_thread, &d), 0);
+  sleep_ms(200);
+  int destroyed_early = __atomic_load_n(&d.done, __ATOMIC_SEQ_CST);
+  f_block(0);
+  /* a destroy that freed the mutex under the queued run leaves it stuck */
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 10;
+  if (pthread_timedjoin_np(ta, NULL, &until) || pthread_timedjoin_np(tc, NULL, &until) ||
+      pthread_timedjoin_np(td, NULL, &until))
+    fail_msg("a run or the destroy never returned (destroy freed a mutex in use?)");
+  if (destroyed_early) fail_msg("destroy returned while a run was in flight on another thread");
+  assert_int_equal(a.rc, KFUSE_OK);
+  /* the run queued behind the destroy is turned away, not run on freed memory */
+  assert_int_equal(c.rc, KFUSE_ECLOSED);
+  driver()->cuStreamDestroy(s);
 }
 
 /* ---- a misaligned run does not downgrade the GEMM for good (finding 8) ---------------- */
@@ -505,7 +639,10 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_create_private_stream),
       cmocka_unit_test(test_graph_replays),
       cmocka_unit_test(test_graph_capture_fails),
+      cmocka_unit_test(test_captured_run_ordered),
+      cmocka_unit_test(test_capture_outlives_destroy),
       cmocka_unit_test(test_capture_gone_before_destroy),
+      cmocka_unit_test(test_destroy_waits_for_run),
       cmocka_unit_test(test_gemm_realigns),
   };
   const char *only = getenv("KFUSE_TEST_FILTER"); /* one test, e.g. test_gemm_realigns */
