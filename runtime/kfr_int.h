@@ -55,7 +55,7 @@
   X(cuMemAllocAsync, 11020) X(cuMemFreeAsync, 11020)                        \
   X(cuEventRecordWithFlags, 11010) X(cuStreamGetCaptureInfo, 11030)          \
   X(cuUserObjectCreate, 11030) X(cuUserObjectRelease, 11030)                 \
-  X(cuGraphRetainUserObject, 11030)
+  X(cuGraphRetainUserObject, 11030) X(cuModuleGetGlobal, 3020)
 
 typedef struct kfr_driver {
   /* fields are named by the base name (d->cuMemAlloc) */
@@ -334,6 +334,9 @@ struct kfuse_model {
   int captures;
   int retired, ready;
   struct kfuse_model *next_retired;
+  /* per module: its out-of-range index flag (kf_common.cuh's
+   * kf_index_error), 0 when the module has none */
+  CUdeviceptr *index_flag;
   uint64_t held_capture; /* the capture the last reference went to, */
   int holding;           /* once there was one */
 
@@ -414,6 +417,9 @@ KFR_HIDDEN int kfr_capture_hold(kfuse_model *m, CUstream s);
  * graph holds it, else keep it until the last one is gone; then release
  * every retired instance whose graphs are gone. */
 KFR_HIDDEN void kfr_retire(kfuse_model *m);
+/* Find each module's out-of-range index flag (create time, after the
+ * modules are loaded). */
+KFR_HIDDEN int kfr_find_index_flags(kfuse_model *m);
 /* Release the retired instances no graph holds any more (every create). */
 KFR_HIDDEN void kfr_sweep(void);
 /* Free everything of an instance (kfr_model.c; no call may be inside). */

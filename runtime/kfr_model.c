@@ -440,7 +440,7 @@ static int create(kfuse_model *m, const uint8_t *plan, const kfuse_options *o) {
   m->ctx_retained = 1;
   if ((r = cu->cuCtxPushCurrent(m->ctx)) != CUDA_SUCCESS)
     return cu_fail(m, r, "cuCtxPushCurrent", "device context");
-  if ((rc = own_stream(m)) || (rc = load_modules(m, plan)))
+  if ((rc = own_stream(m)) || (rc = load_modules(m, plan)) || (rc = kfr_find_index_flags(m)))
     goto pop;
   if (h->arena_bytes) {
     r = cu->cuMemAlloc(&m->arena, h->arena_bytes);
@@ -598,6 +598,7 @@ void kfr_model_release(kfuse_model *m) {
   free(m->base);
   free(m->funcs);
   free(m->modules);
+  free(m->index_flag);
   free(m->input_buf);
   free(m->output_buf);
   free(m->meta);

@@ -635,6 +635,25 @@ static int check_io(kfuse_model *m, const void *const *inputs,
                         m->strings + b->name, (void *)p, es);
     }
   }
+  /* outputs are written while inputs (and other outputs) are still read:
+   * an output may share no byte with an input or another output */
+  for (uint32_t o = 0; o < m->h.n_outputs; o++) {
+    const kfr_buffer *bo = &m->buffers[m->output_buf[o]];
+    uintptr_t p = (uintptr_t)outputs[o];
+    if (!bo->nbytes)
+      continue;
+    for (int io = 0; io < 2; io++) {
+      uint32_t n = io ? o : m->h.n_inputs;
+      for (uint32_t i = 0; i < n; i++) {
+        const kfr_buffer *b = &m->buffers[io ? m->output_buf[i] : m->input_buf[i]];
+        uintptr_t q = io ? (uintptr_t)outputs[i] : (uintptr_t)inputs[i];
+        if (b->nbytes && p < q + b->nbytes && q < p + bo->nbytes)
+          return kfr_fail(m, KFUSE_EARG, "run: output %u (%s) at %p overlaps %s %u (%s) at %p; outputs may not "
+                          "share memory with inputs or other outputs", o, m->strings + bo->name, (void *)p,
+                          io ? "output" : "input", i, m->strings + b->name, (void *)q);
+      }
+    }
+  }
   return KFUSE_OK;
 }
 

@@ -29,6 +29,12 @@
  * graph; scripts/gpu_concurrency_check.sh checks replays against eager
  * runs on a GPU).
  *
+ * Checked runs. Index ops read 0 for an out-of-range index and set their
+ * module's flag word (agent/templates/kf_common.cuh); kfuse_model_check
+ * waits for the instance's runs on its own stream, reads and clears the
+ * flags and names the steps: checking costs a synchronisation, so it is
+ * the caller's choice (the Python loader's check=True), not every run's.
+ *
  * Create's stream. Create runs in processes that have other GPU work in flight (PyTorch
  * shares the device's primary context with every module), so it must
  * never wait for work it did not queue: no cuCtxSynchronize, nothing on the
@@ -38,6 +44,10 @@
  * Scratch buffers come from the stream-ordered allocator where the device
  * has one: cuMemFree may wait for the whole device, cuMemFreeAsync on
  * m->own does not. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "kfr_int.h"
 
 /* ---- the gate ------------------------------------------------------------------ */
@@ -178,4 +188,108 @@ void kfr_scratch_free(kfuse_model *m, CUdeviceptr p) {
     (void)m->cu->cuStreamSynchronize(m->own);
     (void)m->cu->cuMemFree(p);
   }
+}
+
+/* ---- checked runs ---------------------------------------------------------------- */
+
+int kfr_find_index_flags(kfuse_model *m) {
+  m->index_flag = calloc(m->h.n_modules + 1, sizeof *m->index_flag);
+  if (!m->index_flag)
+    return kfr_fail(m, KFUSE_ENOMEM, "out of host memory");
+  for (uint32_t i = 0; i < m->h.n_modules; i++) {
+    size_t bytes = 0;
+    CUresult r = m->cu->cuModuleGetGlobal(&m->index_flag[i], &bytes, m->modules[i], "kf_index_error");
+    if (r == CUDA_ERROR_NOT_FOUND) { /* a module built before the flag existed */
+      m->index_flag[i] = 0;
+      continue;
+    }
+    if (r != CUDA_SUCCESS) {
+      char why[256];
+      m->index_flag[i] = 0;
+      return kfr_fail(m, KFUSE_ECUDA, "cuModuleGetGlobal failed (module %u, kf_index_error): %s", i,
+                      kfr_cu_describe(m->cu, r, why, sizeof why));
+    }
+    if (bytes != sizeof(uint32_t)) {
+      m->index_flag[i] = 0;
+      return kfr_fail(m, KFUSE_EPLAN, "module %u: its kf_index_error is %zu bytes, not a 4-byte word", i, bytes);
+    }
+  }
+  return KFUSE_OK;
+}
+
+/* m->err: the steps that launch a kernel of a flagged module. */
+static int index_fail(kfuse_model *m, const uint32_t *flag) {
+  char steps[512] = "";
+  size_t used = 0;
+  int n = 0;
+  for (uint32_t s = 0; s < m->h.n_steps; s++) {
+    const kfr_step *st = &m->steps[s];
+    if (st->kind != KFR_STEP_LAUNCH || !flag[m->kernels[st->kernel].module])
+      continue;
+    if (n++ < 4 && used < sizeof steps) {
+      int k = snprintf(steps + used, sizeof steps - used, "%sstep %u (%s)", used ? ", " : "", s,
+                       kfr_step_name(m, s));
+      used += k > 0 ? (size_t)k : 0;
+    }
+  }
+  return kfr_fail(m, KFUSE_EINDEX, "an index was out of range in %s%s, where PyTorch raises IndexError; the "
+                  "outputs of the runs since the last check are undefined", steps, n > 4 ? " and others" : "");
+}
+
+int kfuse_model_check(kfuse_model *m) {
+  if (!m)
+    return KFUSE_EARG;
+  int rc = kfr_enter(m);
+  if (rc)
+    return rc;
+  const kfr_driver *cu = m->cu;
+  char why[256];
+  uint32_t *flag = calloc(m->h.n_modules + 1, sizeof *flag);
+  CUresult r = cu->cuCtxPushCurrent(m->ctx);
+  if (!flag || r != CUDA_SUCCESS) {
+    rc = flag ? kfr_fail(m, KFUSE_ECUDA, "cuCtxPushCurrent failed (device context): %s",
+                         kfr_cu_describe(cu, r, why, sizeof why))
+              : kfr_fail(m, KFUSE_ENOMEM, "out of host memory");
+    free(flag);
+    kfr_leave(m);
+    return rc;
+  }
+  /* the runs so far end at done: read the flags after it, on our stream */
+  const char *call = "cuStreamWaitEvent";
+  int any = 0;
+  if ((r = cu->cuStreamWaitEvent(m->own, m->done, 0)) == CUDA_SUCCESS) {
+    call = "cuMemcpyDtoHAsync";
+    for (uint32_t i = 0; i < m->h.n_modules && r == CUDA_SUCCESS; i++)
+      if (m->index_flag[i])
+        r = cu->cuMemcpyDtoHAsync(&flag[i], m->index_flag[i], sizeof flag[i], m->own);
+  }
+  if (r == CUDA_SUCCESS) {
+    call = "cuStreamSynchronize";
+    r = cu->cuStreamSynchronize(m->own);
+  }
+  for (uint32_t i = 0; r == CUDA_SUCCESS && i < m->h.n_modules; i++)
+    if (flag[i]) {
+      any = 1;
+      call = "cuMemsetD8Async";
+      r = cu->cuMemsetD8Async(m->index_flag[i], 0, sizeof flag[i], m->own);
+    }
+  if (any && r == CUDA_SUCCESS) {
+    call = "cuStreamSynchronize";
+    r = cu->cuStreamSynchronize(m->own);
+  }
+  if (r != CUDA_SUCCESS)
+    /* a sticky error of a run's kernels shows up here */
+    rc = kfr_fail(m, r == CUDA_ERROR_OUT_OF_MEMORY ? KFUSE_ENOMEM : KFUSE_ECUDA,
+                  "checking the model's runs: %s failed: %s", call, kfr_cu_describe(cu, r, why, sizeof why));
+  else if (any)
+    rc = index_fail(m, flag);
+  CUcontext popped;
+  if ((r = cu->cuCtxPopCurrent(&popped)) != CUDA_SUCCESS && rc == KFUSE_OK)
+    rc = kfr_fail(m, KFUSE_ECUDA, "cuCtxPopCurrent failed (device context): %s",
+                  kfr_cu_describe(cu, r, why, sizeof why));
+  if (rc == KFUSE_OK)
+    m->err[0] = 0;
+  free(flag);
+  kfr_leave(m);
+  return rc;
 }

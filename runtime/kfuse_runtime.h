@@ -70,6 +70,7 @@ enum {
   KFUSE_ECUDA = 7,      /* a CUDA driver call failed */
   KFUSE_ELIBRARY = 8,   /* cuBLASLt/cuDNN missing or failed */
   KFUSE_ECLOSED = 9,    /* the instance is being destroyed (see below) */
+  KFUSE_EINDEX = 10,    /* a run met an out-of-range index (kfuse_model_check) */
 };
 
 typedef struct kfuse_model kfuse_model;
@@ -122,12 +123,23 @@ enum {
  * others are the runtime's and serve every model linked with it. */
 
 /* Run the model: inputs[i] / outputs[i] are device pointers to contiguous
- * tensors of the shapes and dtypes the info functions report. stream is a
- * CUstream (cudaStream_t); NULL means the legacy default stream. Returns
- * when the work is queued, not when it is done. */
+ * tensors of the shapes and dtypes the info functions report. An output
+ * may share no byte with an input or another output (KFUSE_EARG: outputs
+ * are written while inputs are still read); inputs may share memory. An
+ * out-of-range index in an index op reads 0 and is flagged for
+ * kfuse_model_check, not reported here. stream is a CUstream
+ * (cudaStream_t); NULL means the legacy default stream. Returns when the
+ * work is queued, not when it is done. */
 KFUSE_EXPORT int kfuse_model_run(kfuse_model *m, void *stream,
                                  const void *const *inputs,
                                  void *const *outputs);
+/* Wait for the instance's runs so far (its own end event; no other work)
+ * and report what they flagged on the GPU: KFUSE_EINDEX when an index op
+ * (gather, embedding, index, index_select) met an out-of-range index, where
+ * PyTorch raises IndexError (those runs' outputs are undefined: the element
+ * reads 0); the flag is cleared. KFUSE_ECUDA when a run failed on the GPU.
+ * A debug aid: it blocks the calling thread. */
+KFUSE_EXPORT int kfuse_model_check(kfuse_model *m);
 /* Free the instance and its device memory, after waiting for calls on
  * other threads and its GPU work (the memory stays while a CUDA graph that
  * captured a run exists; see above). Accepts NULL. */

@@ -22,7 +22,7 @@ import ctypes
 import os
 import threading
 
-__all__ = ["load", "export", "Module", "KfuseError"]
+__all__ = ["load", "export", "Module", "KfuseError", "KfuseIndexError"]
 
 _MAX_RANK = 8
 # KFUSE_DTYPE_* (runtime/kfuse_runtime.h) -> torch dtype name
@@ -32,6 +32,14 @@ _DTYPES = {1: "float32", 2: "float64", 3: "float16", 4: "bfloat16", 5: "int64",
 
 class KfuseError(RuntimeError):
     """A failure reported by a kfuse module (create or run)."""
+
+
+class KfuseIndexError(KfuseError, IndexError):
+    """An index op (gather, embedding, index, index_select) met an index out
+    of range, where PyTorch raises IndexError (found by a checked call)."""
+
+
+_EINDEX = 10  # KFUSE_EINDEX (runtime/kfuse_runtime.h)
 
 
 class _Options(ctypes.Structure):
@@ -62,6 +70,11 @@ def _bind(lib):
     lib.kfuse_model_error.restype = ctypes.c_char_p
     lib.kfuse_last_error.argtypes = []
     lib.kfuse_last_error.restype = ctypes.c_char_p
+    try:  # modules from before kfuse_model_check have none
+        lib.kfuse_model_check.argtypes = [P]
+        lib.kfuse_model_check.restype = I
+    except AttributeError:
+        pass
 
 
 # Libraries loaded by this process, by file identity (st_dev, st_ino) ->
@@ -109,8 +122,12 @@ def _open_library(path):
 class Module:
     """A loaded kfuse module: call it with torch tensors."""
 
-    def __init__(self, path, device=None, weights=None, cuda_graph=False):
+    def __init__(self, path, device=None, weights=None, cuda_graph=False, check=None):
+        """check: after every call, wait for it and raise KfuseIndexError if
+        an index was out of range (a debug aid: each call then synchronises;
+        default: the KFUSE_CHECK=1 environment variable)."""
         self._h = None
+        self._check = (os.environ.get("KFUSE_CHECK", "0") not in ("", "0")) if check is None else bool(check)
         # calls in progress; close() waits for them (the handle must not be
         # destroyed under a call on another thread)
         self._gate = threading.Condition()
@@ -174,7 +191,25 @@ class Module:
             if rc != 0:
                 msg = self._lib.kfuse_model_error(h) or b"unknown error"
                 raise KfuseError(f"{self.path}: {msg.decode(errors='replace')} (code {rc})")
+            if self._check and not torch.cuda.is_current_stream_capturing():
+                self._check_handle(h)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def check(self):
+        """Wait for the calls so far and raise KfuseIndexError if one met an
+        out-of-range index (the flag is cleared), KfuseError if one failed
+        on the GPU."""
+        with self._using() as h:
+            self._check_handle(h)
+
+    def _check_handle(self, h):
+        if not hasattr(self._lib, "kfuse_model_check"):
+            raise KfuseError(f"{self.path}: this module predates kfuse_model_check; rebuild it to check runs")
+        rc = self._lib.kfuse_model_check(h)
+        if rc != 0:
+            msg = (self._lib.kfuse_model_error(h) or b"unknown error").decode(errors="replace")
+            cls = KfuseIndexError if rc == _EINDEX else KfuseError
+            raise cls(f"{self.path}: {msg} (code {rc})")
 
     @contextlib.contextmanager
     def _using(self):
@@ -211,9 +246,11 @@ class Module:
             pass
 
 
-def load(path, device=None, weights=None, cuda_graph=False):
-    """Load a module compiled by `kfuse compile` (model.so)."""
-    return Module(path, device=device, weights=weights, cuda_graph=cuda_graph)
+def load(path, device=None, weights=None, cuda_graph=False, check=None):
+    """Load a module compiled by `kfuse compile` (model.so). check=True (or
+    KFUSE_CHECK=1): every call waits and raises KfuseIndexError on an
+    out-of-range index, as PyTorch would; see Module."""
+    return Module(path, device=device, weights=weights, cuda_graph=cuda_graph, check=check)
 
 
 def export(model, args, path, kwargs=None):

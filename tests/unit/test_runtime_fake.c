@@ -606,6 +606,63 @@ static void test_gemm_realigns(void **state) {
   driver()->cuStreamDestroy(s);
 }
 
+/* ---- out-of-range indices reported by kfuse_model_check (finding 11) ------------------- */
+
+static void test_index_check(void **state) {
+  (void)state;
+  kfuse_model *m = create_gemm(0);
+  CUstream s = new_stream();
+  io t;
+  io_init(&t);
+  f_reset();
+  f_mark("check");
+  assert_int_equal(kfuse_model_run(m, s, t.in, t.outs), KFUSE_OK);
+  assert_int_equal(kfuse_model_check(m), KFUSE_OK);
+  const char *log = since("check");
+  /* it waits on the instance's own stream for the instance's end event only */
+  assert_int_equal(lines_with(log, "cuCtxSynchronize"), 0);
+  assert_int_equal(lines_with(log, "s=null"), 0);
+  assert_int_equal(lines_with(log, "cuMemcpyDtoHAsync n=4"), 1);
+  /* the flag word of the module (host memory in the fake) set by a kernel */
+  assert_true(m->index_flag && m->index_flag[0]);
+  *(volatile unsigned *)(uintptr_t)m->index_flag[0] = 1;
+  assert_int_equal(kfuse_model_check(m), KFUSE_EINDEX);
+  assert_contains(kfuse_model_error(m), "out of range in step 0 (g0_mix)");
+  assert_contains(kfuse_model_error(m), "IndexError");
+  assert_int_equal(*(volatile unsigned *)(uintptr_t)m->index_flag[0], 0); /* cleared */
+  assert_int_equal(kfuse_model_check(m), KFUSE_OK);
+  assert_string_equal(kfuse_model_error(m), "");
+  /* a run that failed on the GPU shows up as the stream's error */
+  f_fail("cuStreamSynchronize", 0, 1, CUDA_ERROR_ILLEGAL_ADDRESS);
+  assert_int_equal(kfuse_model_check(m), KFUSE_ECUDA);
+  assert_contains(kfuse_model_error(m), "checking the model's runs: cuStreamSynchronize failed");
+  assert_int_equal(kfuse_model_check(NULL), KFUSE_EARG);
+  f_reset();
+  kfuse_model_destroy(m);
+  driver()->cuStreamDestroy(s);
+}
+
+/* ---- aliased outputs (finding 11) ------------------------------------------------------ */
+
+static void test_aliasing_refused(void **state) {
+  (void)state;
+  kfuse_model *m = create_gemm(0);
+  io t;
+  io_init(&t);
+  void *same[1] = {t.x};
+  assert_int_equal(kfuse_model_run(m, NULL, t.in, same), KFUSE_EARG);
+  assert_contains(kfuse_model_error(m), "output 0 (out)");
+  assert_contains(kfuse_model_error(m), "overlaps input 0 (x)");
+  void *inside[1] = {(char *)t.y + 64}; /* y is 128 bytes */
+  assert_int_equal(kfuse_model_run(m, NULL, t.in, inside), KFUSE_EARG);
+  assert_contains(kfuse_model_error(m), "overlaps input 1 (y)");
+  /* inputs may share memory: they are only read */
+  const void *twice[2] = {t.x, t.x};
+  assert_int_equal(kfuse_model_run(m, NULL, twice, t.outs), KFUSE_OK);
+  assert_int_equal(kfuse_model_run(m, NULL, t.in, t.outs), KFUSE_OK);
+  kfuse_model_destroy(m);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: test_runtime_fake path/to/libkfuse_fake_cuda.so\n");
@@ -644,6 +701,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_capture_gone_before_destroy),
       cmocka_unit_test(test_destroy_waits_for_run),
       cmocka_unit_test(test_gemm_realigns),
+      cmocka_unit_test(test_index_check),
+      cmocka_unit_test(test_aliasing_refused),
   };
   const char *only = getenv("KFUSE_TEST_FILTER"); /* one test, e.g. test_gemm_realigns */
   if (only && *only) cmocka_set_test_filter(only);
