@@ -701,7 +701,7 @@ int kfuse_model_run(kfuse_model *m, void *stream, const void *const *inputs,
    * before the next run (in a capture: an event record node) */
   r = captured ? cu->cuEventRecordWithFlags(m->done, s, CU_EVENT_RECORD_EXTERNAL) : cu->cuEventRecord(m->done, s);
   if (r != CUDA_SUCCESS && rc == KFUSE_OK)
-    rc = cu_fail_run(m, r, "cuEventRecord", "marking the end of the run");
+    rc = cu_fail_run(m, r, captured ? "cuEventRecordWithFlags" : "cuEventRecord", "marking the end of the run");
 pop:;
   CUcontext popped;
   r = cu->cuCtxPopCurrent(&popped);

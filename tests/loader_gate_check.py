@@ -8,9 +8,11 @@ close() must wait for a call in progress on another thread before it
 destroys the handle (the C destroy would wait too, but the handle itself
 must not be used after it is freed), destroy exactly once, and make later
 calls raise KfuseError instead of passing a freed or NULL handle to the
-module. The module's library is a stand-in here: only the handle's
-lifetime is under test (scripts/gpu_concurrency_check.sh runs the real
-thing on a GPU).
+module. Also: Module.check() turns the module's KFUSE_EINDEX into
+KfuseIndexError (an IndexError, as PyTorch raises) and other codes into
+KfuseError. The module's library is a stand-in here: only the loader's
+side is under test (scripts/gpu_concurrency_check.sh runs the real thing
+on a GPU).
 """
 import os
 import sys
@@ -24,9 +26,16 @@ import kfuse  # noqa: E402
 class FakeLib:
     def __init__(self):
         self.destroyed = []
+        self.check_rc = 0
 
     def kfuse_model_destroy(self, h):
         self.destroyed.append(h)
+
+    def kfuse_model_check(self, h):
+        return self.check_rc
+
+    def kfuse_model_error(self, h):
+        return b"an index was out of range in step 1 (g1_embedding)" if self.check_rc == 10 else b"boom"
 
 
 def main():
@@ -40,6 +49,20 @@ def main():
     m = object.__new__(kfuse.Module)  # no torch: set up what close() and calls use
     m.path, m._lib, m._h = "fake.so", FakeLib(), 0x1234
     m._gate, m._active = threading.Condition(), 0
+
+    def raised(rc):
+        m._lib.check_rc = rc
+        try:
+            m.check()
+            return None
+        except kfuse.KfuseError as e:
+            return e
+
+    e0, e10, e7 = raised(0), raised(10), raised(7)
+    check(e0 is None and isinstance(e10, kfuse.KfuseIndexError) and isinstance(e10, IndexError)
+          and "g1_embedding" in str(e10) and isinstance(e7, kfuse.KfuseError)
+          and not isinstance(e7, IndexError), "check(): KfuseIndexError for KFUSE_EINDEX, KfuseError otherwise")
+    m._lib.check_rc = 0
 
     inside, leave = threading.Event(), threading.Event()
     seen = []

@@ -408,7 +408,9 @@ static CUresult f_cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v
 }
 
 static CUresult f_cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size) {
-  /* every kernel takes 8-byte parameters, as many as asked for */
+  /* every kernel takes four 8-byte parameters, as the one kernel of
+   * test_runtime_fake's plans does (pointers and an int64) */
+  if (i >= 4) return CUDA_ERROR_INVALID_VALUE;
   if (off) *off = i * 8;
   if (size) *size = 8;
   return CUDA_SUCCESS;

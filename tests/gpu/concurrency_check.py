@@ -216,12 +216,13 @@ for name, so, shape in (("mlp", mlp_so, (256, 512)), ("conv", conv_so, (8, 32, 3
 try:
     m = kfuse.load(mlp_so)
     x = torch.randn(256, 512, device=dev)
+    torch.cuda.synchronize()
     seen = {"ok": 0, "closed": 0, "other": []}
 
     def loop():
         s = torch.cuda.Stream()
         with torch.cuda.stream(s):
-            for _ in range(2000):
+            for _ in range(1000000):  # until close() turns it away
                 try:
                     m(x)
                     seen["ok"] += 1
@@ -241,7 +242,7 @@ try:
     m.close()
     t.join()
     torch.cuda.synchronize()
-    result("close-during-run", not seen["other"],
+    result("close-during-run", not seen["other"] and seen["closed"] == 1,
            f"{seen['ok']} calls before, {seen['closed']} refused after close; other errors {seen['other'][:2]}")
 except Exception as e:  # noqa: BLE001
     result("close-during-run", False, repr(e))
