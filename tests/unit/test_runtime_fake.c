@@ -6,7 +6,16 @@
  *
  * Each test says what it holds the runtime to. The fake executes nothing
  * on a "device" (its memory is host memory), so numerics and timing are
- * left to the GPU scripts. KFUSE_TEST_FILTER=name runs one test. */
+ * left to the GPU scripts. KFUSE_TEST_FILTER=name runs one test.
+ *
+ * The build has no ThreadSanitizer variant; the threads here (destroy
+ * while a run is in flight) were checked with one built by hand, from the
+ * repository root:
+ *   cc -fsanitize=thread -g -D_GNU_SOURCE -std=c11 -fPIC -shared -isystem $CUDA/include \
+ *      tests/fake_cuda/fake_cuda.c -o libfake_tsan.so
+ *   cc -fsanitize=thread -g -D_GNU_SOURCE -std=c11 -Iruntime -Itests/fake_cuda -isystem $CUDA/include \
+ *      runtime/kfr_*.c tests/unit/test_runtime_fake.c -lcmocka -ldl -lpthread -o trf_tsan
+ *   ./trf_tsan ./libfake_tsan.so */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <setjmp.h>
