@@ -351,18 +351,17 @@ static int search_alloc(kfuse_model *m, search_buf *b) {
   for (int i = 0; i < 4; i++) {
     if (!nb[i])
       continue;
-    CUresult r = cu->cuMemAlloc(p[i], nb[i]);
+    CUresult r = kfr_scratch_alloc(m, p[i], nb[i]);
     if (r != CUDA_SUCCESS) {
-      *p[i] = 0;
       char why[256];
       return kfr_fail(m, r == CUDA_ERROR_OUT_OF_MEMORY ? KFUSE_ENOMEM
                                                        : KFUSE_ECUDA,
-                      "cuMemAlloc failed (%llu bytes for the cuDNN algorithm "
-                      "search; KFUSE_CUDNN_FIND=0 searches without): %s",
+                      "allocating %llu bytes for the cuDNN algorithm "
+                      "search failed (KFUSE_CUDNN_FIND=0 searches without): %s",
                       (unsigned long long)nb[i],
                       kfr_cu_describe(cu, r, why, sizeof why));
     }
-    if ((r = cu->cuMemsetD8Async(*p[i], 0, nb[i], NULL)) != CUDA_SUCCESS) {
+    if ((r = cu->cuMemsetD8Async(*p[i], 0, nb[i], m->own)) != CUDA_SUCCESS) {
       char why[256];
       return kfr_fail(m, KFUSE_ECUDA, "cuMemsetD8Async failed (cuDNN search "
                       "buffers): %s", kfr_cu_describe(cu, r, why, sizeof why));
@@ -372,10 +371,10 @@ static int search_alloc(kfuse_model *m, search_buf *b) {
 }
 
 static void search_free(kfuse_model *m, search_buf *b) {
-  if (b->x) (void)m->cu->cuMemFree(b->x);
-  if (b->w) (void)m->cu->cuMemFree(b->w);
-  if (b->y) (void)m->cu->cuMemFree(b->y);
-  if (b->ws) (void)m->cu->cuMemFree(b->ws);
+  kfr_scratch_free(m, b->x);
+  kfr_scratch_free(m, b->w);
+  kfr_scratch_free(m, b->y);
+  kfr_scratch_free(m, b->ws);
 }
 
 int kfr_cudnn_verbose(void) {
@@ -438,7 +437,7 @@ static int time_fused(kfuse_model *m, uint32_t s, search_buf *sb, kfr_dnn_perf *
   float best_ms = 0;
   int rc = 0;
   fused_call fc = {m, rt, x, w, b, y, ws, (size_t)c->workspace_bytes, 0};
-  kfr_dnn_status st = d->cudnnSetStream(m->dnn, NULL);
+  kfr_dnn_status st = d->cudnnSetStream(m->dnn, m->own);
   for (int i = 0; i < found && !st && !rc; i++) {
     if (perf[i].status != 0 || perf[i].memory > c->workspace_bytes)
       continue;
@@ -448,7 +447,7 @@ static int time_fused(kfuse_model *m, uint32_t s, search_buf *sb, kfr_dnn_perf *
       break;
     fc.algo = perf[i].algo;
     float med;
-    int tr = kfr_time3(cu, ev, run_fused_call, &fc, &med);
+    int tr = kfr_time3(cu, m->own, ev, run_fused_call, &fc, &med);
     if (tr == 1)
       continue; /* this algorithm does not take the fused call: not a candidate */
     if (tr < 0) {
@@ -653,6 +652,11 @@ int kfr_conv_prepare_all(kfuse_model *m) {
     return kfr_fail(m, KFUSE_ELIBRARY, "cudnnCreate failed (%s): %s (%d)",
                     m->dnn_api->path, m->dnn_api->cudnnGetErrorString(st), st);
   }
+  /* the searches (cudnnFind*) run on the handle's stream: the instance's
+   * own, never the legacy one; every run sets the caller's */
+  if ((st = m->dnn_api->cudnnSetStream(m->dnn, m->own)))
+    return kfr_fail(m, KFUSE_ELIBRARY, "cudnnSetStream failed (%s): %s (%d)", m->dnn_api->path,
+                    m->dnn_api->cudnnGetErrorString(st), st);
   const char *find = secure_getenv("KFUSE_CUDNN_FIND");
   int timed = !(find && strcmp(find, "0") == 0);
   search_buf sb;
@@ -690,8 +694,8 @@ int kfr_conv_prepare_all(kfuse_model *m) {
   }
 done:
   if (timed) {
-    /* the search ran on the legacy stream: finish before freeing */
-    (void)m->cu->cuCtxSynchronize();
+    /* the search ran on the instance's stream: finish before freeing */
+    (void)m->cu->cuStreamSynchronize(m->own);
     search_free(m, &sb);
   }
   return rc ? rc : alloc_workspace(m);

@@ -45,14 +45,14 @@ const char *kfr_cu_describe(const kfr_driver *d, CUresult r, char *buf,
   return buf;
 }
 
-int kfr_time3(const kfr_driver *cu, CUevent ev[2], kfr_timed_call call, void *ctx, float *ms) {
+int kfr_time3(const kfr_driver *cu, CUstream stream, CUevent ev[2], kfr_timed_call call, void *ctx, float *ms) {
   float t[3];
   for (int rep = -1; rep < 3; rep++) {
-    if (rep >= 0 && cu->cuEventRecord(ev[0], NULL) != CUDA_SUCCESS)
+    if (rep >= 0 && cu->cuEventRecord(ev[0], stream) != CUDA_SUCCESS)
       return -1;
     if (call(ctx))
       return 1;
-    if (rep >= 0 && (cu->cuEventRecord(ev[1], NULL) != CUDA_SUCCESS || cu->cuEventSynchronize(ev[1]) != CUDA_SUCCESS ||
+    if (rep >= 0 && (cu->cuEventRecord(ev[1], stream) != CUDA_SUCCESS || cu->cuEventSynchronize(ev[1]) != CUDA_SUCCESS ||
                      cu->cuEventElapsedTime(&t[rep], ev[0], ev[1]) != CUDA_SUCCESS))
       return -1;
   }

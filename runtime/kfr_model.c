@@ -2,12 +2,15 @@
  * functions of the module API (runtime/kfuse_runtime.h).
  *
  * Create checks the whole plan before touching CUDA, then: driver, device
- * and architecture, the device's primary context, cubins and kernels, one
- * arena allocation, the weights (from the plan, or read from their file
- * and checked against the plan: runtime/kfr_weights.c) and constants, the
- * fixed buffers of CUDA-graph mode, the cuBLASLt state of GEMM steps and
- * the cuDNN state of CONV steps. Everything it needs from the plan is
- * copied, so the plan only has to live until create returns. Any failure undoes what was
+ * and architecture, the device's primary context, a stream of the
+ * instance's own (everything create queues goes there, and create waits
+ * for nothing else: kfr_sync.c), cubins and kernels and their parameters
+ * (runtime/kfr_params.c), one arena allocation, the weights (from the
+ * plan, or read from their file and checked against the plan:
+ * runtime/kfr_weights.c) and constants, the fixed buffers of CUDA-graph
+ * mode, the cuBLASLt state of GEMM steps and the cuDNN state of CONV
+ * steps. Everything it needs from the plan is copied, so the plan only
+ * has to live until create returns. Any failure undoes what was
  * done and leaves a message for kfuse_last_error. */
 #include <dlfcn.h>
 #include <errno.h>
@@ -210,8 +213,13 @@ static int upload_span(kfuse_model *m, uint32_t kind, const uint8_t *src,
     *dst = 0;
     return cu_fail(m, r, "cuMemAlloc", what);
   }
-  if ((r = m->cu->cuMemcpyHtoD(*dst, src + lo, hi - lo)) != CUDA_SUCCESS)
-    return cu_fail(m, r, "cuMemcpyHtoD", what);
+  /* on the instance's own stream (a synchronous copy would go through the
+   * legacy stream and wait for the process's other work); done before
+   * returning, as the caller may unmap src */
+  if ((r = m->cu->cuMemcpyHtoDAsync(*dst, src + lo, hi - lo, m->own)) != CUDA_SUCCESS)
+    return cu_fail(m, r, "cuMemcpyHtoDAsync", what);
+  if ((r = m->cu->cuStreamSynchronize(m->own)) != CUDA_SUCCESS)
+    return cu_fail(m, r, "cuStreamSynchronize", what);
   return KFUSE_OK;
 }
 
@@ -294,6 +302,20 @@ static int alloc_graph_buffers(kfuse_model *m) {
   return KFUSE_OK;
 }
 
+/* The instance's own stream (kfr_sync.c), and whether scratch can come
+ * from the stream-ordered allocator. */
+static int own_stream(kfuse_model *m) {
+  CUresult r = m->cu->cuStreamCreate(&m->own, CU_STREAM_NON_BLOCKING);
+  if (r != CUDA_SUCCESS) {
+    m->own = NULL;
+    return cu_fail(m, r, "cuStreamCreate", "the instance's own stream");
+  }
+  r = m->cu->cuDeviceGetAttribute(&m->pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, m->dev);
+  if (r != CUDA_SUCCESS)
+    return cu_fail(m, r, "cuDeviceGetAttribute", "memory pool support");
+  return KFUSE_OK;
+}
+
 static int create(kfuse_model *m, const uint8_t *plan, const kfuse_options *o) {
   const kfr_header *h = &m->h;
   int rc = copy_meta(m, plan);
@@ -310,7 +332,7 @@ static int create(kfuse_model *m, const uint8_t *plan, const kfuse_options *o) {
   m->ctx_retained = 1;
   if ((r = cu->cuCtxPushCurrent(m->ctx)) != CUDA_SUCCESS)
     return cu_fail(m, r, "cuCtxPushCurrent", "device context");
-  if ((rc = load_modules(m, plan)))
+  if ((rc = own_stream(m)) || (rc = load_modules(m, plan)) || (rc = kfr_find_index_flags(m)))
     goto pop;
   if (h->arena_bytes) {
     r = cu->cuMemAlloc(&m->arena, h->arena_bytes);
@@ -343,10 +365,10 @@ static int create(kfuse_model *m, const uint8_t *plan, const kfuse_options *o) {
       goto pop;
   if ((rc = kfr_conv_prepare_all(m)))
     goto pop;
-  /* uploads from pageable memory may still be in flight, and the caller's
-   * stream need not order after the legacy stream they went through */
-  if ((r = cu->cuCtxSynchronize()) != CUDA_SUCCESS)
-    rc = cu_fail(m, r, "cuCtxSynchronize", "finishing uploads");
+  /* create's work is all on m->own: finished there, it is ordered before
+   * any stream's later work */
+  if ((r = cu->cuStreamSynchronize(m->own)) != CUDA_SUCCESS)
+    rc = cu_fail(m, r, "cuStreamSynchronize", "finishing create's uploads and searches");
 pop:;
   CUcontext popped;
   r = cu->cuCtxPopCurrent(&popped);
@@ -381,12 +403,18 @@ int kfr_model_create(const void *plan, size_t plan_bytes,
         offsetof(kfuse_options, skip_weights_hash) + sizeof(int))
       o.skip_weights_hash = opts->skip_weights_hash;
   }
+  kfr_sweep(); /* instances destroyed earlier whose graphs are gone since */
   kfuse_model *m = calloc(1, sizeof *m);
   if (!m)
     return set_last(KFUSE_ENOMEM, "kfuse: create: out of host memory");
   if (pthread_mutex_init(&m->lock, NULL) != 0) {
     free(m);
     return set_last(KFUSE_ENOMEM, "kfuse: create: cannot create a mutex");
+  }
+  if (pthread_cond_init(&m->idle, NULL) != 0) {
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+    return set_last(KFUSE_ENOMEM, "kfuse: create: cannot create a condition variable");
   }
   memcpy(&m->h, plan, sizeof m->h);
   rc = create(m, plan, &o);
@@ -401,15 +429,24 @@ int kfr_model_create(const void *plan, size_t plan_bytes,
   return KFUSE_OK;
 }
 
-/* Destroy is best-effort: a failing release (a dead context, say) cannot
- * be reported through a void API, and must not stop the other releases. */
+/* Destroy waits for calls inside the instance on other threads and turns
+ * later ones away (kfr_close), then frees the instance, or leaves it to the
+ * caller's graphs that captured a run of it (kfr_retire, kfr_sync.c). */
 void kfuse_model_destroy(kfuse_model *m) {
   if (!m)
     return;
+  kfr_close(m);
+  kfr_retire(m);
+}
+
+/* Release is best-effort: a failing release (a dead context, say) cannot
+ * be reported through a void API, and must not stop the other releases. */
+void kfr_model_release(kfuse_model *m) {
   const kfr_driver *cu = m->cu;
   if (cu && m->ctx_retained) {
     int pushed = cu->cuCtxPushCurrent(m->ctx) == CUDA_SUCCESS;
-    /* runs still queued on callers' streams use our memory */
+    /* runs still queued on callers' streams use our memory (every run,
+     * and every replay of a captured one, records done) */
     if (m->done)
       (void)cu->cuEventSynchronize(m->done);
     for (uint32_t s = 0; m->gemm && s < m->h.n_steps; s++)
@@ -424,6 +461,8 @@ void kfuse_model_destroy(kfuse_model *m) {
       (void)cu->cuStreamDestroy(m->cap);
     if (m->done)
       (void)cu->cuEventDestroy(m->done);
+    if (m->own)
+      (void)cu->cuStreamDestroy(m->own);
     for (uint32_t i = 0; m->gin && i < m->h.n_inputs; i++)
       if (m->gin[i])
         (void)cu->cuMemFree(m->gin[i]);
@@ -454,9 +493,11 @@ void kfuse_model_destroy(kfuse_model *m) {
   free(m->base);
   free(m->funcs);
   free(m->modules);
+  free(m->index_flag);
   free(m->input_buf);
   free(m->output_buf);
   free(m->meta);
+  pthread_cond_destroy(&m->idle);
   pthread_mutex_destroy(&m->lock);
   free(m);
 }

@@ -19,11 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_cuda.h"
 #include "kfuse_runtime.h"
-
-typedef struct fake_stats {
-  long live, launches, param_queries, htod_bytes;
-} fake_stats;
 
 #define SYM(h, var, name)                                                    \
   do {                                                                       \
@@ -42,7 +39,7 @@ int main(int argc, char **argv) {
   int expect_ok = argc > 2 && strcmp(argv[2], "--expect-ok") == 0;
   const char *fake = getenv("KFUSE_LIBCUDA");
   void *fh = fake ? dlopen(fake, RTLD_NOW | RTLD_LOCAL) : NULL;
-  void (*stats)(fake_stats *) = NULL;
+  fake_cuda_stats_fn stats = NULL;
   if (fh)
     *(void **)&stats = dlsym(fh, "fake_cuda_stats");
   if (!stats) {

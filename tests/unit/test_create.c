@@ -10,7 +10,8 @@
  *   FAKE_CUDA_VERSION=12030) that the check is skipped;
  *   kfuse_model_error read while another thread's runs fail;
  *   a rejected cuDNN leaves none of its sub-libraries loaded, an accepted
- *   one has them in the global scope (tests/fake's stand-ins).
+ *   one has them in the global scope (a copy of the fake library stands
+ *   for libcudnn.so.9, tests/fake/fake_cudnn_part.c for a sub-library).
  *
  * Every failed create must also release everything it took from the
  * driver (the fake counts live allocations and handles). */
@@ -31,6 +32,7 @@
 
 #include <cmocka.h>
 
+#include "fake_cuda.h"
 #include "kfr_hash.h"
 #include "kfr_int.h"
 #include "kfr_plan.h"
@@ -49,12 +51,8 @@ static char g_dir[512];  /* scratch directory */
 
 /* ---- the fake driver's counters ----------------------------------------------- */
 
-typedef struct fake_stats {
-  long live, launches, param_queries, htod_bytes;
-} fake_stats;
-
 static fake_stats stats(void) {
-  static void (*fn)(fake_stats *);
+  static fake_cuda_stats_fn fn;
   if (!fn) {
     const char *lib = getenv("KFUSE_LIBCUDA");
     void *h = lib ? dlopen(lib, RTLD_NOW | RTLD_LOCAL) : NULL;
@@ -516,7 +514,7 @@ static void test_cudnn_parts(void **state) {
   (void)state;
   const char *lib = getenv("FAKE_CUDNN_LIB"), *part = getenv("FAKE_CUDNN_PART");
   if (!lib || !part)
-    fail_msg("FAKE_CUDNN_LIB and FAKE_CUDNN_PART must name tests/fake's stand-ins");
+    fail_msg("FAKE_CUDNN_LIB and FAKE_CUDNN_PART must name tests/fake's library and sub-library stand-in");
   char bad[600], good[600], p[700], gp[700];
   in_dir(bad, sizeof bad, "cudnn_old");
   in_dir(good, sizeof good, "cudnn_new");

@@ -1239,6 +1239,33 @@ static void test_lib_load(void **state) {
   }
 }
 
+/* A GEMM run's algorithm by its operands' alignment: the timed one
+ * whenever the pointers allow it, however many misaligned runs came
+ * before; one fallback, widened only when a run needs less alignment. */
+static void test_gemm_pick(void **state) {
+  (void)state;
+  const uint32_t planned[4] = {256, 64, 256, 256};
+  uint32_t low[4] = {0}, need[4] = {0};
+  const uint32_t aligned[4] = {256, 256, 256, 256}, d4[4] = {256, 64, 4, 4}, a16[4] = {16, 64, 256, 256};
+  assert_int_equal(kfr_gemm_pick(planned, 0, low, planned, need), 0);
+  assert_int_equal(kfr_gemm_pick(planned, 0, low, aligned, need), 0);
+  /* D 4-byte aligned: no fallback yet, one for (256, 64, 4, 4) */
+  assert_int_equal(kfr_gemm_pick(planned, 0, low, d4, need), 2);
+  assert_memory_equal(need, d4, sizeof need);
+  memcpy(low, need, sizeof low);
+  assert_int_equal(kfr_gemm_pick(planned, 1, low, d4, need), 1);
+  /* an aligned run after it: the planned (timed) algorithm again */
+  assert_int_equal(kfr_gemm_pick(planned, 1, low, aligned, need), 0);
+  /* A 16-byte aligned: the fallback does not allow it; the new one allows both */
+  assert_int_equal(kfr_gemm_pick(planned, 1, low, a16, need), 2);
+  const uint32_t both[4] = {16, 64, 4, 4};
+  assert_memory_equal(need, both, sizeof need);
+  memcpy(low, need, sizeof low);
+  assert_int_equal(kfr_gemm_pick(planned, 1, low, d4, need), 1);
+  assert_int_equal(kfr_gemm_pick(planned, 1, low, a16, need), 1);
+  assert_int_equal(kfr_gemm_pick(planned, 1, low, planned, need), 0);
+}
+
 static void test_api_null(void **state) {
   (void)state;
   kfuse_model_destroy(NULL);
@@ -1277,6 +1304,7 @@ int main(void) {
       cmocka_unit_test(test_create_rejects_bad_plan),
       cmocka_unit_test(test_create_without_driver),
       cmocka_unit_test(test_api_null),
+      cmocka_unit_test(test_gemm_pick),
       cmocka_unit_test(test_lib_search_order),
       cmocka_unit_test(test_lib_load),
   };
