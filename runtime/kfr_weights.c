@@ -22,7 +22,15 @@
  * same pass, so the bytes checked are exactly the bytes uploaded; create
  * fails (and frees the upload) if the hash differs, so no run sees
  * unchecked weights. Nothing is mapped: a file truncated in place while
- * create reads it gives a short read and a clear error, never SIGBUS. */
+ * create reads it gives a short read and a clear error, never SIGBUS.
+ *
+ * Each chunk goes up with cuMemcpyHtoDAsync on the instance's own stream
+ * (create never uses the legacy stream nor a synchronous copy, which would
+ * wait for the process's other GPU work: kfr_sync.c), and that stream is
+ * synchronised before the chunk buffer is refilled: an asynchronous copy
+ * may read its pageable source after the call returns. One buffer and a
+ * wait per 8 MiB keeps this simple; reading the next chunk while the copy
+ * runs would need two pinned buffers. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -254,9 +262,13 @@ static int upload(kfuse_model *m, int fd, const char *path, int skip_hash) {
     if (!skip_hash)
       kfr_xxh64_update(&hs, chunk, want);
     uint64_t a = pos > lo ? pos : lo, b = pos + want < hi ? pos + want : hi;
-    if (a < b && (r = m->cu->cuMemcpyHtoD(m->weights + (a - lo), chunk + (a - pos),
-                                          (size_t)(b - a))) != CUDA_SUCCESS)
-      rc = cu_fail(m, r, "cuMemcpyHtoD", path);
+    if (a < b) {
+      if ((r = m->cu->cuMemcpyHtoDAsync(m->weights + (a - lo), chunk + (a - pos), (size_t)(b - a),
+                                        m->own)) != CUDA_SUCCESS)
+        rc = cu_fail(m, r, "cuMemcpyHtoDAsync", path);
+      else if ((r = m->cu->cuStreamSynchronize(m->own)) != CUDA_SUCCESS) /* before chunk is refilled */
+        rc = cu_fail(m, r, "cuStreamSynchronize", path);
+    }
     pos += want;
   }
   free(chunk);

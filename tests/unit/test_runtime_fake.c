@@ -31,6 +31,7 @@
 #include <cmocka.h>
 
 #include "fake_cuda.h"
+#include "kfr_hash.h"
 #include "kfr_int.h"
 #include "kfr_plan.h"
 #include "kfr_plan_writer.h"
@@ -191,6 +192,35 @@ static void *conv_plan(size_t *bytes) {
   return plan;
 }
 
+/* y [64] = mix_f32(x [64], w, y, 64), w from a weights file of wbytes (so
+ * more than one of create's 8 MiB reads when wbytes is larger). */
+static void *file_weights_plan(const uint8_t *data, uint64_t wbytes, size_t *bytes) {
+  make_fake_cubin();
+  kfr_writer *w = kfr_writer_create(90);
+  assert_non_null(w);
+  kfr_writer_set_model_name(w, "fake_file_weights");
+  kfr_writer_set_arena(w, 256);
+  kfr_writer_set_weights_file(w, "model.weights", wbytes, kfr_xxh64(data, (size_t)wbytes, 0), 0);
+  kfr_tensor_desc d;
+  kfr_tensor_desc_init(&d, KFUSE_DTYPE_F32, 1, (int64_t[]){64});
+  uint32_t x = kfr_writer_input(w, 0, "x", &d);
+  uint32_t y = kfr_writer_output(w, 0, "y", &d);
+  uint32_t wt = kfr_writer_weight(w, 0, wbytes, "w", NULL);
+  uint32_t bb = kfr_writer_const(w, bias_data, sizeof bias_data, "b", NULL);
+  uint32_t mod = kfr_writer_module(w, fake_cubin, sizeof fake_cubin);
+  uint32_t k = kfr_writer_kernel(w, mod, "mix_f32", 0);
+  kfr_writer_launch(w, k, (uint32_t[]){1, 1, 1}, (uint32_t[]){64, 1, 1}, 0, "g0_mix");
+  kfr_writer_arg_ptr(w, x, 0);
+  kfr_writer_arg_ptr(w, wt, 0);
+  kfr_writer_arg_ptr(w, y, 0);
+  kfr_writer_arg_ptr(w, bb, 0);
+  void *plan = NULL;
+  char msg[512];
+  if (kfr_writer_finish(w, &plan, bytes, msg, sizeof msg)) fail_msg("finish: %s", msg);
+  kfr_writer_destroy(w);
+  return plan;
+}
+
 static kfuse_model *create_with(void *plan, size_t n, int cuda_graph) {
   kfuse_options o;
   kfuse_options_init(&o);
@@ -311,6 +341,30 @@ static void expect_private(const char *what, const char *log) {
   }
 }
 
+/* Every asynchronous upload is waited for on its own stream before the
+ * next one starts: create's weights upload reuses one host buffer per
+ * chunk, and a chunk refilled while its copy is queued would upload the
+ * next chunk's bytes. */
+static void expect_uploads_waited(const char *log) {
+  char pending[16] = "";
+  for (const char *p = log; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    char line[512];
+    snprintf(line, sizeof line, "%.*s", (int)len, p);
+    const char *sv = strstr(line, " s=");
+    if (strncmp(line, "cuMemcpyHtoDAsync ", 18) == 0 && sv) {
+      if (pending[0]) fail_msg("an upload was queued before the one on %s was waited for: %s", pending, line);
+      snprintf(pending, sizeof pending, "%.*s", (int)strcspn(sv + 3, " "), sv + 3);
+    } else if (strncmp(line, "cuStreamSynchronize ", 20) == 0 && sv && pending[0] &&
+               strncmp(sv + 3, pending, strlen(pending)) == 0) {
+      pending[0] = 0;
+    }
+    p += len + (nl ? 1 : 0);
+  }
+  if (pending[0]) fail_msg("the last upload, on %s, was never waited for", pending);
+}
+
 static void test_create_private_stream(void **state) {
   (void)state;
   size_t n;
@@ -334,6 +388,42 @@ static void test_create_private_stream(void **state) {
   assert_true(lines_with(log, "cudnnConvolutionBiasActivationForward") >= 4);
   expect_private("creating a model with a CONV step", log);
   kfuse_model_destroy(m);
+
+  /* weights read from their file (runtime/kfr_weights.c), 9 MiB + 1 KiB:
+   * two of its 8 MiB reads */
+  uint64_t wn = ((uint64_t)9 << 20) + 1024;
+  uint8_t *data = malloc((size_t)wn);
+  assert_non_null(data);
+  for (uint64_t i = 0; i < wn; i++) data[i] = (uint8_t)(i * 2654435761u >> 13);
+  p = file_weights_plan(data, wn, &n);
+  const char *tmp = getenv("TMPDIR");
+  char dir[512], path[600];
+  snprintf(dir, sizeof dir, "%s/kfuse_fake_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/model.weights", dir);
+  kfr_weights_header wh;
+  kfr_weights_header_fill(p, &wh);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(&wh, 1, sizeof wh, f), sizeof wh);
+  assert_int_equal(fwrite(data, 1, (size_t)wn, f), (size_t)wn);
+  assert_int_equal(fclose(f), 0);
+  kfuse_options o;
+  kfuse_options_init(&o);
+  o.weights_path = path;
+  f_mark("file");
+  m = NULL;
+  if (kfr_model_create(p, n, &o, &m)) fail_msg("create: %s", kfuse_last_error());
+  free(p);
+  log = since("file");
+  expect_private("creating a model with a weights file", log);
+  assert_true(lines_with(log, "cuMemcpyHtoDAsync n=8388608 ") >= 1);
+  expect_uploads_waited(log);
+  assert_memory_equal((const void *)(uintptr_t)m->weights, data, (size_t)wn);
+  kfuse_model_destroy(m);
+  unlink(path);
+  rmdir(dir);
+  free(data);
 }
 
 /* ---- CUDA-graph mode survives a failed capture (finding 6) ---------------------------- */
