@@ -22,6 +22,15 @@
 #include "fake_cuda.h"
 #include "kfuse_runtime.h"
 
+/* bytes of a contiguous tensor */
+static size_t tensor_bytes(const kfuse_tensor_info *t) {
+  static const size_t es[] = {0, 4, 8, 2, 2, 8, 4, 2, 1, 1, 1}; /* KFUSE_DTYPE_* */
+  size_t n = t->dtype > 0 && t->dtype <= 10 ? es[t->dtype] : 8;
+  for (int r = 0; r < t->rank && r < 8; r++)
+    n *= (size_t)t->shape[r];
+  return n;
+}
+
 #define SYM(h, var, name)                                                    \
   do {                                                                       \
     *(void **)&(var) = dlsym((h), (name));                                   \
@@ -80,16 +89,22 @@ int main(int argc, char **argv) {
   char msg[1024];
   snprintf(msg, sizeof msg, "%s", rc ? last() : "");
   if (rc == 0) {
-    /* the fake's device memory is host memory; runs launch nothing */
+    /* the fake's device memory is host memory: each tensor gets its real
+     * size (the fake performs the run's copies, and run refuses outputs
+     * overlapping inputs); kernels are not executed */
     int ni = num_in(m), no = num_out(m);
     void **io = calloc((size_t)(ni + no + 1), sizeof *io);
-    for (int i = 0; io && i < ni + no; i++) {
+    rc = io ? KFUSE_OK : KFUSE_ENOMEM;
+    for (int i = 0; io && i < ni + no && !rc; i++) {
       kfuse_tensor_info t;
-      if ((i < ni ? in_info(m, i, &t) : out_info(m, i - ni, &t)) != 0)
+      if ((rc = i < ni ? in_info(m, i, &t) : out_info(m, i - ni, &t)) != 0)
         break;
-      io[i] = calloc(1, 256);
+      size_t n = tensor_bytes(&t);
+      if (!(io[i] = calloc(1, n ? n : 1)))
+        rc = KFUSE_ENOMEM;
     }
-    rc = io ? run(m, NULL, (const void *const *)io, io + ni) : KFUSE_ENOMEM;
+    if (!rc)
+      rc = run(m, NULL, (const void *const *)io, io + ni);
     if (rc)
       snprintf(msg, sizeof msg, "run: %s", err(m));
     for (int i = 0; io && i < ni + no; i++)
