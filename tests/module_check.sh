@@ -7,7 +7,7 @@
 #        libc at load time; the weights sidecar exists
 #        and the report says the kernels were not verified here; with
 #        KFUSE_CREATE_CHECK and KFUSE_LIBCUDA (tests/fake), the module is
-#        created on the fake CUDA driver.
+#        created and run once on the fake CUDA driver, cuBLASLt and cuDNN.
 #   obj: `--emit obj` writes an object and a header; a C program using the
 #        header compiles and links against libkfuse_runtime.a.
 set -euo pipefail
@@ -31,17 +31,16 @@ if [ "$mode" = so ]; then
   [ -s "$dir/m.so.weights" ] || [ "$(python3 -c "import json;print(json.load(open('$dir/r.json'))['weights_bytes'])")" = 0 ] \
     || fail "no weights sidecar"
   grep -q '"verified":[[:space:]]*false' "$dir/r.json" || fail "the report must say the kernels were not verified"
-  # create on the fake CUDA driver (tests/fake): the weights file checks
-  # out, every launch's arguments match the parameters its cubin declares;
-  # cuBLASLt and cuDNN steps cannot be prepared there (KFUSE_ELIBRARY after
-  # those checks), so only modules without them must create and run
+  # create and run once on the fake CUDA driver, cuBLASLt and cuDNN
+  # (tests/fake, one library): the weights file checks out, every launch's
+  # arguments match the parameters its cubin declares, GEMM and CONV steps
+  # are prepared (searches included) and run, and the run launches every
+  # kernel step of the plan
   if [ -n "${KFUSE_CREATE_CHECK:-}" ]; then
-    read -r libs launches < <(python3 -c "import json;s=json.load(open('$dir/r.json'))['steps_per_run'];print(s['gemm']+s['conv'],s['launches'])")
-    expect=()
-    [ "$libs" = 0 ] && expect=(--expect-ok)
-    # the real cuBLASLt and cuDNN cannot run on the fake driver: not loaded
-    out=$(KFUSE_CUBLASLT=/nonexistent/libcublasLt.so.13 KFUSE_CUDNN_LIBRARY=/nonexistent/libcudnn.so.9 \
-      "$KFUSE_CREATE_CHECK" "$dir/m.so" "${expect[@]}" 2>&1) || fail "create on the fake driver: $out"
+    launches=$(python3 -c "import json;print(json.load(open('$dir/r.json'))['steps_per_run']['launches'])")
+    out=$(KFUSE_CUBLASLT="$KFUSE_LIBCUDA" KFUSE_CUDNN_LIBRARY="$KFUSE_LIBCUDA" \
+      "$KFUSE_CREATE_CHECK" "$dir/m.so" --expect-ok 2>&1) || fail "create on the fake driver: $out"
+    case $out in *" launches=$launches:"*) ;; *) fail "the run did not launch the plan's $launches kernels: $out";; esac
     if [ "$launches" != 0 ]; then
       case $out in *"param_queries=0 "*) fail "no launch was checked against its kernel: $out";; esac
     fi

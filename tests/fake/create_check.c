@@ -6,8 +6,10 @@
  * Create reads the module's weights file and checks it against the plan,
  * and checks every launch's arguments against the parameters the kernel's
  * cubin declares, as a GPU's driver would report them. Steps that need
- * cuBLASLt or cuDNN cannot be prepared on the fake driver: create may end
- * there with KFUSE_ELIBRARY, after those checks. Prints one line:
+ * cuBLASLt or cuDNN are prepared only when KFUSE_CUBLASLT and
+ * KFUSE_CUDNN_LIBRARY name the fake library too (module_check.sh does);
+ * otherwise create may end there with KFUSE_ELIBRARY, after those checks.
+ * Prints one line:
  *
  *   create_check: rc=R param_queries=Q launches=L: MESSAGE
  *
