@@ -424,6 +424,9 @@ KFR_HIDDEN int kfr_check_params(kfuse_model *m);
  * it back. kfr_close (destroy) turns later calls away and waits until no
  * call is inside or waiting. */
 KFR_HIDDEN int kfr_enter(kfuse_model *m);
+/* kfuse_model_error's entry: counted and locked like kfr_enter, also while
+ * closing (it only reads m->err); leave with kfr_leave. */
+KFR_HIDDEN void kfr_enter_reader(kfuse_model *m);
 KFR_HIDDEN void kfr_leave(kfuse_model *m);
 KFR_HIDDEN void kfr_close(kfuse_model *m);
 /* A run on stream s, which the caller is capturing into a graph: that

@@ -535,17 +535,19 @@ int kfuse_model_output_info(const kfuse_model *m, int i,
   return info(m, &m->buffers[m->output_buf[i]], out);
 }
 
-/* Runs write m->err under the instance's lock, so the text is copied under
- * it too, into the calling thread's buffer: a reader never sees a message
- * half-written by a run on another thread. */
+/* Calls write m->err under the instance's lock (kfr_enter), so the text is
+ * copied under it too, into the calling thread's buffer: a reader never
+ * sees a message half-written by a run on another thread. It enters
+ * through the gate as a counted call (kfr_sync.c), so a destroy on another
+ * thread waits for it instead of freeing the lock under it. */
 const char *kfuse_model_error(const kfuse_model *m) {
   static _Thread_local char copy[sizeof m->err];
   if (!m)
     return "kfuse: the model is NULL";
-  pthread_mutex_t *lock = (pthread_mutex_t *)&m->lock; /* const API */
-  pthread_mutex_lock(lock);
-  memcpy(copy, m->err, sizeof copy);
-  pthread_mutex_unlock(lock);
+  kfuse_model *w = (kfuse_model *)m; /* const API; only the gate is written */
+  kfr_enter_reader(w);
+  memcpy(copy, w->err, sizeof copy);
+  kfr_leave(w);
   return copy;
 }
 

@@ -8,9 +8,12 @@
  * on another thread, or waiting for the lock, must not free the lock under
  * it: callers counts the calls inside or waiting, destroy sets closing and
  * waits on idle until none is left, and a call that gets the lock after
- * closing was set returns KFUSE_ECLOSED without touching anything. A call
- * that starts after destroy has returned uses freed memory: that stays the
- * caller's rule (no handle can detect it).
+ * closing was set returns KFUSE_ECLOSED without touching anything.
+ * kfuse_model_error comes in the same way (kfr_enter_reader: counted, so
+ * destroy waits for it too) but is let in after closing as well, to read
+ * the message of the call that was turned away. A call that starts after
+ * destroy has returned uses freed memory: that stays the caller's rule (no
+ * handle can detect it).
  *
  * Captures. A run on a stream the caller is capturing becomes part of the
  * caller's graph: its kernels read the instance's arena, weights and
@@ -61,6 +64,11 @@ int kfr_enter(kfuse_model *m) {
     return KFUSE_ECLOSED;
   }
   return KFUSE_OK;
+}
+
+void kfr_enter_reader(kfuse_model *m) {
+  atomic_fetch_add(&m->callers, 1);
+  pthread_mutex_lock(&m->lock);
 }
 
 void kfr_leave(kfuse_model *m) {

@@ -38,8 +38,8 @@
  * while an instance or a graph holding one exists; the info and count
  * functions only read and may be called from any thread before destroy.
  * kfuse_model_error may be called from any thread before destroy returns:
- * it copies the instance's last message under the instance's lock into a
- * buffer of the calling thread; the
+ * it copies the instance's last message under the instance's lock (as a
+ * call, so destroy waits for it) into a buffer of the calling thread; the
  * message is the instance's last failure, which after calls on several
  * threads need not be the caller's own.
  *

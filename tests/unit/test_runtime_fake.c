@@ -676,6 +676,61 @@ static void test_destroy_waits_for_run(void **state) {
   driver()->cuStreamDestroy(s);
 }
 
+/* kfuse_model_error on another thread is a call like any other: destroy
+ * waits for it too (it takes the instance's lock, which destroy frees). */
+typedef struct reader {
+  kfuse_model *m;
+  char msg[256];
+  volatile int done;
+} reader;
+
+static void *error_thread(void *arg) {
+  reader *r = arg;
+  snprintf(r->msg, sizeof r->msg, "%s", kfuse_model_error(r->m));
+  __atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
+  return NULL;
+}
+
+static void test_destroy_waits_for_error_reader(void **state) {
+  (void)state;
+  kfuse_model *m = create_gemm(0);
+  CUstream s = new_stream();
+  f_reset();
+  f_block(1);
+  runner a = {m, s, -1, 0}, d = {m, NULL, 0, 0};
+  reader e = {m, "", 0};
+  pthread_t ta, te, td;
+  assert_int_equal(pthread_create(&ta, NULL, run_thread, &a), 0);
+  for (int i = 0; i < 2000 && f_blocked() < 1; i++) sleep_ms(1);
+  assert_int_equal(f_blocked(), 1); /* a holds the instance */
+  assert_int_equal(pthread_create(&te, NULL, error_thread, &e), 0);
+  /* e waits for the lock as a counted call, so destroy will wait for it */
+  int callers = 0;
+  for (int i = 0; i < 2000 && (callers = atomic_load(&m->callers)) < 2; i++) sleep_ms(1);
+  if (callers != 2) {
+    f_block(0);
+    pthread_join(ta, NULL);
+    pthread_join(te, NULL);
+    fail_msg("kfuse_model_error waiting for the instance is not counted as a call (%d inside): destroy could "
+             "free the lock under it", callers);
+  }
+  assert_int_equal(pthread_create(&td, NULL, destroy_thread, &d), 0);
+  sleep_ms(100);
+  int destroyed_early = __atomic_load_n(&d.done, __ATOMIC_SEQ_CST);
+  f_block(0);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 10;
+  if (pthread_timedjoin_np(ta, NULL, &until) || pthread_timedjoin_np(te, NULL, &until) ||
+      pthread_timedjoin_np(td, NULL, &until))
+    fail_msg("a run, the error read or the destroy never returned");
+  if (destroyed_early) fail_msg("destroy returned while calls were inside the instance");
+  assert_int_equal(a.rc, KFUSE_OK);
+  assert_true(e.done);
+  assert_string_equal(e.msg, ""); /* the run before it succeeded */
+  driver()->cuStreamDestroy(s);
+}
+
 /* ---- a misaligned run does not downgrade the GEMM for good (finding 8) ---------------- */
 
 static void test_gemm_realigns(void **state) {
@@ -803,6 +858,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_capture_outlives_destroy),
       cmocka_unit_test(test_capture_gone_before_destroy),
       cmocka_unit_test(test_destroy_waits_for_run),
+      cmocka_unit_test(test_destroy_waits_for_error_reader),
       cmocka_unit_test(test_gemm_realigns),
       cmocka_unit_test(test_index_check),
       cmocka_unit_test(test_aliasing_refused),
