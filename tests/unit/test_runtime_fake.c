@@ -52,6 +52,7 @@ static fake_cuda_block_launches_fn f_block;
 static fake_cuda_blocked_fn f_blocked;
 static fake_cuda_live_allocs_fn f_live_allocs;
 static fake_cuda_is_live_fn f_is_live;
+static fake_cuda_stats_fn f_stats;
 
 static void sleep_ms(int ms) {
   struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -424,6 +425,44 @@ static void test_create_private_stream(void **state) {
   unlink(path);
   rmdir(dir);
   free(data);
+}
+
+/* ---- launches against their kernels' parameters (finding 9) ---------------------------- */
+
+static fake_stats stats(void) {
+  fake_stats st;
+  f_stats(&st);
+  return st;
+}
+
+/* Create asks the driver for each launch's parameters (kfr_params.c) and
+ * refuses a plan that disagrees with its kernel, freeing what it took. */
+static void test_params_checked(void **state) {
+  (void)state;
+  size_t n;
+  void *p = gemm_plan(&n);
+  f_reset();
+  long q = stats().param_queries, live = stats().live;
+  kfuse_model *m = create_with(p, n, 0);
+  /* mix_f32's four parameters, and the fifth that is not there */
+  assert_int_equal(stats().param_queries - q, 5);
+  assert_int_equal(lines_with(f_log(), "cuFuncGetParamInfo mix_f32 4"), 1);
+  kfuse_model_destroy(m);
+  assert_int_equal(stats().live, live);
+
+  setenv("FAKE_CUDA_PARAMS", "mix_f32=8,8,8,4", 1); /* n as an int32 */
+  kfuse_options o;
+  kfuse_options_init(&o);
+  m = NULL;
+  int rc = kfr_model_create(p, n, &o, &m);
+  setenv("FAKE_CUDA_PARAMS", "mix_f32=8,8,8,8", 1);
+  assert_int_equal(rc, KFUSE_EPLAN);
+  assert_null(m);
+  assert_contains(kfuse_last_error(), "step 0 (g0_mix): kernel 'mix_f32' parameter 3 is 4 bytes, the plan passes "
+                                      "an I64 argument (8 bytes)");
+  if (stats().live != live)
+    fail_msg("the refused create left %ld allocations or handles behind", stats().live - live);
+  free(p);
 }
 
 /* ---- CUDA-graph mode survives a failed capture (finding 6) ---------------------------- */
@@ -850,8 +889,10 @@ int main(int argc, char **argv) {
   SYM(f_blocked, "fake_cuda_blocked");
   SYM(f_live_allocs, "fake_cuda_live_allocs");
   SYM(f_is_live, "fake_cuda_is_live");
+  SYM(f_stats, "fake_cuda_stats");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_private_stream),
+      cmocka_unit_test(test_params_checked),
       cmocka_unit_test(test_graph_replays),
       cmocka_unit_test(test_graph_capture_fails),
       cmocka_unit_test(test_captured_run_ordered),
