@@ -10,13 +10,18 @@ must not be used after it is freed), destroy exactly once, and make later
 calls raise KfuseError instead of passing a freed or NULL handle to the
 module. Also: Module.check() turns the module's KFUSE_EINDEX into
 KfuseIndexError (an IndexError, as PyTorch raises) and other codes into
-KfuseError. The module's library is a stand-in here: only the loader's
-side is under test (scripts/gpu_concurrency_check.sh runs the real thing
-on a GPU).
+KfuseError. And kfuse.load's options reach the module's create:
+verify_weights=False as kfuse_options.skip_weights_hash = 1, check=True (or
+KFUSE_CHECK=1) as a checked Module, cuda_graph and the weights path
+alongside. The module's library (and PyTorch, for the options) is a
+stand-in here: only the loader's side is under test
+(scripts/gpu_concurrency_check.sh runs the real thing on a GPU).
 """
+import contextlib
 import os
 import sys
 import threading
+import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
@@ -38,6 +43,42 @@ class FakeLib:
         return b"an index was out of range in step 1 (g1_embedding)" if self.check_rc == 10 else b"boom"
 
 
+def load_with_options(**kw):
+    """kfuse.load("fake.so", **kw) on a stand-in library and torch: the
+    Module and the kfuse_options its create received."""
+    seen = {}
+
+    def create(opts, out):
+        o = opts._obj
+        seen.update(struct_size=o.struct_size, device=o.device, weights_path=o.weights_path,
+                    cuda_graph=o.cuda_graph, skip_weights_hash=o.skip_weights_hash)
+        out._obj.value = 0x5678
+        return 0
+
+    lib = types.SimpleNamespace()
+    for name, fn in (("kfuse_model_create", create), ("kfuse_model_run", lambda *a: 0),
+                     ("kfuse_model_destroy", lambda h: None), ("kfuse_model_num_inputs", lambda h: 0),
+                     ("kfuse_model_num_outputs", lambda h: 0), ("kfuse_model_input_info", lambda *a: 0),
+                     ("kfuse_model_output_info", lambda *a: 0), ("kfuse_model_error", lambda h: b""),
+                     ("kfuse_last_error", lambda: b""), ("kfuse_model_check", lambda h: 0)):
+        setattr(lib, name, fn)  # plain functions: _bind sets argtypes on them
+    torch = types.ModuleType("torch")
+    torch.device = lambda kind, index: types.SimpleNamespace(type=kind, index=index)
+    torch.cuda = types.SimpleNamespace(current_device=lambda: 0, init=lambda: None,
+                                       device=lambda d: contextlib.nullcontext())
+    saved = sys.modules.get("torch"), kfuse._open_library
+    sys.modules["torch"], kfuse._open_library = torch, lambda path: lib
+    try:
+        m = kfuse.load("fake.so", **kw)
+    finally:
+        kfuse._open_library = saved[1]
+        if saved[0] is None:
+            del sys.modules["torch"]
+        else:
+            sys.modules["torch"] = saved[0]
+    return m, seen
+
+
 def main():
     fails = 0
 
@@ -45,6 +86,18 @@ def main():
         nonlocal fails
         print(("PASS " if ok else "FAIL ") + what)
         fails += not ok
+
+    os.environ.pop("KFUSE_CHECK", None)
+    m, o = load_with_options()
+    check(o.get("skip_weights_hash") == 0 and o.get("cuda_graph") == 0 and o.get("weights_path") is None
+          and not m._check, "load(): defaults hash the weights, no CUDA graph, no checked calls")
+    m, o = load_with_options(verify_weights=False, check=True, cuda_graph=True, weights="w.bin", device=0)
+    check(o.get("skip_weights_hash") == 1 and o.get("cuda_graph") == 1 and o.get("weights_path") == b"w.bin"
+          and m._check, "load(verify_weights=False, check=True, ...) reaches create and the Module")
+    os.environ["KFUSE_CHECK"] = "1"
+    m, o = load_with_options()
+    del os.environ["KFUSE_CHECK"]
+    check(m._check and o.get("skip_weights_hash") == 0, "KFUSE_CHECK=1 checks calls, weights still hashed")
 
     m = object.__new__(kfuse.Module)  # no torch: set up what close() and calls use
     m.path, m._lib, m._h = "fake.so", FakeLib(), 0x1234
