@@ -69,9 +69,12 @@ enum {
   KFUSE_ENOMEM = 1,     /* host or device allocation failed */
   KFUSE_ENODRIVER = 2,  /* libcuda.so.1 missing or no GPU */
   KFUSE_EARCH = 3,      /* the GPU cannot run the module's cubins */
-  KFUSE_EPLAN = 4,      /* the embedded plan is corrupt or of another version */
-  KFUSE_EWEIGHTS = 5,   /* weights file missing, unreadable or of the wrong size */
-  KFUSE_EARG = 6,       /* bad argument: count, shape, dtype, NULL pointer */
+  KFUSE_EPLAN = 4,      /* the embedded plan is corrupt, of another version,
+                           or its launches disagree with their kernels */
+  KFUSE_EWEIGHTS = 5,   /* weights file missing, unreadable, or not this
+                           module's (size, header, model id, hash) */
+  KFUSE_EARG = 6,       /* bad argument: count, shape, dtype, NULL pointer,
+                           an output overlapping an input or output */
   KFUSE_ECUDA = 7,      /* a CUDA driver call failed */
   KFUSE_ELIBRARY = 8,   /* cuBLASLt/cuDNN missing or failed */
   KFUSE_ECLOSED = 9,    /* the instance is being destroyed (see below) */
