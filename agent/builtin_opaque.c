@@ -5,7 +5,9 @@
  *       per output element computes the source offset from its coordinates
  *       (c[]) and loads it (KF_LDX); out-of-range indices (after wrapping
  *       negative ones, as advanced indexing does) give 0 rather than an
- *       illegal address; PyTorch would raise instead.
+ *       illegal address, and set the module's index flag
+ *       (kf_common.cuh), which kfuse_model_check reports: PyTorch would
+ *       raise instead.
  *   max_pool, avg_pool, adaptive_avg_pool       pool.cu
  *   full, arange and other element-wise ops     the element-wise builder
  * CONV, ATTENTION and SCAN groups have their own builders (builtin_conv.c,
@@ -120,10 +122,12 @@ static kf_status gx_emit_offset_load(gx *x, int a, const kf_strbuf *off, const c
   return KF_OK;
 }
 
-/* an index value loaded at `off`, wrapped, checked against size */
+/* an index value loaded at `off`, wrapped, checked against size; out of
+ * range it sets the module's index flag (kf::index_error) */
 static void gx_index(gx *x, int a, const char *var, const char *off, int64_t size) {
   kb_emit(&x->k, "I %s = (I)KF_LDX(%d, (I)0%s);", var, a, off);
   kb_emit(&x->k, "if (%s < 0) %s += (I)%" PRId64 "LL;", var, var, size);
+  kb_emit(&x->k, "if (%s < 0 || %s >= (I)%" PRId64 "LL) kf::index_error();", var, var, size);
   kb_emit(&x->k, "kf_ok = kf_ok && %s >= 0 && %s < (I)%" PRId64 "LL;", var, var, size);
 }
 

@@ -17,13 +17,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "emit_int.h"
+#include "kfr_hash.h"
 #include "kfr_plan.h"
+#include "kfr_plan_writer.h"
 #include "kfuse/compile.h"
 #include "plan_int.h"
 
@@ -64,16 +67,21 @@ static const char *base_name(const char *p) {
   return s ? s + 1 : p;
 }
 
-/* Every file kfuse compile writes (weights, header, module, report) goes to
- * a temporary name in its own directory and is renamed into place once all
- * of them are written, so a reader sees the previous artifact or the new
- * one, never a truncated file, and a failed compile leaves the previous
- * artifact as it was. */
+/* Every file kfuse compile writes (weights, header, module or object,
+ * report) goes to a temporary name in its own directory and is renamed into
+ * place once all of them are written, so a reader sees the previous
+ * artifact or the new one, never a truncated file, and a failed compile
+ * leaves the previous artifact as it was (docs/DEPLOY.md). */
 typedef struct artifact {
   char *final, *tmp;
 } artifact;
 
 enum { ART_WEIGHTS, ART_HEADER, ART_MODULE, ART_REPORT, ART_COUNT };
+
+/* Rename order: the report first, the module last, so that a rename that
+ * fails leaves the previous module in place; a new weights file beside it
+ * is then refused by its model id at create, never run with the old plan. */
+static const int commit_order[ART_COUNT] = {ART_REPORT, ART_HEADER, ART_WEIGHTS, ART_MODULE};
 
 static kf_status art_init(artifact *a, const char *final) {
   size_t n = strlen(final) + 40;
@@ -85,17 +93,25 @@ static kf_status art_init(artifact *a, const char *final) {
   return KF_OK;
 }
 
-/* Rename every written artifact into place, in order (the module after
- * its weights and header, the report last). */
+/* Rename every written artifact into place (commit_order), after checking
+ * that no target is a directory, which rename would refuse half-way. */
 static kf_status art_commit(artifact *a, kf_diag *diag) {
   for (int i = 0; i < ART_COUNT; i++) {
-    if (!a[i].tmp) continue;
-    if (rename(a[i].tmp, a[i].final) != 0) {
-      kf_diag_error(diag, "%s: cannot rename %s into place: %s", a[i].final, a[i].tmp, strerror(errno));
+    struct stat st;
+    if (a[i].tmp && lstat(a[i].final, &st) == 0 && S_ISDIR(st.st_mode)) {
+      kf_diag_error(diag, "%s: is a directory; nothing was replaced", a[i].final);
       return KF_ERR_IO;
     }
-    free(a[i].tmp);
-    a[i].tmp = NULL;
+  }
+  for (int k = 0; k < ART_COUNT; k++) {
+    artifact *x = &a[commit_order[k]];
+    if (!x->tmp) continue;
+    if (rename(x->tmp, x->final) != 0) {
+      kf_diag_error(diag, "%s: cannot rename %s into place: %s", x->final, x->tmp, strerror(errno));
+      return KF_ERR_IO;
+    }
+    free(x->tmp);
+    x->tmp = NULL;
   }
   return KF_OK;
 }
@@ -112,11 +128,17 @@ static void art_fini(artifact *a) {
 
 /* ---- weights ------------------------------------------------------------- */
 
+/* n bytes to the weights file, hashed as they go (runtime/kfr_hash.h) */
+static bool put(FILE *f, kfr_xxh64_state *hs, const void *p, size_t n) {
+  kfr_xxh64_update(hs, p, n);
+  return fwrite(p, 1, n, f) == n;
+}
+
 /* Lay out every weight a kf.param still references: one region per storage
  * record (tied weights share it), 256-byte aligned. Writes the bytes to f
- * (NULL: only compute offsets). */
+ * and hashes them into hs (f NULL: only compute offsets). */
 static kf_status layout_weights(const kf_graph *g, int64_t *offset, int64_t *total, FILE *f,
-                                const char *what, kf_diag *diag) {
+                                kfr_xxh64_state *hs, const char *what, kf_diag *diag) {
   int64_t pos = 0;
   bool *used = calloc((size_t)g->n_weights + 1, sizeof *used);
   if (!used) return KF_ERR_NOMEM;
@@ -140,7 +162,7 @@ static kf_status layout_weights(const kf_graph *g, int64_t *offset, int64_t *tot
       continue;
     }
     int64_t pad = (256 - pos % 256) % 256;
-    if (f && pad && fwrite(zeros, 1, (size_t)pad, f) != (size_t)pad) st = KF_ERR_IO;
+    if (f && pad && !put(f, hs, zeros, (size_t)pad)) st = KF_ERR_IO;
     pos += pad;
     offset[i] = pos;
     if (f && !st) {
@@ -159,8 +181,7 @@ static kf_status layout_weights(const kf_graph *g, int64_t *offset, int64_t *tot
         st = KF_ERR_FORMAT;
         break;
       }
-      if (w->storage_bytes && fwrite(data, 1, (size_t)w->storage_bytes, f) != (size_t)w->storage_bytes)
-        st = KF_ERR_IO;
+      if (w->storage_bytes && !put(f, hs, data, (size_t)w->storage_bytes)) st = KF_ERR_IO;
     }
     pos += w->storage_bytes;
   }
@@ -450,7 +471,8 @@ static run_steps count_steps(const kf_partition *p, kf_unit **units) {
 
 static kf_status write_report(const char *path, const kf_graph *g, const kf_partition *p,
                               const kf_memplan *mp, kf_unit **units, const unit_slot *slots, int ns,
-                              const kf_compile_options *o, const char *out_path, size_t blob_bytes,
+                              const kf_compile_options *o, const char *out_path, const void *blob,
+                              size_t blob_bytes,
                               int64_t weights_bytes, const double *phase, const tune_state *ts,
                               run_steps rs, kf_diag *diag) {
   cJSON *r = cJSON_CreateObject();
@@ -490,6 +512,11 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
   cJSON_AddNumberToObject(r, "naive_bytes", (double)mp->naive_bytes);
   cJSON_AddNumberToObject(r, "scratch_bytes", (double)mp->scratch_bytes);
   cJSON_AddNumberToObject(r, "weights_bytes", (double)weights_bytes);
+  char hex[32];
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)((const kfr_header *)blob)->weights_hash);
+  cJSON_AddStringToObject(r, "weights_xxh64", hex);
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)((const kfr_header *)blob)->model_id);
+  cJSON_AddStringToObject(r, "model_id", hex);
   cJSON_AddBoolToObject(r, "weights_embedded", o->embed_weights);
   cJSON_AddNumberToObject(r, "plan_bytes", (double)blob_bytes);
   cJSON *ph = cJSON_AddObjectToObject(r, "seconds");
@@ -592,6 +619,8 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   po.fuse = o->fuse && !o->reference;
   po.horizontal = !o->no_horizontal;
   st = kf_partition_graph(g, &po, &p, diag);
+  /* before any kernel is built for a shape no byte count can hold */
+  if (!st) st = kf_memplan_check_sizes(p, diag);
   phase[1] = now_s() - t;
   if (st) goto done;
   if (o->progress)
@@ -607,9 +636,11 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   t = now_s();
   int64_t scratch = 0;
   for (int s = 0; s < ns; s++) {
-    int64_t sum = 0;
+    int64_t sum = 0, b = 0;
     for (int k = 0; k < slots[s].unit->n_scratch; k++)
-      sum += (slots[s].unit->scratch_bytes[k] + 255) / 256 * 256;
+      if (__builtin_add_overflow(slots[s].unit->scratch_bytes[k], 255, &b) ||
+          __builtin_add_overflow(sum, b / 256 * 256, &sum))
+        sum = INT64_MAX; /* the memory plan refuses it, naming the size */
     if (sum > scratch) scratch = sum;
   }
   st = kf_memplan_build(p, scratch, &mp, diag);
@@ -623,6 +654,8 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
     goto done;
   }
   const char *wrecord = NULL;
+  kfr_xxh64_state whash;
+  kfr_xxh64_init(&whash, 0);
   if (!o->embed_weights) {
     size_t n = strlen(out_path) + 16;
     char *wpath = malloc(n);
@@ -642,17 +675,20 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
       st = KF_ERR_IO;
       goto done;
     }
-    st = layout_weights(g, woff, &wbytes, wf, wname, diag);
-    if (fclose(wf) != 0 && !st) {
+    /* the header, filled in once the plan (and so its model id) exists */
+    static const kfr_weights_header blank;
+    if (fwrite(&blank, 1, sizeof blank, wf) != sizeof blank) {
       kf_diag_error(diag, "%s: write failed: %s", wname, strerror(errno));
       st = KF_ERR_IO;
+      goto done;
     }
-    wf = NULL;
+    st = layout_weights(g, woff, &wbytes, wf, &whash, wname, diag);
     if (st) goto done;
-    /* resolved against the module's directory */
+    /* recorded to name it in messages; a shared module finds it beside
+     * itself, an object module by this name relative to its program */
     wrecord = base_name(art[ART_WEIGHTS].final);
   } else {
-    st = layout_weights(g, woff, &wbytes, NULL, "weights", diag);
+    st = layout_weights(g, woff, &wbytes, NULL, NULL, "weights", diag);
     if (st) goto done;
   }
   kf_plan_input pi = {
@@ -663,10 +699,26 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
       .target = o->target,
       .weight_offset = woff,
       .weights_bytes = wbytes,
+      .weights_hash = kfr_xxh64_final(&whash),
       .weights_path = wrecord,
+      .weights_beside_module = o->emit == KF_EMIT_SO,
       .embed_weights = o->embed_weights,
   };
   st = kf_plan_build(&pi, &blob, &blob_bytes, diag);
+  if (!st && wf) {
+    const char *wname = art[ART_WEIGHTS].final;
+    kfr_weights_header wh;
+    kfr_weights_header_fill(blob, &wh);
+    if (fseek(wf, 0, SEEK_SET) != 0 || fwrite(&wh, 1, sizeof wh, wf) != sizeof wh) {
+      kf_diag_error(diag, "%s: write failed: %s", wname, strerror(errno));
+      st = KF_ERR_IO;
+    }
+    if (fclose(wf) != 0 && !st) {
+      kf_diag_error(diag, "%s: write failed: %s", wname, strerror(errno));
+      st = KF_ERR_IO;
+    }
+    wf = NULL;
+  }
   phase[4] = now_s() - t;
   if (st) goto done;
 
@@ -694,19 +746,20 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
     snprintf(objpath, n, "%s.o", art[ART_MODULE].tmp);
   else
     snprintf(objpath, n, "%s", art[ART_MODULE].tmp);
-  st = kf_emit_object(blob, blob_bytes, prefix, objpath, diag);
+  st = kf_emit_object(blob, blob_bytes, prefix, objpath, out_path, diag);
   if (!st && o->emit == KF_EMIT_OBJ) {
     char *hpath = kf_header_path(out_path);
     st = hpath ? art_init(&art[ART_HEADER], hpath) : KF_ERR_NOMEM;
     free(hpath);
-    if (!st) st = kf_write_header(art[ART_HEADER].tmp, out_path, prefix, g, diag);
+    if (!st)
+      st = kf_write_header(art[ART_HEADER].tmp, art[ART_HEADER].final, out_path, prefix, g, diag);
   }
   phase[5] = now_s() - t;
   if (st) goto done;
 
   if (o->emit == KF_EMIT_SO) {
     t = now_s();
-    st = kf_link_shared(objpath, art[ART_MODULE].tmp, diag);
+    st = kf_link_shared(objpath, art[ART_MODULE].tmp, out_path, diag);
     unlink(objpath);
     phase[6] = now_s() - t;
     if (st) goto done;
@@ -715,7 +768,7 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   run_steps rs = count_steps(p, units);
   if (o->report_path) {
     if ((st = art_init(&art[ART_REPORT], o->report_path))) goto done;
-    st = write_report(art[ART_REPORT].tmp, g, p, mp, units, slots, ns, o, out_path, blob_bytes, wbytes,
+    st = write_report(art[ART_REPORT].tmp, g, p, mp, units, slots, ns, o, out_path, blob, blob_bytes, wbytes,
                       phase, &ts, rs, diag);
   }
   if (!st) st = art_commit(art, diag);

@@ -35,7 +35,7 @@ static bool valid_prefix(const char *p) {
 }
 
 kf_status kf_emit_object(const void *blob, size_t blob_bytes, const char *prefix,
-                         const char *path, kf_diag *diag) {
+                         const char *path, const char *shown, kf_diag *diag) {
   if (!valid_prefix(prefix)) {
     kf_diag_error(diag, "symbol prefix '%s' is not a C identifier", prefix ? prefix : "");
     return KF_ERR_ARG;
@@ -106,7 +106,7 @@ kf_status kf_emit_object(const void *blob, size_t blob_bytes, const char *prefix
   LLVMDisposeMessage(err);
   err = NULL;
   if (st == KF_OK && LLVMTargetMachineEmitToFile(tm, mod, path, LLVMObjectFile, &err)) {
-    kf_diag_error(diag, "%s: cannot write the object file: %s", path, err ? err : "?");
+    kf_diag_error(diag, "%s: cannot write the object file: %s", shown, err ? err : "?");
     st = KF_ERR_IO;
   }
   LLVMDisposeMessage(err);
@@ -153,27 +153,53 @@ kf_status kf_find_runtime_lib(char *buf, size_t n, kf_diag *diag) {
   return KF_ERR_IO;
 }
 
-kf_status kf_link_shared(const char *object, const char *out, kf_diag *diag) {
+/* The exports of a shared module: the module API, nothing else. */
+static const char version_script[] = "{ global: kfuse_model_*; kfuse_last_error; kfuse_options_init; "
+                                     "local: *; };\n";
+
+kf_status kf_link_shared(const char *object, const char *out, const char *shown, kf_diag *diag) {
   char rt[PATH_MAX];
   kf_status st = kf_find_runtime_lib(rt, sizeof rt, diag);
   if (st) return st;
   const char *cc = getenv("KFUSE_CC");
   if (!cc || !*cc) cc = "cc";
-  /* The runtime's own symbols stay hidden; only kfuse_model_* and
-   * <prefix>_create are exported. */
+  /* Symbols bound within the module: every module carries its own copy of
+   * the runtime, perhaps of another kfuse version, so one module's calls
+   * into it (kfr_model_create calls kfuse_options_init and
+   * kfuse_model_destroy) must never resolve to another module's copy loaded
+   * earlier into the global scope. -Bsymbolic binds them to the module's
+   * own definitions (DT_SYMBOLIC); the version script exports the module
+   * API only, whatever visibility the runtime archive was built with. */
+  size_t vn = strlen(out) + 8;
+  char *ver = malloc(vn);
+  if (!ver) return KF_ERR_NOMEM;
+  snprintf(ver, vn, "%s.ver", out);
+  FILE *vf = fopen(ver, "w");
+  if (!vf || fputs(version_script, vf) < 0 || fclose(vf) != 0) {
+    kf_diag_error(diag, "cannot link %s: cannot write its version script: %s", shown, strerror(errno));
+    if (vf) unlink(ver);
+    free(ver);
+    return KF_ERR_IO;
+  }
+  char vopt[PATH_MAX + 32];
+  snprintf(vopt, sizeof vopt, "-Wl,--version-script=%s", ver);
   char *argv[] = {(char *)cc, "-shared", "-o", (char *)out, (char *)object, rt,
-                  "-Wl,-z,noexecstack", "-ldl", "-lpthread", NULL};
+                  "-Wl,-Bsymbolic", vopt, "-Wl,-z,noexecstack", "-ldl", "-lpthread", NULL};
   pid_t pid;
   int pfd[2];
   if (pipe(pfd) != 0) {
-    kf_diag_error(diag, "cannot link %s: pipe: %s", out, strerror(errno));
+    kf_diag_error(diag, "cannot link %s: pipe: %s", shown, strerror(errno));
+    unlink(ver);
+    free(ver);
     return KF_ERR_IO;
   }
   pid = fork();
   if (pid < 0) {
     close(pfd[0]);
     close(pfd[1]);
-    kf_diag_error(diag, "cannot link %s: fork: %s", out, strerror(errno));
+    kf_diag_error(diag, "cannot link %s: fork: %s", shown, strerror(errno));
+    unlink(ver);
+    free(ver);
     return KF_ERR_IO;
   }
   if (pid == 0) {
@@ -196,11 +222,13 @@ kf_status kf_link_shared(const char *object, const char *out, kf_diag *diag) {
   while (waitpid(pid, &wst, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(wst) || WEXITSTATUS(wst) != 0) {
-    kf_diag_error(diag, "linking %s with %s failed (exit %d)%s%s", out, cc,
+    kf_diag_error(diag, "linking %s with %s failed (exit %d)%s%s", shown, cc,
                   WIFEXITED(wst) ? WEXITSTATUS(wst) : -1, log.data ? ":\n" : "",
                   log.data ? log.data : "");
     st = KF_ERR_IO;
   }
   kf_strbuf_fini(&log);
+  unlink(ver);
+  free(ver);
   return st;
 }

@@ -35,18 +35,29 @@
 #include "pass_int.h"
 
 #define ALIGN 256
+/* Every size and offset of the plan is an int64_t byte count, and regions
+ * are rounded up to ALIGN: sizes stay at or below this, so that rounding
+ * and adding them up is checked in one place (heap_alloc, the totals). */
+#define SIZE_LIMIT (INT64_MAX / 2)
 
 static int64_t align_up(int64_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
 
-/* Bytes from the value's storage start to one past its last element. */
+/* Bytes from the value's storage start to one past its last element, or -1
+ * when that is over SIZE_LIMIT (an absurd shape: 2^62 f32 elements, say). */
 static int64_t extent_bytes(const kf_type *t) {
   if (t->kind != KF_TYPE_TENSOR) return 0;
-  int64_t hi = t->offset;
+  int64_t hi = t->offset, step;
   for (int i = 0; i < t->rank; i++) {
     if (t->shape[i] == 0) return 0;
-    hi += (t->shape[i] - 1) * t->strides[i];
+    if (__builtin_mul_overflow(t->shape[i] - 1, t->strides[i], &step) ||
+        __builtin_add_overflow(hi, step, &hi))
+      return -1;
   }
-  return (hi + 1) * (int64_t)kf_dtype_size(t->dtype);
+  int64_t n;
+  if (__builtin_add_overflow(hi, 1, &n) ||
+      __builtin_mul_overflow(n, (int64_t)kf_dtype_size(t->dtype), &n) || n > SIZE_LIMIT)
+    return -1;
+  return n;
 }
 
 /* ---- free list ------------------------------------------------------------- */
@@ -61,6 +72,8 @@ typedef struct heap {
   int64_t top; /* end of the highest region ever handed out */
 } heap;
 
+/* The offset of a region of size bytes, or -1 when the arena would pass
+ * SIZE_LIMIT. */
 static int64_t heap_alloc(heap *H, int64_t size) {
   int best = -1;
   for (int i = 0; i < H->n; i++)
@@ -75,13 +88,11 @@ static int64_t heap_alloc(heap *H, int64_t size) {
     }
     return off;
   }
-  if (H->n && H->h[H->n - 1].off + H->h[H->n - 1].size == H->top) {
-    int64_t off = H->h[--H->n].off;
-    H->top = off + size;
-    return off;
-  }
-  int64_t off = H->top;
-  H->top += size;
+  int64_t off = H->n && H->h[H->n - 1].off + H->h[H->n - 1].size == H->top ? H->h[H->n - 1].off
+                                                                            : H->top;
+  if (size > SIZE_LIMIT - off) return -1;
+  if (off != H->top) H->n--; /* the free hole at the top grows */
+  H->top = off + size;
   return off;
 }
 
@@ -118,6 +129,29 @@ static const char *value_name(const kf_graph *g, const kf_value *v) {
   return v->def ? v->def->name : g->input_names[v->index];
 }
 
+static kf_status too_large(const kf_graph *g, const char *file, const kf_value *v, const char *what,
+                           kf_diag *diag) {
+  char t[256];
+  kf_type_str(&v->type, t, sizeof t);
+  kf_diag_error(diag, "%s: value '%s' (%s) %s", file, value_name(g, v), t, what);
+  return KF_ERR_LIMIT;
+}
+
+kf_status kf_memplan_check_sizes(const kf_partition *p, kf_diag *diag) {
+  const kf_graph *g = p->graph;
+  const char *file = g->origin ? g->origin : g->name;
+  for (int i = 0; i < g->n_inputs; i++)
+    if (extent_bytes(&g->inputs[i]->type) < 0)
+      return too_large(g, file, g->inputs[i], "is too large: its elements span more than 2^62 bytes",
+                       diag);
+  for (const kf_op *op = g->first; op; op = op->next)
+    for (int r = 0; r < op->n_results; r++)
+      if (extent_bytes(&op->results[r]->type) < 0)
+        return too_large(g, file, op->results[r],
+                         "is too large: its elements span more than 2^62 bytes", diag);
+  return KF_OK;
+}
+
 kf_status kf_memplan_build(const kf_partition *p, int64_t scratch_bytes, kf_memplan **out,
                            kf_diag *diag) {
   const kf_graph *g = p->graph;
@@ -139,6 +173,13 @@ kf_status kf_memplan_build(const kf_partition *p, int64_t scratch_bytes, kf_memp
     out_of[v] = -1;
   }
   const char *file = g->origin ? g->origin : g->name;
+  if (scratch_bytes > SIZE_LIMIT) {
+    kf_diag_error(diag, "%s: %lld bytes of kernel scratch: over the memory plan's limit of 2^62 bytes", file,
+                  (long long)scratch_bytes);
+    st = KF_ERR_LIMIT;
+    goto fail;
+  }
+  if ((st = kf_memplan_check_sizes(p, diag))) goto fail;
 
   for (int i = 0; i < g->n_inputs; i++) {
     kf_storage *s = &m->storage[g->inputs[i]->id];
@@ -244,8 +285,16 @@ kf_status kf_memplan_build(const kf_partition *p, int64_t scratch_bytes, kf_memp
       }
       s->kind = KF_STORAGE_ARENA;
       int64_t size = align_up(s->nbytes);
-      m->naive_bytes += size;
+      if (__builtin_add_overflow(m->naive_bytes, size, &m->naive_bytes) || m->naive_bytes > SIZE_LIMIT)
+        m->naive_bytes = SIZE_LIMIT; /* only reported */
       s->offset = size ? heap_alloc(&H, size) : 0;
+      if (s->offset < 0) {
+        st = too_large(g, file, v,
+                       "does not fit in the arena: with the values live beside it, the arena would pass "
+                       "2^62 bytes",
+                       diag);
+        break;
+      }
       int when = (last[v->id] > t ? last[v->id] : t) + 1; /* <= n_groups */
       region[nr] = v;
       next[nr] = head[when];
@@ -260,8 +309,15 @@ kf_status kf_memplan_build(const kf_partition *p, int64_t scratch_bytes, kf_memp
   if (st) goto fail;
   m->scratch_offset = align_up(H.top);
   m->scratch_bytes = align_up(scratch_bytes);
-  m->arena_bytes = m->scratch_offset + m->scratch_bytes;
-  m->naive_bytes += m->scratch_bytes;
+  if (__builtin_add_overflow(m->scratch_offset, m->scratch_bytes, &m->arena_bytes) ||
+      m->arena_bytes > SIZE_LIMIT) {
+    kf_diag_error(diag, "%s: an arena of %lld bytes and %lld bytes of kernel scratch: over the memory plan's "
+                  "limit of 2^62 bytes", file, (long long)m->scratch_offset, (long long)m->scratch_bytes);
+    st = KF_ERR_LIMIT;
+    goto fail;
+  }
+  m->naive_bytes = m->naive_bytes > SIZE_LIMIT - m->scratch_bytes ? SIZE_LIMIT
+                                                                  : m->naive_bytes + m->scratch_bytes;
   free(H.h);
   free(last);
   free(out_of);

@@ -18,7 +18,9 @@ typedef struct kf_plan_input {
   const int64_t *weight_offset; /* per graph weight: byte offset in the weights
                                    file or embedded region, -1 when unused */
   int64_t weights_bytes;
+  uint64_t weights_hash;        /* XXH64 of the weights file's data */
   const char *weights_path;     /* recorded sidecar path, NULL when embedded */
+  bool weights_beside_module;   /* a shared module: <module file>.weights */
   bool embed_weights;
 } kf_plan_input;
 
@@ -31,8 +33,9 @@ kf_status kf_plan_build(const kf_plan_input *in, void **blob, size_t *blob_bytes
 char *kf_header_path(const char *obj_path);
 
 /* Write the C header for an object module obj_path (named in its text):
- * the runtime API plus <prefix>_create, to path. */
-kf_status kf_write_header(const char *path, const char *obj_path, const char *prefix,
-                          const kf_graph *g, kf_diag *diag);
+ * the runtime API plus <prefix>_create, to path (named `shown` in
+ * messages). */
+kf_status kf_write_header(const char *path, const char *shown, const char *obj_path,
+                          const char *prefix, const kf_graph *g, kf_diag *diag);
 
 #endif

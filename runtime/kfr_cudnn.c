@@ -63,32 +63,62 @@ static int g_dnn_ready;
 
 /* cuDNN 9's libcudnn.so.9 opens its parts (libcudnn_cnn.so.9, ...) by
  * soname; when it was found by full path outside the loader's search path,
- * open them from its directory first so those lookups succeed. */
-static void preload_parts(const char *path) {
-  static const char *const parts[] = {
-      "libcudnn_graph.so.9", "libcudnn_engines_precompiled.so.9",
-      "libcudnn_engines_runtime_compiled.so.9", "libcudnn_heuristic.so.9",
-      "libcudnn_ops.so.9", "libcudnn_cnn.so.9"};
+ * its parts are opened from its directory so those lookups succeed. First
+ * RTLD_LOCAL (a soname lookup finds a loaded library whatever its scope,
+ * and the parts' own dependencies on each other are link-time ones), and
+ * only once that libcudnn.so.9 has been accepted are they made global, as
+ * cuDNN's own dlopen would; a rejected candidate's parts are closed again,
+ * so they neither sit in the global scope nor answer a later candidate's
+ * soname lookups. */
+#define DNN_PARTS 6
+static const char *const dnn_parts[DNN_PARTS] = {
+    "libcudnn_graph.so.9", "libcudnn_engines_precompiled.so.9",
+    "libcudnn_engines_runtime_compiled.so.9", "libcudnn_heuristic.so.9",
+    "libcudnn_ops.so.9", "libcudnn_cnn.so.9"};
+
+/* part i beside path into p; 0 if it does not fit */
+static int part_path(const char *path, int i, char *p, size_t n) {
   const char *slash = strrchr(path, '/');
-  if (!slash)
-    return;
-  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+  return slash && snprintf(p, n, "%.*s/%s", (int)(slash - path), path,
+                           dnn_parts[i]) < (int)n;
+}
+
+/* Open the parts beside path, local; handles (NULL: absent) into h. */
+static void open_parts(const char *path, void *h[DNN_PARTS]) {
+  for (int i = 0; i < DNN_PARTS; i++) {
     char p[1024];
-    if (snprintf(p, sizeof p, "%.*s/%s", (int)(slash - path), path, parts[i]) >=
-        (int)sizeof p)
-      continue;
-    (void)dlopen(p, RTLD_NOW | RTLD_GLOBAL); /* best effort, kept open */
+    h[i] = part_path(path, i, p, sizeof p) ? dlopen(p, RTLD_NOW | RTLD_LOCAL)
+                                           : NULL;
   }
+}
+
+/* The candidate was accepted: make its parts global (best effort; a part
+ * that did not load locally is tried again now the others are global). */
+static void promote_parts(const char *path, void *h[DNN_PARTS]) {
+  for (int i = 0; i < DNN_PARTS; i++) {
+    char p[1024];
+    if (part_path(path, i, p, sizeof p))
+      (void)dlopen(p, RTLD_NOW | RTLD_GLOBAL | (h[i] ? RTLD_NOLOAD : 0));
+  }
+}
+
+static void close_parts(void *h[DNN_PARTS]) {
+  for (int i = DNN_PARTS; i-- > 0;)
+    if (h[i])
+      dlclose(h[i]);
 }
 
 /* Try one path; on success resolve everything. Called with g_lock held. */
 static int try_dnn(const char *path, char *tried, size_t tn) {
-  if (strchr(path, '/'))
-    preload_parts(path);
+  void *parts[DNN_PARTS] = {NULL};
+  int beside = strchr(path, '/') != NULL;
+  if (beside)
+    open_parts(path, parts);
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
     kfr_lib_tried(tried, tn, path, "%s", e ? e : "?");
+    close_parts(parts);
     return 0;
   }
   void *p;
@@ -97,6 +127,7 @@ static int try_dnn(const char *path, char *tried, size_t tn) {
   if (!p) {                                                                   \
     kfr_lib_tried(tried, tn, path, "no %s", #name);                           \
     dlclose(h);                                                               \
+    close_parts(parts);                                                       \
     memset(&g_dnn, 0, sizeof g_dnn);                                          \
     return 0;                                                                 \
   }                                                                           \
@@ -114,16 +145,19 @@ static int try_dnn(const char *path, char *tried, size_t tn) {
     kfr_lib_tried(tried, tn, path, "cuDNN %zu; 9.0 or newer needed",
                   g_dnn.version);
     dlclose(h);
+    close_parts(parts);
     memset(&g_dnn, 0, sizeof g_dnn);
     return 0;
   }
   snprintf(g_dnn.path, sizeof g_dnn.path, "%s", path);
-  return 1; /* h stays open for the life of the process */
+  if (beside)
+    promote_parts(path, parts);
+  return 1; /* h and the parts stay open for the life of the process */
 }
 
 static int load_dnn(char *msg, size_t n) {
   char tried[2048] = "";
-  const char *env = getenv("KFUSE_CUDNN_LIBRARY");
+  const char *env = secure_getenv("KFUSE_CUDNN_LIBRARY");
   if (env && *env) {
     if (try_dnn(env, tried, sizeof tried))
       return KFUSE_OK;
@@ -317,18 +351,17 @@ static int search_alloc(kfuse_model *m, search_buf *b) {
   for (int i = 0; i < 4; i++) {
     if (!nb[i])
       continue;
-    CUresult r = cu->cuMemAlloc(p[i], nb[i]);
+    CUresult r = kfr_scratch_alloc(m, p[i], nb[i]);
     if (r != CUDA_SUCCESS) {
-      *p[i] = 0;
       char why[256];
       return kfr_fail(m, r == CUDA_ERROR_OUT_OF_MEMORY ? KFUSE_ENOMEM
                                                        : KFUSE_ECUDA,
-                      "cuMemAlloc failed (%llu bytes for the cuDNN algorithm "
-                      "search; KFUSE_CUDNN_FIND=0 searches without): %s",
+                      "allocating %llu bytes for the cuDNN algorithm "
+                      "search failed (KFUSE_CUDNN_FIND=0 searches without): %s",
                       (unsigned long long)nb[i],
                       kfr_cu_describe(cu, r, why, sizeof why));
     }
-    if ((r = cu->cuMemsetD8Async(*p[i], 0, nb[i], NULL)) != CUDA_SUCCESS) {
+    if ((r = cu->cuMemsetD8Async(*p[i], 0, nb[i], m->own)) != CUDA_SUCCESS) {
       char why[256];
       return kfr_fail(m, KFUSE_ECUDA, "cuMemsetD8Async failed (cuDNN search "
                       "buffers): %s", kfr_cu_describe(cu, r, why, sizeof why));
@@ -338,14 +371,14 @@ static int search_alloc(kfuse_model *m, search_buf *b) {
 }
 
 static void search_free(kfuse_model *m, search_buf *b) {
-  if (b->x) (void)m->cu->cuMemFree(b->x);
-  if (b->w) (void)m->cu->cuMemFree(b->w);
-  if (b->y) (void)m->cu->cuMemFree(b->y);
-  if (b->ws) (void)m->cu->cuMemFree(b->ws);
+  kfr_scratch_free(m, b->x);
+  kfr_scratch_free(m, b->w);
+  kfr_scratch_free(m, b->y);
+  kfr_scratch_free(m, b->ws);
 }
 
 int kfr_cudnn_verbose(void) {
-  const char *v = getenv("KFUSE_CUDNN_VERBOSE");
+  const char *v = secure_getenv("KFUSE_CUDNN_VERBOSE");
   return v && *v && strcmp(v, "0") != 0;
 }
 
@@ -404,7 +437,7 @@ static int time_fused(kfuse_model *m, uint32_t s, search_buf *sb, kfr_dnn_perf *
   float best_ms = 0;
   int rc = 0;
   fused_call fc = {m, rt, x, w, b, y, ws, (size_t)c->workspace_bytes, 0};
-  kfr_dnn_status st = d->cudnnSetStream(m->dnn, NULL);
+  kfr_dnn_status st = d->cudnnSetStream(m->dnn, m->own);
   for (int i = 0; i < found && !st && !rc; i++) {
     if (perf[i].status != 0 || perf[i].memory > c->workspace_bytes)
       continue;
@@ -414,7 +447,7 @@ static int time_fused(kfuse_model *m, uint32_t s, search_buf *sb, kfr_dnn_perf *
       break;
     fc.algo = perf[i].algo;
     float med;
-    int tr = kfr_time3(cu, ev, run_fused_call, &fc, &med);
+    int tr = kfr_time3(cu, m->own, ev, run_fused_call, &fc, &med);
     if (tr == 1)
       continue; /* this algorithm does not take the fused call: not a candidate */
     if (tr < 0) {
@@ -619,7 +652,12 @@ int kfr_conv_prepare_all(kfuse_model *m) {
     return kfr_fail(m, KFUSE_ELIBRARY, "cudnnCreate failed (%s): %s (%d)",
                     m->dnn_api->path, m->dnn_api->cudnnGetErrorString(st), st);
   }
-  const char *find = getenv("KFUSE_CUDNN_FIND");
+  /* the searches (cudnnFind*) run on the handle's stream: the instance's
+   * own, never the legacy one; every run sets the caller's */
+  if ((st = m->dnn_api->cudnnSetStream(m->dnn, m->own)))
+    return kfr_fail(m, KFUSE_ELIBRARY, "cudnnSetStream failed (%s): %s (%d)", m->dnn_api->path,
+                    m->dnn_api->cudnnGetErrorString(st), st);
+  const char *find = secure_getenv("KFUSE_CUDNN_FIND");
   int timed = !(find && strcmp(find, "0") == 0);
   search_buf sb;
   memset(&sb, 0, sizeof sb);
@@ -656,8 +694,8 @@ int kfr_conv_prepare_all(kfuse_model *m) {
   }
 done:
   if (timed) {
-    /* the search ran on the legacy stream: finish before freeing */
-    (void)m->cu->cuCtxSynchronize();
+    /* the search ran on the instance's stream: finish before freeing */
+    (void)m->cu->cuStreamSynchronize(m->own);
     search_free(m, &sb);
   }
   return rc ? rc : alloc_workspace(m);

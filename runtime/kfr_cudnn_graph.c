@@ -193,7 +193,7 @@ static int run_plan(void *ctx) {
 }
 
 /* Median of three timed executions of plan (after one warm-up) on the
- * legacy stream, in ms; < 0 when it failed to run. */
+ * instance's own stream, in ms; < 0 when it failed to run. */
 static float time_plan(kfuse_model *m, void *plan, void *vp) {
   const kfr_driver *cu = m->cu;
   CUevent ev[2] = {0};
@@ -205,8 +205,8 @@ static float time_plan(kfuse_model *m, void *plan, void *vp) {
   plan_call pc = {m, plan, vp};
   float ms = -1;
   /* the events' stream */
-  if (m->dnn_api->cudnnSetStream(m->dnn, NULL) || kfr_time3(cu, ev, run_plan, &pc, &ms) ||
-      cu->cuCtxSynchronize() != CUDA_SUCCESS)
+  if (m->dnn_api->cudnnSetStream(m->dnn, m->own) || kfr_time3(cu, m->own, ev, run_plan, &pc, &ms) ||
+      cu->cuStreamSynchronize(m->own) != CUDA_SUCCESS)
     ms = -1;
   (void)cu->cuEventDestroy(ev[0]);
   (void)cu->cuEventDestroy(ev[1]);
@@ -219,7 +219,7 @@ int kfr_conv_graph_prepare(kfuse_model *m, uint32_t s, CUdeviceptr sx, CUdevicep
   const kfr_conv *c = &m->steps[s].conv;
   kfr_conv_rt *rt = &m->conv[s];
   if (!d->cudnnBackendCreateDescriptor || !d->cudnnBackendExecute) return 1;
-  const char *env = getenv("KFUSE_CUDNN_GRAPH");
+  const char *env = secure_getenv("KFUSE_CUDNN_GRAPH");
   if (env && strcmp(env, "0") == 0) return 1;
   gbuild b;
   memset(&b, 0, sizeof b);

@@ -8,8 +8,11 @@
  * attempt leaves nothing behind, so a later create tries again.
  *
  * Environment: KFUSE_LIBCUDA overrides the driver library (tests use it to
- * point at a missing file or the toolkit's stub); KFUSE_CUBLASLT names the
- * cuBLASLt library to use instead of searching. */
+ * point at a missing file, the toolkit's stub or tests/fake's driver);
+ * KFUSE_CUBLASLT names the cuBLASLt library to use instead of searching.
+ * Every variable is read with secure_getenv: in a set-user-ID or
+ * set-group-ID program they are all ignored, so an unprivileged caller
+ * cannot point a privileged one at a library of its choosing. */
 #include <dlfcn.h>
 #include <glob.h>
 #include <stdarg.h>
@@ -42,14 +45,14 @@ const char *kfr_cu_describe(const kfr_driver *d, CUresult r, char *buf,
   return buf;
 }
 
-int kfr_time3(const kfr_driver *cu, CUevent ev[2], kfr_timed_call call, void *ctx, float *ms) {
+int kfr_time3(const kfr_driver *cu, CUstream stream, CUevent ev[2], kfr_timed_call call, void *ctx, float *ms) {
   float t[3];
   for (int rep = -1; rep < 3; rep++) {
-    if (rep >= 0 && cu->cuEventRecord(ev[0], NULL) != CUDA_SUCCESS)
+    if (rep >= 0 && cu->cuEventRecord(ev[0], stream) != CUDA_SUCCESS)
       return -1;
     if (call(ctx))
       return 1;
-    if (rep >= 0 && (cu->cuEventRecord(ev[1], NULL) != CUDA_SUCCESS || cu->cuEventSynchronize(ev[1]) != CUDA_SUCCESS ||
+    if (rep >= 0 && (cu->cuEventRecord(ev[1], stream) != CUDA_SUCCESS || cu->cuEventSynchronize(ev[1]) != CUDA_SUCCESS ||
                      cu->cuEventElapsedTime(&t[rep], ev[0], ev[1]) != CUDA_SUCCESS))
       return -1;
   }
@@ -75,7 +78,7 @@ static int driver_fail(void *h, char *msg, size_t n, const char *fmt, ...) {
 
 /* Called with g_lock held. */
 static int load_driver(char *msg, size_t n) {
-  const char *path = getenv("KFUSE_LIBCUDA");
+  const char *path = secure_getenv("KFUSE_LIBCUDA");
   if (!path || !*path)
     path = "libcuda.so.1";
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -116,6 +119,15 @@ static int load_driver(char *msg, size_t n) {
   g_cu.name = (PFN_##name##_v##ver)p;
   KFR_CU_FUNCS(KFR_CU_RESOLVE)
 #undef KFR_CU_RESOLVE
+  /* optional (CUDA 12.4): without it launches are not checked against
+   * their kernels' parameters (kfr_params.c) */
+  if (g_cu.version >= 12040) {
+    p = NULL;
+    r = getproc("cuFuncGetParamInfo", &p, 12040, CU_GET_PROC_ADDRESS_DEFAULT,
+                &found);
+    if (r == CUDA_SUCCESS && found == CU_GET_PROC_ADDRESS_SUCCESS && p)
+      g_cu.cuFuncGetParamInfo = (PFN_cuFuncGetParamInfo_v12040)p;
+  }
   r = g_cu.cuInit(0);
   if (r != CUDA_SUCCESS)
     return driver_fail(h, msg, n, "no usable GPU: cuInit failed: %s",
@@ -156,8 +168,15 @@ void kfr_lib_tried(char *tried, size_t tn, const char *path, const char *fmt,
   snprintf(tried + used, tn - used, ")");
 }
 
-/* try_path on every match of prefix + pattern (nothing when prefix is an
- * unset variable or the pattern does not fit). */
+/* Newest first: descending version order (strverscmp: python3.12 before
+ * python3.9, cu13 before cu12), independent of the locale and of the
+ * order the file system lists a directory in. */
+static int newest_first(const void *a, const void *b) {
+  return strverscmp(*(const char *const *)b, *(const char *const *)a);
+}
+
+/* try_path on every match of prefix + pattern, newest first (nothing when
+ * prefix is an unset variable or the pattern does not fit). */
 static int try_glob(const char *prefix, const char *pattern,
                     kfr_lib_try try_path, char *tried, size_t tn) {
   if (!prefix || !*prefix)
@@ -168,9 +187,13 @@ static int try_glob(const char *prefix, const char *pattern,
   glob_t g;
   memset(&g, 0, sizeof g);
   int ok = 0;
-  if (glob(pat, GLOB_BRACE | GLOB_NOSORT, NULL, &g) == 0)
+  /* sorted here, not by glob: glob sorts each brace alternative apart and
+   * by the locale's collation */
+  if (glob(pat, GLOB_BRACE | GLOB_NOSORT, NULL, &g) == 0) {
+    qsort(g.gl_pathv, g.gl_pathc, sizeof *g.gl_pathv, newest_first);
     for (size_t i = 0; i < g.gl_pathc && !ok; i++)
       ok = try_path(g.gl_pathv[i], tried, tn);
+  }
   globfree(&g);
   return ok;
 }
@@ -197,12 +220,12 @@ int kfr_lib_search(const char *soname, const char *pip_dirs,
     kfr_lib_tried(tried, tn, soname, "name too long to search for");
     return 0;
   }
-  return try_glob(getenv("CUDA_HOME"), lib64, try_path, tried, tn) ||
-         try_glob(getenv("CUDA_PATH"), lib64, try_path, tried, tn) ||
+  return try_glob(secure_getenv("CUDA_HOME"), lib64, try_path, tried, tn) ||
+         try_glob(secure_getenv("CUDA_PATH"), lib64, try_path, tried, tn) ||
          try_glob("/usr/local/cuda", lib64, try_path, tried, tn) ||
-         try_glob(getenv("VIRTUAL_ENV"), site, try_path, tried, tn) ||
-         try_glob(getenv("CONDA_PREFIX"), site, try_path, tried, tn) ||
-         try_glob(getenv("HOME"), user, try_path, tried, tn) ||
+         try_glob(secure_getenv("VIRTUAL_ENV"), site, try_path, tried, tn) ||
+         try_glob(secure_getenv("CONDA_PREFIX"), site, try_path, tried, tn) ||
+         try_glob(secure_getenv("HOME"), user, try_path, tried, tn) ||
          try_glob("/usr", local, try_path, tried, tn) ||
          try_glob("/usr", dist, try_path, tried, tn) ||
          try_glob("/opt", opt, try_path, tried, tn);
@@ -238,7 +261,7 @@ static int try_lt(const char *path, char *tried, size_t tn) {
 
 static int load_lt(char *msg, size_t n) {
   char tried[2048] = "";
-  const char *env = getenv("KFUSE_CUBLASLT");
+  const char *env = secure_getenv("KFUSE_CUBLASLT");
   if (env && *env) {
     if (try_lt(env, tried, sizeof tried))
       return KFUSE_OK;

@@ -16,6 +16,7 @@
 #define KFR_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,13 +51,20 @@
   X(cuGraphLaunch, 10000) X(cuGraphDestroy, 10000)                           \
   X(cuGraphExecDestroy, 10000) X(cuEventCreate, 2000)                        \
   X(cuEventDestroy, 4000) X(cuEventRecord, 2000) X(cuEventSynchronize, 2000) \
-  X(cuStreamWaitEvent, 3020) X(cuEventElapsedTime, 2000)
+  X(cuStreamWaitEvent, 3020) X(cuEventElapsedTime, 2000)                     \
+  X(cuMemAllocAsync, 11020) X(cuMemFreeAsync, 11020)                        \
+  X(cuEventRecordWithFlags, 11010) X(cuStreamGetCaptureInfo, 11030)          \
+  X(cuUserObjectCreate, 11030) X(cuUserObjectRelease, 11030)                 \
+  X(cuGraphRetainUserObject, 11030) X(cuModuleGetGlobal, 3020)
 
 typedef struct kfr_driver {
   /* fields are named by the base name (d->cuMemAlloc) */
 #define KFR_CU_FIELD(name, ver) PFN_##name##_v##ver name;
   KFR_CU_FUNCS(KFR_CU_FIELD)
 #undef KFR_CU_FIELD
+  /* optional, NULL when the driver lacks it (before CUDA 12.4): kernel
+   * parameter sizes, for kfr_check_params */
+  PFN_cuFuncGetParamInfo_v12040 cuFuncGetParamInfo;
   /* resolved with dlsym: usable even when cuGetProcAddress fails */
   PFN_cuGetErrorName_v6000 errname;
   PFN_cuGetErrorString_v6000 errstring;
@@ -74,12 +82,13 @@ KFR_HIDDEN const char *kfr_cu_describe(const kfr_driver *d, CUresult r,
 
 /* Times call(ctx) for the algorithm searches (cuBLASLt in kfr_run.c, the
  * cuDNN fused call and graph plans): one warm-up call, then three calls
- * each between ev[0] and ev[1] recorded on the legacy stream (the call
- * must run there), the median in *ms. Returns 0; 1 when call returned
- * non-zero (nothing timed; the caller skips that candidate); -1 when an
- * event call failed. */
+ * each between ev[0] and ev[1] recorded on stream (the call must run
+ * there: the instance's own stream, never the legacy one), the median in
+ * *ms. Returns 0; 1 when call returned non-zero (nothing timed; the caller
+ * skips that candidate); -1 when an event call failed. */
 typedef int (*kfr_timed_call)(void *ctx);
-KFR_HIDDEN int kfr_time3(const kfr_driver *cu, CUevent ev[2], kfr_timed_call call, void *ctx, float *ms);
+KFR_HIDDEN int kfr_time3(const kfr_driver *cu, CUstream stream, CUevent ev[2], kfr_timed_call call, void *ctx,
+                         float *ms);
 
 /* ---- finding a CUDA library --------------------------------------------- */
 
@@ -92,9 +101,12 @@ typedef int (*kfr_lib_try)(const char *path, char *tried, size_t tn);
  * already loaded), $CUDA_HOME/lib64, $CUDA_PATH/lib64, /usr/local/cuda/lib64,
  * then the nvidia/<pip_dirs>/lib directories of Python installations
  * ($VIRTUAL_ENV, $CONDA_PREFIX, ~/.local, /usr/local, /usr, /opt/<env>);
- * pip_dirs is a glob brace or a name ("{cu13,cublas}", "cudnn"). Calls try
- * on the soname and on every existing match until one succeeds: 1 then,
- * else 0 with what was tried in tried. */
+ * pip_dirs is a glob brace or a name ("{cu13,cublas}", "cudnn"). Within one
+ * place the matches are tried newest first (descending strverscmp order:
+ * python3.12 before python3.9; site- before dist-packages; /opt/<env> in
+ * descending name order), never in directory order. Variables are read
+ * with secure_getenv. Calls try on the soname and on every existing match
+ * until one succeeds: 1 then, else 0 with what was tried in tried. */
 KFR_HIDDEN int kfr_lib_search(const char *soname, const char *pip_dirs,
                               kfr_lib_try try_path, char *tried, size_t tn);
 
@@ -269,13 +281,20 @@ typedef union kfr_value {
   double f64;
 } kfr_value;
 
-/* A GEMM step in cuBLASLt's column-major terms (see kfr_run.c). */
+/* A GEMM step in cuBLASLt's column-major terms (see kfr_run.c). Two
+ * algorithms: the one chosen (timed) at create for the planned operand
+ * alignments, and a fallback for runs whose pointers are less aligned,
+ * chosen at the first such run; each run takes the one its pointers allow
+ * (kfr_gemm_pick). */
 typedef struct kfr_gemm_rt {
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t la, lb, lc, ld; /* cuBLASLt's A, B, C, D */
   cublasLtMatmulAlgo_t algo;
   int have_algo;
   uint32_t align[4]; /* A, B, C, D alignment the algorithm was chosen for */
+  cublasLtMatmulAlgo_t algo_low; /* the fallback, when have_low */
+  int have_low;
+  uint32_t align_low[4];
   union {
     float f;
     double d;
@@ -309,6 +328,23 @@ struct kfuse_model {
   /* Serialises run (the arena, the launch parameters and the graph are
    * shared by every run of an instance). */
   pthread_mutex_t lock;
+  /* The entry gate (kfr_sync.c): calls inside or waiting for the lock,
+   * destroy's flag, and the condition destroy waits on for callers to
+   * drain. */
+  atomic_int callers;
+  atomic_int closing;
+  pthread_cond_t idle;
+  /* Live graphs of the caller's that captured a run (kfr_sync.c), under
+   * the process-wide zombie lock: destroy with captures alive retires the
+   * instance (keeps everything) until they are gone. */
+  int captures;
+  int retired, ready;
+  struct kfuse_model *next_retired;
+  /* per module: its out-of-range index flag (kf_common.cuh's
+   * kf_index_error), 0 when the module has none */
+  CUdeviceptr *index_flag;
+  uint64_t held_capture; /* the capture the last reference went to, */
+  int holding;           /* once there was one */
 
   /* The plan's records, copied at create: the caller's plan is not used
    * after create returns. */
@@ -325,6 +361,12 @@ struct kfuse_model {
   CUdevice dev;
   CUcontext ctx;
   int ctx_retained;
+  /* the instance's own non-blocking stream: create's uploads and
+   * algorithm searches run on it, so create waits for nothing else (not
+   * the legacy stream, not the context); whether the device has the
+   * stream-ordered allocator the searches' scratch comes from */
+  CUstream own;
+  int pools;
   CUmodule *modules;
   CUfunction *funcs;
 
@@ -366,9 +408,62 @@ static inline const char *kfr_step_name(const kfuse_model *m, uint32_t s) {
  * (kfr_cudnn.c) */
 KFR_HIDDEN int kfr_cudnn_verbose(void);
 
+/* Find the model's weights file (kfuse_options.weights_path when given),
+ * check it against the plan (size, header, model id, and unless skip_hash
+ * the XXH64 of its data) and upload it to m->weights (kfr_weights.c). */
+KFR_HIDDEN int kfr_weights_load(kfuse_model *m, const void *plan,
+                                const char *given, int skip_hash);
+
+/* Each launch step's argument count and sizes against its kernel's
+ * parameters (cuFuncGetParamInfo; skipped when the driver lacks it):
+ * KFUSE_EPLAN naming the step, kernel and argument (kfr_params.c). */
+KFR_HIDDEN int kfr_check_params(kfuse_model *m);
+
+/* The entry gate: kfr_enter takes the instance's lock for a call
+ * (KFUSE_ECLOSED, lock not held, when destroy has begun); kfr_leave gives
+ * it back. kfr_close (destroy) turns later calls away and waits until no
+ * call is inside or waiting. */
+KFR_HIDDEN int kfr_enter(kfuse_model *m);
+/* kfuse_model_error's entry: counted and locked like kfr_enter, also while
+ * closing (it only reads m->err); leave with kfr_leave. */
+KFR_HIDDEN void kfr_enter_reader(kfuse_model *m);
+KFR_HIDDEN void kfr_leave(kfuse_model *m);
+KFR_HIDDEN void kfr_close(kfuse_model *m);
+/* A run on stream s, which the caller is capturing into a graph: that
+ * graph gets a reference to the instance (a CUDA user object), so destroy
+ * keeps the instance's memory while the graph or an exec of it lives. */
+KFR_HIDDEN int kfr_capture_hold(kfuse_model *m, CUstream s);
+/* After kfr_close: release the instance now (kfr_model_release) when no
+ * graph holds it, else keep it until the last one is gone; then release
+ * every retired instance whose graphs are gone. */
+KFR_HIDDEN void kfr_retire(kfuse_model *m);
+/* Find each module's out-of-range index flag (create time, after the
+ * modules are loaded). */
+KFR_HIDDEN int kfr_find_index_flags(kfuse_model *m);
+/* Release the retired instances no graph holds any more (every create). */
+KFR_HIDDEN void kfr_sweep(void);
+/* Free everything of an instance (kfr_model.c; no call may be inside). */
+KFR_HIDDEN void kfr_model_release(kfuse_model *m);
+
+/* Scratch device memory for create's searches, ordered on m->own
+ * (kfr_sync.c): cuMemAllocAsync/cuMemFreeAsync where the device has memory
+ * pools, else cuMemAlloc and, after m->own is drained, cuMemFree (which
+ * may wait for the whole device). Alloc returns a CUresult; *p is 0 on
+ * failure. Free accepts 0. */
+KFR_HIDDEN CUresult kfr_scratch_alloc(kfuse_model *m, CUdeviceptr *p, size_t n);
+KFR_HIDDEN void kfr_scratch_free(kfuse_model *m, CUdeviceptr p);
+
 /* Printf into m->err; returns rc. */
 KFR_HIDDEN int kfr_fail(kfuse_model *m, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Which algorithm a GEMM run with operand alignments run[4] (A, B, C, D,
+ * bytes) uses: 0 the planned one (chosen for planned[4]), 1 the fallback
+ * (chosen for low[4], when have_low), 2 neither fits: choose a new
+ * fallback for need[4], the smaller of run and the current fallback's (or
+ * planned) alignments, so fallbacks only ever widen. */
+KFR_HIDDEN int kfr_gemm_pick(const uint32_t planned[4], int have_low, const uint32_t low[4], const uint32_t run[4],
+                             uint32_t need[4]);
 
 /* Build the cuBLASLt descriptors of GEMM step s and pick its algorithm
  * (create time). */

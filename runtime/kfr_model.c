@@ -2,22 +2,24 @@
  * functions of the module API (runtime/kfuse_runtime.h).
  *
  * Create checks the whole plan before touching CUDA, then: driver, device
- * and architecture, the device's primary context, cubins and kernels, one
- * arena allocation, the weights (mapped from their file, or from the plan)
- * and constants, the fixed buffers of CUDA-graph mode, the cuBLASLt state
- * of GEMM steps and the cuDNN state of CONV steps. Everything it needs from the plan is copied, so the
- * plan only has to live until create returns. Any failure undoes what was
+ * and architecture, the device's primary context, a stream of the
+ * instance's own (everything create queues goes there, and create waits
+ * for nothing else: kfr_sync.c), cubins and kernels and their parameters
+ * (runtime/kfr_params.c), one arena allocation, the weights (from the
+ * plan, or read from their file and checked against the plan:
+ * runtime/kfr_weights.c) and constants, the fixed buffers of CUDA-graph
+ * mode, the cuBLASLt state of GEMM steps and the cuDNN state of CONV
+ * steps. Everything it needs from the plan is copied, so the plan only
+ * has to live until create returns. Any failure undoes what was
  * done and leaves a message for kfuse_last_error. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -61,6 +63,7 @@ void kfuse_options_init(kfuse_options *o) {
   o->device = 0;
   o->weights_path = NULL;
   o->cuda_graph = 0;
+  o->skip_weights_hash = 0;
 }
 
 /* Copy the records and strings out of the plan (already checked). */
@@ -182,7 +185,7 @@ static int load_modules(kfuse_model *m, const uint8_t *p) {
       }
     }
   }
-  return KFUSE_OK;
+  return kfr_check_params(m);
 }
 
 /* Upload the span of source bytes the buffers of one kind cover, starting
@@ -210,85 +213,20 @@ static int upload_span(kfuse_model *m, uint32_t kind, const uint8_t *src,
     *dst = 0;
     return cu_fail(m, r, "cuMemAlloc", what);
   }
-  if ((r = m->cu->cuMemcpyHtoD(*dst, src + lo, hi - lo)) != CUDA_SUCCESS)
-    return cu_fail(m, r, "cuMemcpyHtoD", what);
+  /* on the instance's own stream (a synchronous copy would go through the
+   * legacy stream and wait for the process's other work); done before
+   * returning, as the caller may unmap src */
+  if ((r = m->cu->cuMemcpyHtoDAsync(*dst, src + lo, hi - lo, m->own)) != CUDA_SUCCESS)
+    return cu_fail(m, r, "cuMemcpyHtoDAsync", what);
+  if ((r = m->cu->cuStreamSynchronize(m->own)) != CUDA_SUCCESS)
+    return cu_fail(m, r, "cuStreamSynchronize", what);
   return KFUSE_OK;
 }
 
-/* The file mapped at address p, from /proc/self/maps; 0 if none. */
-static int mapped_file(const void *p, char *out, size_t n) {
-  FILE *f = fopen("/proc/self/maps", "re");
-  if (!f)
-    return 0;
-  char line[PATH_MAX + 128];
-  int found = 0;
-  uintptr_t a = (uintptr_t)p;
-  while (!found && fgets(line, sizeof line, f)) {
-    unsigned long lo, hi;
-    int at = 0;
-    if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) < 2 || !at)
-      continue;
-    if (a < lo || a >= hi || line[at] != '/')
-      continue;
-    line[strcspn(line, "\n")] = 0;
-    /* the kernel marks files replaced since they were mapped */
-    char *del = strstr(line + at, " (deleted)");
-    if (del)
-      *del = 0;
-    found = snprintf(out, n, "%s", line + at) < (int)n;
-  }
-  fclose(f);
-  return found;
-}
-
-/* The weights file: the caller's, else the recorded one, relative to the
- * directory of the module (shared object or executable) holding the plan. */
-static int weights_path(kfuse_model *m, const void *plan, const char *given,
-                        char *out, size_t n) {
-  if (given && *given) {
-    snprintf(out, n, "%s", given);
-    return KFUSE_OK;
-  }
-  const char *rec = mstr(m, m->h.weights_path);
-  if (!*rec)
-    return kfr_fail(m, KFUSE_EWEIGHTS, "the model's weights are in a separate "
-                    "file, but the module records no path and none was given "
-                    "(kfuse_options.weights_path)");
-  if (rec[0] == '/') {
-    snprintf(out, n, "%s", rec);
-    return KFUSE_OK;
-  }
-  Dl_info info;
-  struct link_map *lm = NULL;
-  char dir[PATH_MAX];
-  if (!dladdr1(plan, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm) {
-    snprintf(out, n, "%s", rec); /* plan not in a module: the working dir */
-    return KFUSE_OK;
-  }
-  if (mapped_file(plan, dir, sizeof dir)) {
-    /* absolute, even if the module was opened by a relative path and the
-     * working directory changed since */
-  } else if (lm->l_name && lm->l_name[0]) { /* a shared object */
-    if (!realpath(lm->l_name, dir))
-      snprintf(dir, sizeof dir, "%s", lm->l_name);
-  } else { /* the main program (statically linked model.o) */
-    ssize_t k = readlink("/proc/self/exe", dir, sizeof dir - 1);
-    if (k <= 0) {
-      snprintf(out, n, "%s", rec);
-      return KFUSE_OK;
-    }
-    dir[k] = 0;
-  }
-  char *slash = strrchr(dir, '/');
-  if (slash)
-    *slash = 0;
-  if ((size_t)snprintf(out, n, "%s/%s", slash ? dir : ".", rec) >= n)
-    return kfr_fail(m, KFUSE_EWEIGHTS, "weights path too long: %s/%s", dir, rec);
-  return KFUSE_OK;
-}
-
+/* The weights: from the plan when embedded, else from their file, checked
+ * against the plan (runtime/kfr_weights.c). */
 static int load_weights(kfuse_model *m, const uint8_t *plan,
-                        const char *given) {
+                        const kfuse_options *o) {
   int have = 0;
   for (uint32_t i = 0; i < m->h.n_buffers && !have; i++)
     have = m->buffers[i].kind == KFR_BUF_WEIGHT && m->buffers[i].nbytes;
@@ -297,46 +235,7 @@ static int load_weights(kfuse_model *m, const uint8_t *plan,
   if (m->h.flags & KFR_FLAG_WEIGHTS_EMBEDDED)
     return upload_span(m, KFR_BUF_WEIGHT, plan, &m->weights, &m->weights_lo,
                        "embedded weights");
-  char path[PATH_MAX + 256];
-  int rc = weights_path(m, plan, given, path, sizeof path);
-  if (rc)
-    return rc;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return kfr_fail(m, KFUSE_EWEIGHTS, "cannot open the weights file %s: %s",
-                    path, strerror(errno));
-  struct stat st;
-  void *map = MAP_FAILED;
-  if (fstat(fd, &st) != 0) {
-    rc = kfr_fail(m, KFUSE_EWEIGHTS, "cannot stat the weights file %s: %s",
-                  path, strerror(errno));
-    goto done;
-  }
-  if ((uint64_t)st.st_size < m->h.weights_bytes) {
-    rc = kfr_fail(m, KFUSE_EWEIGHTS, "the weights file %s has %lld bytes, the "
-                  "model needs %llu (wrong or truncated file?)", path,
-                  (long long)st.st_size, (unsigned long long)m->h.weights_bytes);
-    goto done;
-  }
-  map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (map == MAP_FAILED) {
-    rc = kfr_fail(m, KFUSE_EWEIGHTS, "cannot map the weights file %s: %s", path,
-                  strerror(errno));
-    goto done;
-  }
-  rc = upload_span(m, KFR_BUF_WEIGHT, map, &m->weights, &m->weights_lo,
-                   "weights");
-  if (rc == KFUSE_ECUDA || rc == KFUSE_ENOMEM) {
-    /* name the file too: a bad mapping (file shrunk under us) shows here */
-    char tmp[sizeof m->err];
-    snprintf(tmp, sizeof tmp, "%s", m->err);
-    kfr_fail(m, rc, "uploading %s: %s", path, tmp);
-  }
-done:
-  if (map != MAP_FAILED)
-    munmap(map, (size_t)st.st_size);
-  close(fd);
-  return rc;
+  return kfr_weights_load(m, plan, o->weights_path, o->skip_weights_hash);
 }
 
 /* Static buffer bases and the launch parameter arrays. */
@@ -403,6 +302,20 @@ static int alloc_graph_buffers(kfuse_model *m) {
   return KFUSE_OK;
 }
 
+/* The instance's own stream (kfr_sync.c), and whether scratch can come
+ * from the stream-ordered allocator. */
+static int own_stream(kfuse_model *m) {
+  CUresult r = m->cu->cuStreamCreate(&m->own, CU_STREAM_NON_BLOCKING);
+  if (r != CUDA_SUCCESS) {
+    m->own = NULL;
+    return cu_fail(m, r, "cuStreamCreate", "the instance's own stream");
+  }
+  r = m->cu->cuDeviceGetAttribute(&m->pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, m->dev);
+  if (r != CUDA_SUCCESS)
+    return cu_fail(m, r, "cuDeviceGetAttribute", "memory pool support");
+  return KFUSE_OK;
+}
+
 static int create(kfuse_model *m, const uint8_t *plan, const kfuse_options *o) {
   const kfr_header *h = &m->h;
   int rc = copy_meta(m, plan);
@@ -419,7 +332,7 @@ static int create(kfuse_model *m, const uint8_t *plan, const kfuse_options *o) {
   m->ctx_retained = 1;
   if ((r = cu->cuCtxPushCurrent(m->ctx)) != CUDA_SUCCESS)
     return cu_fail(m, r, "cuCtxPushCurrent", "device context");
-  if ((rc = load_modules(m, plan)))
+  if ((rc = own_stream(m)) || (rc = load_modules(m, plan)) || (rc = kfr_find_index_flags(m)))
     goto pop;
   if (h->arena_bytes) {
     r = cu->cuMemAlloc(&m->arena, h->arena_bytes);
@@ -432,7 +345,7 @@ static int create(kfuse_model *m, const uint8_t *plan, const kfuse_options *o) {
       goto pop;
     }
   }
-  if ((rc = load_weights(m, plan, o->weights_path)) ||
+  if ((rc = load_weights(m, plan, o)) ||
       (rc = upload_span(m, KFR_BUF_CONST, plan, &m->consts, &m->consts_lo,
                         "constants")))
     goto pop;
@@ -452,10 +365,10 @@ static int create(kfuse_model *m, const uint8_t *plan, const kfuse_options *o) {
       goto pop;
   if ((rc = kfr_conv_prepare_all(m)))
     goto pop;
-  /* uploads from pageable memory may still be in flight, and the caller's
-   * stream need not order after the legacy stream they went through */
-  if ((r = cu->cuCtxSynchronize()) != CUDA_SUCCESS)
-    rc = cu_fail(m, r, "cuCtxSynchronize", "finishing uploads");
+  /* create's work is all on m->own: finished there, it is ordered before
+   * any stream's later work */
+  if ((r = cu->cuStreamSynchronize(m->own)) != CUDA_SUCCESS)
+    rc = cu_fail(m, r, "cuStreamSynchronize", "finishing create's uploads and searches");
 pop:;
   CUcontext popped;
   r = cu->cuCtxPopCurrent(&popped);
@@ -486,13 +399,22 @@ int kfr_model_create(const void *plan, size_t plan_bytes,
       o.weights_path = opts->weights_path;
     if (opts->struct_size >= offsetof(kfuse_options, cuda_graph) + sizeof(int))
       o.cuda_graph = opts->cuda_graph;
+    if (opts->struct_size >=
+        offsetof(kfuse_options, skip_weights_hash) + sizeof(int))
+      o.skip_weights_hash = opts->skip_weights_hash;
   }
+  kfr_sweep(); /* instances destroyed earlier whose graphs are gone since */
   kfuse_model *m = calloc(1, sizeof *m);
   if (!m)
     return set_last(KFUSE_ENOMEM, "kfuse: create: out of host memory");
   if (pthread_mutex_init(&m->lock, NULL) != 0) {
     free(m);
     return set_last(KFUSE_ENOMEM, "kfuse: create: cannot create a mutex");
+  }
+  if (pthread_cond_init(&m->idle, NULL) != 0) {
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+    return set_last(KFUSE_ENOMEM, "kfuse: create: cannot create a condition variable");
   }
   memcpy(&m->h, plan, sizeof m->h);
   rc = create(m, plan, &o);
@@ -507,15 +429,24 @@ int kfr_model_create(const void *plan, size_t plan_bytes,
   return KFUSE_OK;
 }
 
-/* Destroy is best-effort: a failing release (a dead context, say) cannot
- * be reported through a void API, and must not stop the other releases. */
+/* Destroy waits for calls inside the instance on other threads and turns
+ * later ones away (kfr_close), then frees the instance, or leaves it to the
+ * caller's graphs that captured a run of it (kfr_retire, kfr_sync.c). */
 void kfuse_model_destroy(kfuse_model *m) {
   if (!m)
     return;
+  kfr_close(m);
+  kfr_retire(m);
+}
+
+/* Release is best-effort: a failing release (a dead context, say) cannot
+ * be reported through a void API, and must not stop the other releases. */
+void kfr_model_release(kfuse_model *m) {
   const kfr_driver *cu = m->cu;
   if (cu && m->ctx_retained) {
     int pushed = cu->cuCtxPushCurrent(m->ctx) == CUDA_SUCCESS;
-    /* runs still queued on callers' streams use our memory */
+    /* runs still queued on callers' streams use our memory (every run,
+     * and every replay of a captured one, records done) */
     if (m->done)
       (void)cu->cuEventSynchronize(m->done);
     for (uint32_t s = 0; m->gemm && s < m->h.n_steps; s++)
@@ -530,6 +461,8 @@ void kfuse_model_destroy(kfuse_model *m) {
       (void)cu->cuStreamDestroy(m->cap);
     if (m->done)
       (void)cu->cuEventDestroy(m->done);
+    if (m->own)
+      (void)cu->cuStreamDestroy(m->own);
     for (uint32_t i = 0; m->gin && i < m->h.n_inputs; i++)
       if (m->gin[i])
         (void)cu->cuMemFree(m->gin[i]);
@@ -560,9 +493,11 @@ void kfuse_model_destroy(kfuse_model *m) {
   free(m->base);
   free(m->funcs);
   free(m->modules);
+  free(m->index_flag);
   free(m->input_buf);
   free(m->output_buf);
   free(m->meta);
+  pthread_cond_destroy(&m->idle);
   pthread_mutex_destroy(&m->lock);
   free(m);
 }
@@ -600,8 +535,20 @@ int kfuse_model_output_info(const kfuse_model *m, int i,
   return info(m, &m->buffers[m->output_buf[i]], out);
 }
 
+/* Calls write m->err under the instance's lock (kfr_enter), so the text is
+ * copied under it too, into the calling thread's buffer: a reader never
+ * sees a message half-written by a run on another thread. It enters
+ * through the gate as a counted call (kfr_sync.c), so a destroy on another
+ * thread waits for it instead of freeing the lock under it. */
 const char *kfuse_model_error(const kfuse_model *m) {
-  return m ? m->err : "kfuse: the model is NULL";
+  static _Thread_local char copy[sizeof m->err];
+  if (!m)
+    return "kfuse: the model is NULL";
+  kfuse_model *w = (kfuse_model *)m; /* const API; only the gate is written */
+  kfr_enter_reader(w);
+  memcpy(copy, w->err, sizeof copy);
+  kfr_leave(w);
+  return copy;
 }
 
 const char *kfuse_last_error(void) { return t_last_error; }

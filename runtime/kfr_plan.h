@@ -26,11 +26,18 @@
  * - A PTR arg's offset lies within its buffer (0 <= offset <= nbytes); GEMM
  *   and CONV operands, MEMSET and COPY ranges lie wholly inside their
  *   buffers.
- * - WEIGHT buffers: offsets in the weights file, or, with
+ * - WEIGHT buffers: offsets in the weights file's data (which follows its
+ *   KFR_WEIGHTS_HEADER_BYTES-byte header), or, with
  *   KFR_FLAG_WEIGHTS_EMBEDDED, plan offsets inside the blob section. The
  *   runtime uploads the span the WEIGHT buffers cover, starting at a
  *   multiple of 256, so a weight's device address is congruent to its
- *   offset modulo 256. CONST buffers likewise, from the blob section. */
+ *   offset modulo 256. CONST buffers likewise, from the blob section.
+ * - A weights file (kfr_weights_header, then exactly weights_bytes bytes of
+ *   data) belongs to one plan: its header repeats the plan's model_id,
+ *   weights_bytes and weights_hash (XXH64 of the data, runtime/kfr_hash.h),
+ *   and create checks all of them (runtime/kfr_weights.c). model_id is the
+ *   XXH64 of the whole plan with the model_id field zero, so any change to
+ *   the plan (kernels, steps, weights, their hash) changes it. */
 #ifndef KFR_PLAN_H
 #define KFR_PLAN_H
 
@@ -38,7 +45,7 @@
 #include <stdint.h>
 
 #define KFR_PLAN_MAGIC "KFPLAN\r\n"
-#define KFR_PLAN_VERSION 5u
+#define KFR_PLAN_VERSION 6u
 #define KFR_MAX_RANK 8
 
 enum kfr_buffer_kind {
@@ -221,20 +228,45 @@ typedef struct kfr_header {
   uint32_t sm_arch;      /* e.g. 90: the cubins' target */
   uint32_t flags;        /* KFR_FLAG_* */
   uint64_t arena_bytes;
-  uint64_t weights_bytes; /* size the weights file must have at least */
+  uint64_t weights_bytes; /* bytes of weights data (in the file after its
+                             header, or embedded) */
   uint32_t n_inputs, n_outputs;
   uint32_t n_buffers, n_modules, n_kernels, n_steps, n_args;
   uint32_t model_name;    /* string offset */
-  uint32_t weights_path;  /* string offset: file recorded at compile time */
+  uint32_t weights_path;  /* string offset: the weights file's name at
+                             compile time, relative to the module's
+                             directory unless absolute */
   uint32_t pad;
   uint64_t off_buffers, off_modules, off_kernels, off_steps, off_args;
   uint64_t off_strings, strings_bytes;
   uint64_t off_blobs, blobs_bytes;
+  uint64_t weights_hash;  /* XXH64 (seed 0) of the weights data (version 6) */
+  uint64_t model_id;      /* XXH64 (seed 0) of the plan with this field 0 */
 } kfr_header;
 
 enum {
   KFR_FLAG_WEIGHTS_EMBEDDED = 1, /* WEIGHT offsets are in the blob section */
+  /* the weights file is the shared module's own path + ".weights" (not the
+   * recorded name, which only names it in messages): renaming a module and
+   * its weights file together keeps them paired (version 6) */
+  KFR_FLAG_WEIGHTS_BESIDE_MODULE = 2,
 };
+
+/* The first KFR_WEIGHTS_HEADER_BYTES of a weights file; the data follows.
+ * Written by kfr_weights_header_fill (runtime/kfr_plan_writer.h). */
+#define KFR_WEIGHTS_MAGIC "KFWGHT\r\n"
+#define KFR_WEIGHTS_VERSION 1u
+#define KFR_WEIGHTS_HEADER_BYTES 256u
+
+typedef struct kfr_weights_header {
+  char magic[8];         /* KFR_WEIGHTS_MAGIC */
+  uint32_t version;      /* KFR_WEIGHTS_VERSION */
+  uint32_t header_bytes; /* KFR_WEIGHTS_HEADER_BYTES: where the data starts */
+  uint64_t model_id;     /* the plan's model_id */
+  uint64_t data_bytes;   /* the plan's weights_bytes */
+  uint64_t data_hash;    /* the plan's weights_hash */
+  uint8_t zero[216];     /* zero */
+} kfr_weights_header;
 
 /* Check a whole plan: KFUSE_OK, or KFUSE_EPLAN with a one-line message
  * naming the record and field (KFUSE_ENOMEM if checking could not

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kfr_hash.h"
 #include "kfr_plan_writer.h"
 #include "kfuse_runtime.h"
 
@@ -18,9 +19,9 @@
 
 struct kfr_writer {
   uint32_t sm_arch;
-  uint64_t arena_bytes, weights_bytes;
+  uint64_t arena_bytes, weights_bytes, weights_hash;
   uint32_t model_name, weights_path;
-  int embedded;
+  int embedded, beside_module;
   const void *wimage; /* borrowed */
 
   kfr_buffer *buf;
@@ -209,7 +210,9 @@ void kfr_tensor_desc_init(kfr_tensor_desc *d, uint32_t dtype, uint32_t rank,
   for (uint32_t r = rank; r-- > 0;) {
     d->shape[r] = shape[r];
     d->strides[r] = stride;
-    stride *= shape[r] > 0 ? shape[r] : 1;
+    /* an absurd shape saturates (the byte count is then refused) */
+    if (__builtin_mul_overflow(stride, shape[r] > 0 ? shape[r] : 1, &stride))
+      stride = INT64_MAX;
   }
 }
 
@@ -222,18 +225,23 @@ void kfr_writer_set_arena(kfr_writer *w, uint64_t bytes) {
 }
 
 void kfr_writer_set_weights_file(kfr_writer *w, const char *path,
-                                 uint64_t bytes) {
+                                 uint64_t bytes, uint64_t hash,
+                                 int beside_module) {
   w->embedded = 0;
   w->wimage = NULL;
   w->weights_bytes = bytes;
+  w->weights_hash = hash;
+  w->beside_module = beside_module != 0;
   w->weights_path = intern(w, path);
 }
 
 void kfr_writer_set_weights_embedded(kfr_writer *w, const void *image,
                                      uint64_t bytes) {
   w->embedded = 1;
+  w->beside_module = 0;
   w->wimage = image;
   w->weights_bytes = bytes;
+  w->weights_hash = image ? kfr_xxh64(image, (size_t)bytes, 0) : 0;
   w->weights_path = 0;
   if (bytes && !image)
     fail(w, KFUSE_EARG, "plan writer: embedded weights of %llu bytes without "
@@ -259,36 +267,57 @@ static uint32_t add_buffer(kfr_writer *w, uint32_t kind, uint32_t index,
 }
 
 /* nbytes of a contiguous tensor with this desc (0 if it makes no sense: the
- * validator then names the problem). */
-static uint64_t desc_bytes(const kfr_tensor_desc *d) {
+ * validator then names the problem); 1 in *overflow when the byte count
+ * does not fit in 64 bits. */
+static uint64_t desc_bytes(const kfr_tensor_desc *d, int *overflow) {
   static const uint8_t size[] = {0, 4, 8, 2, 2, 8, 4, 2, 1, 1, 1};
+  *overflow = 0;
   if (!d || d->dtype >= sizeof size || d->rank > KFR_MAX_RANK)
     return 0;
   uint64_t n = size[d->dtype];
-  for (uint32_t r = 0; r < d->rank; r++)
-    if (d->shape[r] < 0 || __builtin_mul_overflow(n, (uint64_t)d->shape[r], &n))
+  for (uint32_t r = 0; r < d->rank; r++) {
+    if (d->shape[r] < 0)
       return 0;
+    if (__builtin_mul_overflow(n, (uint64_t)d->shape[r], &n)) {
+      *overflow = 1;
+      return 0;
+    }
+  }
   return n;
+}
+
+static uint32_t add_io(kfr_writer *w, uint32_t kind, uint32_t index,
+                       const char *name, const kfr_tensor_desc *desc) {
+  const char *what = kind == KFR_BUF_INPUT ? "input" : "output";
+  if (!desc) {
+    fail(w, KFUSE_EARG, "plan writer: %s %u (%s) has no desc", what, index,
+         name ? name : "");
+    return NONE_IDX;
+  }
+  int overflow;
+  uint64_t bytes = desc_bytes(desc, &overflow);
+  if (overflow) {
+    char shape[KFR_MAX_RANK * 24 + 4] = "[";
+    for (uint32_t r = 0; r < desc->rank && r < KFR_MAX_RANK; r++)
+      snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld",
+               r ? ", " : "", (long long)desc->shape[r]);
+    strcat(shape, "]");
+    fail(w, KFUSE_EARG, "plan writer: %s %u (%s) of shape %s and dtype %u has "
+         "more bytes than 64 bits count", what, index, name ? name : "", shape,
+         desc->dtype);
+    return NONE_IDX;
+  }
+  return add_buffer(w, kind, index, 0, bytes, name, desc);
 }
 
 uint32_t kfr_writer_input(kfr_writer *w, uint32_t index, const char *name,
                           const kfr_tensor_desc *desc) {
-  if (!desc) {
-    fail(w, KFUSE_EARG, "plan writer: input %u (%s) has no desc", index,
-         name ? name : "");
-    return NONE_IDX;
-  }
-  return add_buffer(w, KFR_BUF_INPUT, index, 0, desc_bytes(desc), name, desc);
+  return add_io(w, KFR_BUF_INPUT, index, name, desc);
 }
 
 uint32_t kfr_writer_output(kfr_writer *w, uint32_t index, const char *name,
                            const kfr_tensor_desc *desc) {
-  if (!desc) {
-    fail(w, KFUSE_EARG, "plan writer: output %u (%s) has no desc", index,
-         name ? name : "");
-    return NONE_IDX;
-  }
-  return add_buffer(w, KFR_BUF_OUTPUT, index, 0, desc_bytes(desc), name, desc);
+  return add_io(w, KFR_BUF_OUTPUT, index, name, desc);
 }
 
 uint32_t kfr_writer_arena(kfr_writer *w, uint64_t offset, uint64_t nbytes,
@@ -462,8 +491,11 @@ int kfr_writer_finish(kfr_writer *w, void **plan, size_t *bytes, char *msg,
   h.header_bytes = sizeof h;
   h.sm_arch = w->sm_arch;
   h.flags = w->embedded ? KFR_FLAG_WEIGHTS_EMBEDDED : 0;
+  if (w->beside_module)
+    h.flags |= KFR_FLAG_WEIGHTS_BESIDE_MODULE;
   h.arena_bytes = w->arena_bytes;
   h.weights_bytes = w->weights_bytes;
+  h.weights_hash = w->weights_hash;
   for (uint32_t i = 0; i < w->nbuf; i++) {
     const kfr_buffer *b = &w->buf[i];
     if (b->kind == KFR_BUF_INPUT && b->index + 1 > h.n_inputs)
@@ -542,6 +574,8 @@ int kfr_writer_finish(kfr_writer *w, void **plan, size_t *bytes, char *msg,
     memcpy(p + h.off_blobs, w->blob, w->nblob);
   if (w->embedded && w->weights_bytes)
     memcpy(p + h.off_blobs + wimage_at, w->wimage, w->weights_bytes);
+  /* the model id: the whole plan, this field still 0 */
+  ((kfr_header *)p)->model_id = kfr_xxh64(p, (size_t)off, 0);
   int rc = kfr_plan_check(p, (size_t)off, msg, msgsz);
   if (rc) {
     free(p);
@@ -550,4 +584,15 @@ int kfr_writer_finish(kfr_writer *w, void **plan, size_t *bytes, char *msg,
   *plan = p;
   *bytes = (size_t)off;
   return KFUSE_OK;
+}
+
+void kfr_weights_header_fill(const void *plan, kfr_weights_header *out) {
+  const kfr_header *h = plan;
+  memset(out, 0, sizeof *out);
+  memcpy(out->magic, KFR_WEIGHTS_MAGIC, 8);
+  out->version = KFR_WEIGHTS_VERSION;
+  out->header_bytes = KFR_WEIGHTS_HEADER_BYTES;
+  out->model_id = h->model_id;
+  out->data_bytes = h->weights_bytes;
+  out->data_hash = h->weights_hash;
 }

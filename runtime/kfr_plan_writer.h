@@ -18,6 +18,7 @@
  *   kfr_writer_arg_ptr(w, y, 0);
  *   kfr_writer_arg_i64(w, n);
  *   rc = kfr_writer_finish(w, &plan, &bytes, msg, sizeof msg);
+ *   (the plan's model_id is set here: the XXH64 of the finished plan)
  *   kfr_writer_destroy(w);
  */
 #ifndef KFR_PLAN_WRITER_H
@@ -48,10 +49,14 @@ void kfr_tensor_desc_init(kfr_tensor_desc *d, uint32_t dtype, uint32_t rank,
 
 void kfr_writer_set_model_name(kfr_writer *w, const char *name);
 void kfr_writer_set_arena(kfr_writer *w, uint64_t bytes);
-/* Weights come from a file of at least `bytes` bytes at run time; a
- * relative path is resolved against the module's directory. */
+/* Weights come from a file at run time: a kfr_weights_header, then exactly
+ * `bytes` bytes of data whose XXH64 (runtime/kfr_hash.h, seed 0) is hash.
+ * The file is path (relative: to the directory of the module holding the
+ * plan), or with beside_module the shared module's own path + ".weights"
+ * (path then only names it in messages). */
 void kfr_writer_set_weights_file(kfr_writer *w, const char *path,
-                                 uint64_t bytes);
+                                 uint64_t bytes, uint64_t hash,
+                                 int beside_module);
 /* Weights are embedded: the image (borrowed until finish) is copied into
  * the blob section and WEIGHT buffer offsets count from its start. */
 void kfr_writer_set_weights_embedded(kfr_writer *w, const void *image,
@@ -100,6 +105,9 @@ uint32_t kfr_writer_arg_i32(kfr_writer *w, int32_t v);
 uint32_t kfr_writer_arg_f32(kfr_writer *w, float v);
 uint32_t kfr_writer_arg_f64(kfr_writer *w, double v);
 uint32_t kfr_writer_arg_none(kfr_writer *w);
+
+/* The header of the weights file that belongs to a finished plan. */
+void kfr_weights_header_fill(const void *plan, kfr_weights_header *out);
 
 /* Lay out and check the plan. On KFUSE_OK *plan is a malloc'd blob (free()
  * it) of *bytes bytes; otherwise KFUSE_ENOMEM, KFUSE_EARG (misuse, e.g. an

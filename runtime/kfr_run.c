@@ -3,11 +3,16 @@
  *
  * Ordering and thread safety. An instance has one arena, one set of launch
  * parameters and one graph, so runs are serialised twice: a mutex makes
- * the host side of run one thread at a time, and an event recorded at the
- * end of every run, which the next run's stream waits for, keeps the GPU
- * work of runs on different streams from overlapping. Runs on one stream
- * stay fully asynchronous. (When the caller's stream is itself being
- * captured, the event is skipped: the caller's graph orders the work.)
+ * the host side of run one thread at a time (kfr_sync.c's gate, which also
+ * lets destroy wait for it), and an event recorded at the end of every
+ * run, which the next run's stream waits for, keeps the GPU work of runs
+ * on different streams from overlapping. Runs on one stream stay fully
+ * asynchronous. A run on a stream the caller is capturing gets the same
+ * order as graph nodes: an event wait node on the end event before its
+ * work and an event record node after it (CU_EVENT_WAIT_EXTERNAL,
+ * CU_EVENT_RECORD_EXTERNAL), so every replay waits for the instance's run
+ * before it and the run after it waits for the replay; and the graph holds
+ * a reference that keeps the instance's memory alive (kfr_sync.c).
  *
  * CUDA-graph mode. Inputs and outputs are bound to fixed device buffers the
  * instance owns; every run copies the caller's inputs into those and the
@@ -15,6 +20,8 @@
  * executes the plan directly and then captures it once, on a stream of the
  * instance's own; later runs launch the graph on the caller's stream. A
  * graph exec is not tied to a stream, so one capture serves every stream.
+ * When the capture fails (a library call that cannot be captured, say),
+ * the instance says so once on stderr and runs without the graph.
  *
  * GEMM. Plans describe row-major products D = op(A) op(B); cuBLASLt is
  * column-major, and a row-major matrix is the column-major view of its
@@ -121,7 +128,7 @@ static uint64_t operand_elems(int64_t rows, int64_t cols, int64_t ld,
 #define KFR_GEMM_SEARCH_MAX_BYTES ((uint64_t)1 << 30)
 
 static int gemm_verbose(void) {
-  const char *v = getenv("KFUSE_GEMM_VERBOSE");
+  const char *v = secure_getenv("KFUSE_GEMM_VERBOSE");
   return v && *v && strcmp(v, "0") != 0;
 }
 
@@ -134,6 +141,7 @@ typedef struct gemm_call {
   void *ws;
   uint64_t ws_bytes;
   int has_c;
+  CUstream stream;
 } gemm_call;
 
 static int run_gemm_call(void *ctx) {
@@ -143,12 +151,14 @@ static int run_gemm_call(void *ctx) {
                                       (const void *)(uintptr_t)x->b, rt->lb, &rt->beta,
                                       (const void *)(uintptr_t)x->c, x->has_c ? rt->lc : rt->ld,
                                       (void *)(uintptr_t)x->d, rt->ld, x->algo, x->ws, (size_t)x->ws_bytes,
-                                      NULL) != CUBLAS_STATUS_SUCCESS;
+                                      (cudaStream_t)x->stream) != CUBLAS_STATUS_SUCCESS;
 }
 
 /* Time step s with each of cuBLASLt's candidates res[0..found) on scratch
  * operands of the step's shapes (zeros; the arena's workspace): one warm-up
- * call, then the median of three, on the legacy stream. Returns the index
+ * call, then the median of three, on the instance's own stream (scratch
+ * from kfr_scratch_alloc: create waits for nothing but its own work).
+ * Returns the index
  * of the fastest; 0 (the heuristic's first) when the operands would take
  * more than KFR_GEMM_SEARCH_MAX_BYTES or scratch cannot be had; a candidate
  * that fails to run is skipped. */
@@ -181,8 +191,8 @@ static int time_algos(kfuse_model *m, uint32_t s,
   int best = 0, ok = 1;
   float best_ms = 0;
   for (int i = 0; i < 5 && ok; i++)
-    if (nb[i] && (cu->cuMemAlloc(&p[i], nb[i]) != CUDA_SUCCESS ||
-                  cu->cuMemsetD8Async(p[i], 0, nb[i], NULL) != CUDA_SUCCESS))
+    if (nb[i] && (kfr_scratch_alloc(m, &p[i], nb[i]) != CUDA_SUCCESS ||
+                  cu->cuMemsetD8Async(p[i], 0, nb[i], m->own) != CUDA_SUCCESS))
       ok = 0;
   for (int i = 0; i < 2 && ok; i++)
     if (cu->cuEventCreate(&ev[i], 0) != CUDA_SUCCESS)
@@ -194,12 +204,13 @@ static int time_algos(kfuse_model *m, uint32_t s,
                                             &bias, sizeof bias) == CUBLAS_STATUS_SUCCESS;
   }
   int timed_any = 0; /* candidate 0 may fail to run: compare with the first that ran */
-  gemm_call gc = {m, rt, p[1], p[0], g->has_c ? p[2] : p[3], p[3], NULL, ws, g->workspace_bytes, g->has_c};
+  gemm_call gc = {m, rt, p[1], p[0], g->has_c ? p[2] : p[3], p[3], NULL, ws, g->workspace_bytes, g->has_c,
+                  m->own};
   for (int c = 0; c < found && ok; c++) {
     float med;
     gc.algo = &res[c].algo;
-    if (kfr_time3(cu, ev, run_gemm_call, &gc, &med)) {
-      (void)cu->cuCtxSynchronize();
+    if (kfr_time3(cu, m->own, ev, run_gemm_call, &gc, &med)) {
+      (void)cu->cuStreamSynchronize(m->own); /* whatever of it was queued */
       continue;
     }
     if (gemm_verbose())
@@ -213,9 +224,9 @@ static int time_algos(kfuse_model *m, uint32_t s,
   }
   for (int i = 0; i < 2; i++)
     if (ev[i]) (void)cu->cuEventDestroy(ev[i]);
-  (void)cu->cuCtxSynchronize();
+  (void)cu->cuStreamSynchronize(m->own);
   for (int i = 0; i < 5; i++)
-    if (p[i]) (void)cu->cuMemFree(p[i]);
+    kfr_scratch_free(m, p[i]);
   if (gemm_verbose())
     fprintf(stderr, "kfuse: GEMM step %u (%s): chose candidate %d of %d\n", s, kfr_step_name(m, s), best,
             found);
@@ -225,9 +236,10 @@ static int time_algos(kfuse_model *m, uint32_t s,
 /* Pick the algorithm for the given operand alignments (A, B, C, D in the
  * plan's terms): at create time (timed) the fastest of cuBLASLt's first
  * KFR_GEMM_CANDIDATES heuristic candidates on the GPU, unless
- * KFUSE_GEMM_SEARCH=0; otherwise (and when a run's pointers are less
- * aligned than planned) the heuristic's first. */
-static int choose_algo(kfuse_model *m, uint32_t s, const uint32_t align[4], int timed) {
+ * KFUSE_GEMM_SEARCH=0; otherwise the heuristic's first. low: the result is
+ * the fallback for less aligned runs (rt->algo_low), else the planned
+ * algorithm (rt->algo). */
+static int choose_algo(kfuse_model *m, uint32_t s, const uint32_t align[4], int timed, int low) {
   const kfr_cublaslt *lt = m->lt_api;
   const kfr_gemm *g = &m->steps[s].gemm;
   kfr_gemm_rt *rt = &m->gemm[s];
@@ -260,7 +272,7 @@ static int choose_algo(kfuse_model *m, uint32_t s, const uint32_t align[4], int 
   cublasLtMatmulHeuristicResult_t cand[KFR_GEMM_CANDIDATES];
   memset(cand, 0, sizeof cand);
   int found = 0;
-  const char *search = getenv("KFUSE_GEMM_SEARCH");
+  const char *search = secure_getenv("KFUSE_GEMM_SEARCH");
   if (search && strcmp(search, "0") == 0)
     timed = 0;
   /* without C, cuBLASLt gets D's layout for it (and beta = 0) */
@@ -295,16 +307,22 @@ static int choose_algo(kfuse_model *m, uint32_t s, const uint32_t align[4], int 
                   align[2], align[3]);
     goto done;
   }
-  rt->algo = res.algo;
-  rt->have_algo = 1;
-  memcpy(rt->align, align, sizeof rt->align);
+  if (low) {
+    rt->algo_low = res.algo;
+    rt->have_low = 1;
+    memcpy(rt->align_low, align, sizeof rt->align_low);
+  } else {
+    rt->algo = res.algo;
+    rt->have_algo = 1;
+    memcpy(rt->align, align, sizeof rt->align);
+  }
 done:
   (void)lt->cublasLtMatmulPreferenceDestroy(pref);
   return rc;
 }
 
 /* The alignment a caller pointer is assumed to have at create time; runs
- * with less alignment pick the algorithm again. */
+ * with less alignment take the fallback algorithm (kfr_gemm_pick). */
 static uint32_t planned_align(const kfuse_model *m, const kfr_arg *a) {
   uint32_t k = m->buffers[a->buffer].kind;
   if (k == KFR_BUF_INPUT || k == KFR_BUF_OUTPUT)
@@ -372,7 +390,25 @@ int kfr_gemm_prepare(kfuse_model *m, uint32_t s) {
                        planned_align(m, &a[3])};
   if (!g->has_c)
     align[2] = align[3];
-  return choose_algo(m, s, align, 1);
+  return choose_algo(m, s, align, 1, 0);
+}
+
+int kfr_gemm_pick(const uint32_t planned[4], int have_low, const uint32_t low[4], const uint32_t run[4],
+                  uint32_t need[4]) {
+  int fits = 1, fits_low = have_low;
+  for (int i = 0; i < 4; i++) {
+    fits &= run[i] >= planned[i];
+    fits_low &= have_low && run[i] >= low[i];
+  }
+  if (fits)
+    return 0;
+  if (fits_low)
+    return 1;
+  for (int i = 0; i < 4; i++) {
+    uint32_t cur = have_low ? low[i] : planned[i];
+    need[i] = run[i] < cur ? run[i] : cur;
+  }
+  return 2;
 }
 
 void kfr_gemm_release(kfuse_model *m, uint32_t s) {
@@ -403,19 +439,17 @@ static int run_gemm(kfuse_model *m, uint32_t s, CUstream stream) {
   CUdeviceptr pa = arg_ptr(m, &a[0]), pb = arg_ptr(m, &a[1]);
   CUdeviceptr pd = arg_ptr(m, &a[3]);
   CUdeviceptr pc = g->has_c ? arg_ptr(m, &a[2]) : pd;
-  uint32_t align[4] = {align_of(pa), align_of(pb), align_of(pc), align_of(pd)};
-  int again = 0;
-  for (int i = 0; i < 4; i++)
-    again |= align[i] < rt->align[i];
-  if (again) {
-    /* less aligned than planned: use an algorithm that allows it */
-    for (int i = 0; i < 4; i++)
-      if (align[i] > rt->align[i])
-        align[i] = rt->align[i];
-    int rc = choose_algo(m, s, align, 0);
+  uint32_t align[4] = {align_of(pa), align_of(pb), align_of(pc), align_of(pd)}, need[4];
+  /* less aligned than planned: an algorithm that allows it, kept beside
+   * the timed one, which the next aligned run takes again */
+  int which = kfr_gemm_pick(rt->align, rt->have_low, rt->align_low, align, need);
+  if (which == 2) {
+    int rc = choose_algo(m, s, need, 0, 1);
     if (rc)
       return rc;
+    which = 1;
   }
+  const cublasLtMatmulAlgo_t *algo = which ? &rt->algo_low : &rt->algo;
   cublasStatus_t st;
   if (g->epilogue == KFR_EPI_BIAS || g->epilogue == KFR_EPI_RELU_BIAS ||
       g->epilogue == KFR_EPI_GELU_BIAS) {
@@ -433,7 +467,7 @@ static int run_gemm(kfuse_model *m, uint32_t s, CUstream stream) {
                           (const void *)(uintptr_t)pa, rt->lb, &rt->beta,
                           (const void *)(uintptr_t)pc,
                           g->has_c ? rt->lc : rt->ld, (void *)(uintptr_t)pd,
-                          rt->ld, &rt->algo, ws, g->workspace_bytes,
+                          rt->ld, algo, ws, g->workspace_bytes,
                           (cudaStream_t)stream);
   if (st != CUBLAS_STATUS_SUCCESS)
     return lt_fail(m, st, "cublasLtMatmul", s);
@@ -533,9 +567,21 @@ static int capture(kfuse_model *m) {
   return rc;
 }
 
+/* CUDA-graph mode off for good after a failed capture: said once, on
+ * stderr (as the runtime's other notices), and the instance keeps working
+ * with plain launches. */
+static void graph_off(kfuse_model *m) {
+  fprintf(stderr, "kfuse: CUDA-graph mode is off for this model instance: %s; its runs use plain launches "
+          "from now on\n", m->err);
+  m->use_graph = 0;
+  m->err[0] = 0;
+}
+
 /* The first run executes the plan directly on the fixed buffers (so
  * libraries finish their lazy set-up, such as module loading, outside any
- * capture) and then records the graph; later runs replay it. */
+ * capture) and then records the graph; later runs replay it. A capture or
+ * instantiation that fails turns graph mode off (graph_off): this run's
+ * work is already queued, later runs launch the plan as without it. */
 static int run_graph(kfuse_model *m, CUstream stream, const void *const *inputs,
                      void *const *outputs) {
   const kfr_driver *cu = m->cu;
@@ -551,8 +597,11 @@ static int run_graph(kfuse_model *m, CUstream stream, const void *const *inputs,
   if (m->exec) {
     if ((r = cu->cuGraphLaunch(m->exec, stream)) != CUDA_SUCCESS)
       return cu_fail_run(m, r, "cuGraphLaunch", "replaying the plan");
-  } else if ((rc = run_steps(m, stream)) || (rc = capture(m))) {
-    return rc;
+  } else {
+    if ((rc = run_steps(m, stream)))
+      return rc;
+    if (capture(m) != KFUSE_OK)
+      graph_off(m);
   }
   for (uint32_t i = 0; i < m->h.n_outputs; i++) {
     uint64_t n = m->buffers[m->output_buf[i]].nbytes;
@@ -586,6 +635,25 @@ static int check_io(kfuse_model *m, const void *const *inputs,
                         m->strings + b->name, (void *)p, es);
     }
   }
+  /* outputs are written while inputs (and other outputs) are still read:
+   * an output may share no byte with an input or another output */
+  for (uint32_t o = 0; o < m->h.n_outputs; o++) {
+    const kfr_buffer *bo = &m->buffers[m->output_buf[o]];
+    uintptr_t p = (uintptr_t)outputs[o];
+    if (!bo->nbytes)
+      continue;
+    for (int io = 0; io < 2; io++) {
+      uint32_t n = io ? o : m->h.n_inputs;
+      for (uint32_t i = 0; i < n; i++) {
+        const kfr_buffer *b = &m->buffers[io ? m->output_buf[i] : m->input_buf[i]];
+        uintptr_t q = io ? (uintptr_t)outputs[i] : (uintptr_t)inputs[i];
+        if (b->nbytes && p < q + b->nbytes && q < p + bo->nbytes)
+          return kfr_fail(m, KFUSE_EARG, "run: output %u (%s) at %p overlaps %s %u (%s) at %p; outputs may not "
+                          "share memory with inputs or other outputs", o, m->strings + bo->name, (void *)p,
+                          io ? "output" : "input", i, m->strings + b->name, (void *)q);
+      }
+    }
+  }
   return KFUSE_OK;
 }
 
@@ -593,11 +661,12 @@ int kfuse_model_run(kfuse_model *m, void *stream, const void *const *inputs,
                     void *const *outputs) {
   if (!m)
     return KFUSE_EARG;
-  pthread_mutex_lock(&m->lock);
+  int rc = kfr_enter(m);
+  if (rc)
+    return rc; /* being destroyed */
   const kfr_driver *cu = m->cu;
   CUstream s = (CUstream)stream;
-  int rc = check_io(m, inputs, outputs);
-  if (rc)
+  if ((rc = check_io(m, inputs, outputs)))
     goto unlock;
   CUresult r = cu->cuCtxPushCurrent(m->ctx);
   if (r != CUDA_SUCCESS) {
@@ -609,8 +678,13 @@ int kfuse_model_run(kfuse_model *m, void *stream, const void *const *inputs,
     rc = cu_fail_run(m, r, "cuStreamIsCapturing", "the caller's stream");
     goto pop;
   }
+  /* ordered after the previous run, whichever stream it was on; in a
+   * capture as an event wait node (replays wait for the run before their
+   * launch), and the graph holds the instance alive (kfr_capture_hold) */
   int captured = cs != CU_STREAM_CAPTURE_STATUS_NONE;
-  if (!captured && (r = cu->cuStreamWaitEvent(s, m->done, 0)) != CUDA_SUCCESS) {
+  if (captured && (rc = kfr_capture_hold(m, s)))
+    goto pop;
+  if ((r = cu->cuStreamWaitEvent(s, m->done, captured ? CU_EVENT_WAIT_EXTERNAL : 0)) != CUDA_SUCCESS) {
     rc = cu_fail_run(m, r, "cuStreamWaitEvent", "ordering after the last run");
     goto pop;
   }
@@ -624,10 +698,10 @@ int kfuse_model_run(kfuse_model *m, void *stream, const void *const *inputs,
     rc = run_steps(m, s);
   }
   /* record even after a failure: work already queued must still be ordered
-   * before the next run */
-  if (!captured && (r = cu->cuEventRecord(m->done, s)) != CUDA_SUCCESS &&
-      rc == KFUSE_OK)
-    rc = cu_fail_run(m, r, "cuEventRecord", "marking the end of the run");
+   * before the next run (in a capture: an event record node) */
+  r = captured ? cu->cuEventRecordWithFlags(m->done, s, CU_EVENT_RECORD_EXTERNAL) : cu->cuEventRecord(m->done, s);
+  if (r != CUDA_SUCCESS && rc == KFUSE_OK)
+    rc = cu_fail_run(m, r, captured ? "cuEventRecordWithFlags" : "cuEventRecord", "marking the end of the run");
 pop:;
   CUcontext popped;
   r = cu->cuCtxPopCurrent(&popped);
@@ -636,6 +710,6 @@ pop:;
 unlock:
   if (rc == KFUSE_OK)
     m->err[0] = 0;
-  pthread_mutex_unlock(&m->lock);
+  kfr_leave(m);
   return rc;
 }

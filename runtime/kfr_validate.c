@@ -7,6 +7,7 @@
  *
  * No CUDA here: the compiler's plan writer links this file too. All
  * arithmetic on plan values goes through the overflow-checked helpers. */
+#include <elf.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -118,7 +119,11 @@ static int check_desc(chk *c, uint32_t i, const kfr_buffer *b,
                  buf_kind(b->kind), name);
   }
   uint64_t bytes;
-  if (__builtin_mul_overflow(numel, (uint64_t)es, &bytes) || bytes != b->nbytes)
+  if (__builtin_mul_overflow(numel, (uint64_t)es, &bytes))
+    return bad(c, "buffer %u (%s %s): %llu elements of %u bytes overflow a "
+               "64-bit byte count", i, buf_kind(b->kind), name,
+               (unsigned long long)numel, es);
+  if (bytes != b->nbytes)
     return bad(c, "buffer %u (%s %s): nbytes is %llu, its shape and dtype "
                "need %llu", i, buf_kind(b->kind), name,
                (unsigned long long)b->nbytes, (unsigned long long)bytes);
@@ -604,11 +609,19 @@ static int check_image(chk *c, uint32_t i, const uint8_t *b, uint64_t n) {
     uint64_t phoff = rd64(b + 0x20), shoff = rd64(b + 0x28);
     uint16_t phentsize = rd16(b + 0x36), phnum = rd16(b + 0x38);
     uint16_t shentsize = rd16(b + 0x3a), shnum = rd16(b + 0x3c);
+    /* the loader walks phnum entries of the size it knows: a smaller
+     * e_phentsize (0 with phnum 65535 passed the range check) would let
+     * the table run past the image */
+    if (phnum && phentsize != sizeof(Elf64_Phdr))
+      return bad(c, "module %u: ELF program header entry size %u, not %zu "
+                 "(Elf64_Phdr)", i, phentsize, sizeof(Elf64_Phdr));
     if (phnum && !within(phoff, (uint64_t)phnum * phentsize, 0, n))
       return bad(c, "module %u: ELF program headers lie outside its %llu "
                  "bytes", i, (unsigned long long)n);
-    if (shnum && (shentsize < 64 ||
-                  !within(shoff, (uint64_t)shnum * shentsize, 0, n)))
+    if (shnum && shentsize != sizeof(Elf64_Shdr))
+      return bad(c, "module %u: ELF section header entry size %u, not %zu "
+                 "(Elf64_Shdr)", i, shentsize, sizeof(Elf64_Shdr));
+    if (shnum && !within(shoff, (uint64_t)shnum * shentsize, 0, n))
       return bad(c, "module %u: ELF section headers lie outside its %llu "
                  "bytes", i, (unsigned long long)n);
     for (uint32_t k = 0; k < shnum; k++) {
@@ -655,8 +668,13 @@ int kfr_plan_check(const void *plan, size_t bytes, char *msg, size_t n) {
   if (h->total_bytes != bytes)
     return bad(&c, "header: total_bytes is %llu but the plan has %zu bytes",
                (unsigned long long)h->total_bytes, bytes);
-  if (h->flags & ~(uint32_t)KFR_FLAG_WEIGHTS_EMBEDDED)
+  if (h->flags & ~(uint32_t)(KFR_FLAG_WEIGHTS_EMBEDDED |
+                             KFR_FLAG_WEIGHTS_BESIDE_MODULE))
     return bad(&c, "header: unknown flags 0x%x", h->flags);
+  if ((h->flags & KFR_FLAG_WEIGHTS_EMBEDDED) &&
+      (h->flags & KFR_FLAG_WEIGHTS_BESIDE_MODULE))
+    return bad(&c, "header: flags 0x%x: weights both embedded and in a file "
+               "beside the module", h->flags);
   int rc;
   if ((rc = check_table(&c, "buffer", h->off_buffers, h->n_buffers,
                         sizeof(kfr_buffer))) ||

@@ -8,18 +8,47 @@
  *
  * Every function returns 0 on success or a KFUSE_E* code; the message of
  * the last failure of a model (or of a failed create) is available from
- * kfuse_model_error / kfuse_last_error. A model instance is thread-safe:
- * concurrent runs on one instance are serialised (they share the arena);
- * use one instance per concurrent stream for parallelism. (Runs are
- * serialised on the GPU as well: each run's stream waits for the previous
- * run of the instance, whichever stream that was on; kfuse_model_error's
- * text belongs to the instance, so read it from the thread whose call
- * failed before the instance is run again.)
+ * kfuse_model_error / kfuse_last_error.
  *
- * Environment: KFUSE_CUBLASLT=path picks the cuBLASLt library (default: the
- * loader's search path, $CUDA_HOME/lib64, /usr/local/cuda/lib64, then
- * Python's nvidia/{cu13,cublas}/lib); KFUSE_LIBCUDA=path replaces
- * libcuda.so.1 (for tests).
+ * Sharing an instance (docs/DEPLOY.md, "Concurrency", says more). What is
+ * enforced:
+ *  - Runs on one instance from several threads and streams are serialised
+ *    on the host (a lock) and on the GPU: each run's stream waits for the
+ *    end of the instance's previous run, whichever stream that was on, and
+ *    the run marks its own end (they share the arena). One instance per
+ *    concurrent stream gives parallelism.
+ *  - A run on a stream the caller is capturing into a CUDA graph is
+ *    captured in that order: the graph waits for the instance's previous
+ *    run and marks its end through event wait/record nodes, so each replay
+ *    is ordered with the instance's other runs and replays as if it were a
+ *    run queued at its launch. The graph holds a reference to the
+ *    instance: destroying the instance while the graph or an exec of it
+ *    exists keeps the instance's device memory (and context reference)
+ *    until the last of them is destroyed; it is then freed at the next
+ *    create or destroy in the process. Replays bake in the pointers of the
+ *    captured run, as any CUDA graph does.
+ *  - kfuse_model_destroy waits for calls inside the instance on other
+ *    threads (a run in progress or waiting for the lock) and for the GPU
+ *    work of its runs; a run that reaches the instance once destroy has
+ *    begun returns KFUSE_ECLOSED.
+ *  - Create never waits for GPU work it did not queue: its uploads and
+ *    algorithm searches run on a stream of its own.
+ * The caller's rules (not detectable): no call on a handle after destroy
+ * has returned (nor a second destroy); the module's library stays loaded
+ * while an instance or a graph holding one exists; the info and count
+ * functions only read and may be called from any thread before destroy.
+ * kfuse_model_error may be called from any thread before destroy returns:
+ * it copies the instance's last message under the instance's lock (as a
+ * call, so destroy waits for it) into a buffer of the calling thread; the
+ * message is the instance's last failure, which after calls on several
+ * threads need not be the caller's own.
+ *
+ * Environment: KFUSE_CUBLASLT=path picks the cuBLASLt library and
+ * KFUSE_CUDNN_LIBRARY=path cuDNN (default: the loader's search path,
+ * $CUDA_HOME/lib64, /usr/local/cuda/lib64, then Python's nvidia/.../lib,
+ * newest first); KFUSE_LIBCUDA=path replaces libcuda.so.1 (for tests). All
+ * are read with secure_getenv (ignored in set-user-ID programs);
+ * docs/DEPLOY.md has the whole search.
  *
  * In a shared module (model.so) the entry points are named kfuse_model_*;
  * in an object module (model.o, static linking) they are named after the
@@ -40,11 +69,16 @@ enum {
   KFUSE_ENOMEM = 1,     /* host or device allocation failed */
   KFUSE_ENODRIVER = 2,  /* libcuda.so.1 missing or no GPU */
   KFUSE_EARCH = 3,      /* the GPU cannot run the module's cubins */
-  KFUSE_EPLAN = 4,      /* the embedded plan is corrupt or of another version */
-  KFUSE_EWEIGHTS = 5,   /* weights file missing, unreadable or of the wrong size */
-  KFUSE_EARG = 6,       /* bad argument: count, shape, dtype, NULL pointer */
+  KFUSE_EPLAN = 4,      /* the embedded plan is corrupt, of another version,
+                           or its launches disagree with their kernels */
+  KFUSE_EWEIGHTS = 5,   /* weights file missing, unreadable, or not this
+                           module's (size, header, model id, hash) */
+  KFUSE_EARG = 6,       /* bad argument: count, shape, dtype, NULL pointer,
+                           an output overlapping an input or output */
   KFUSE_ECUDA = 7,      /* a CUDA driver call failed */
   KFUSE_ELIBRARY = 8,   /* cuBLASLt/cuDNN missing or failed */
+  KFUSE_ECLOSED = 9,    /* the instance is being destroyed (see below) */
+  KFUSE_EINDEX = 10,    /* a run met an out-of-range index (kfuse_model_check) */
 };
 
 typedef struct kfuse_model kfuse_model;
@@ -55,9 +89,16 @@ typedef struct kfuse_options {
   const char *weights_path; /* NULL: the path recorded at compile time,
                                resolved relative to the module's directory
                                when relative; ignored for embedded weights */
-  int cuda_graph;           /* 1: capture the plan once per stream and
-                               replay it (inputs/outputs are copied through
-                               fixed buffers); 0: launch every step */
+  int cuda_graph;           /* 1: capture the plan once and replay it
+                               (inputs/outputs are copied through fixed
+                               buffers; if the capture fails, the instance
+                               says so once on stderr and launches every
+                               step instead); 0: launch every step */
+  int skip_weights_hash;    /* 1: do not hash the weights file's data at
+                               create (its exact size and the model id in
+                               its header are still checked); 0 (default):
+                               check the data's XXH64 against the module's,
+                               about as costly as reading the file */
 } kfuse_options;
 
 typedef struct kfuse_tensor_info {
@@ -95,13 +136,26 @@ enum {
  * others are the runtime's and serve every model linked with it. */
 
 /* Run the model: inputs[i] / outputs[i] are device pointers to contiguous
- * tensors of the shapes and dtypes the info functions report. stream is a
- * CUstream (cudaStream_t); NULL means the legacy default stream. Returns
- * when the work is queued, not when it is done. */
+ * tensors of the shapes and dtypes the info functions report. An output
+ * may share no byte with an input or another output (KFUSE_EARG: outputs
+ * are written while inputs are still read); inputs may share memory. An
+ * out-of-range index in an index op reads 0 and is flagged for
+ * kfuse_model_check, not reported here. stream is a CUstream
+ * (cudaStream_t); NULL means the legacy default stream. Returns when the
+ * work is queued, not when it is done. */
 KFUSE_EXPORT int kfuse_model_run(kfuse_model *m, void *stream,
                                  const void *const *inputs,
                                  void *const *outputs);
-/* Free the instance and its device memory. Accepts NULL. */
+/* Wait for the instance's runs so far (its own end event; no other work)
+ * and report what they flagged on the GPU: KFUSE_EINDEX when an index op
+ * (gather, embedding, index, index_select) met an out-of-range index, where
+ * PyTorch raises IndexError (those runs' outputs are undefined: the element
+ * reads 0); the flag is cleared. KFUSE_ECUDA when a run failed on the GPU.
+ * A debug aid: it blocks the calling thread. */
+KFUSE_EXPORT int kfuse_model_check(kfuse_model *m);
+/* Free the instance and its device memory, after waiting for calls on
+ * other threads and its GPU work (the memory stays while a CUDA graph that
+ * captured a run exists; see above). Accepts NULL. */
 KFUSE_EXPORT void kfuse_model_destroy(kfuse_model *m);
 KFUSE_EXPORT int kfuse_model_num_inputs(const kfuse_model *m);
 KFUSE_EXPORT int kfuse_model_num_outputs(const kfuse_model *m);
@@ -109,7 +163,9 @@ KFUSE_EXPORT int kfuse_model_input_info(const kfuse_model *m, int i,
                                         kfuse_tensor_info *out);
 KFUSE_EXPORT int kfuse_model_output_info(const kfuse_model *m, int i,
                                          kfuse_tensor_info *out);
-/* Message of the instance's last failure ("" if none). */
+/* Message of the instance's last failure ("" if none), copied into a
+ * buffer of the calling thread that stays valid until this thread calls
+ * kfuse_model_error again. */
 KFUSE_EXPORT const char *kfuse_model_error(const kfuse_model *m);
 /* Message of this thread's last failed create. */
 KFUSE_EXPORT const char *kfuse_last_error(void);

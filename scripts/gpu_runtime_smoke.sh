@@ -85,8 +85,9 @@ fi
 
 cc=${CC:-gcc}
 cflags=(-std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wno-unused-parameter -Iruntime "${incs[@]}")
-rt_src=(runtime/kfr_validate.c runtime/kfr_driver.c runtime/kfr_model.c runtime/kfr_run.c
-        runtime/kfr_cudnn.c runtime/kfr_cudnn_graph.c)
+rt_src=(runtime/kfr_validate.c runtime/kfr_hash.c runtime/kfr_driver.c runtime/kfr_model.c
+        runtime/kfr_params.c runtime/kfr_weights.c runtime/kfr_run.c
+        runtime/kfr_cudnn.c runtime/kfr_cudnn_graph.c runtime/kfr_sync.c)
 
 say "runtime as a shared library: link dependencies and exports"
 if "$cc" "${cflags[@]}" -fPIC -fvisibility=hidden -shared -o "$work/libkfr_check.so" \

@@ -62,40 +62,36 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   o.progress = true;
   const char *in = NULL, *out = NULL;
   for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    bool more = i + 1 < argc;
-    if (strcmp(a, "-o") == 0 && more) {
-      out = argv[++i];
-    } else if (strcmp(a, "--emit") == 0 && more) {
-      const char *e = argv[++i];
-      if (strcmp(e, "so") == 0) o.emit = KF_EMIT_SO;
-      else if (strcmp(e, "obj") == 0) o.emit = KF_EMIT_OBJ;
-      else {
-        kf_diag_error(diag, "--emit takes so or obj, not '%s'", e);
-        return 2;
-      }
-    } else if (strcmp(a, "--target") == 0 && more) {
-      const char *t = argv[++i];
-      if (strcmp(t, "sm_90") == 0) {
+    const char *a = argv[i], *v;
+    if (kf_cli_is_help(a)) {
+      kf_cli_usage(stdout, "compile");
+      return 0;
+    } else if (strcmp(a, "-o") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &out, diag)) return 2;
+    } else if (strcmp(a, "--emit") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
+      if (strcmp(v, "so") == 0) o.emit = KF_EMIT_SO;
+      else if (strcmp(v, "obj") == 0) o.emit = KF_EMIT_OBJ;
+      else return kf_cli_error("compile", diag, "--emit takes so or obj, not '%s'", v);
+    } else if (strcmp(a, "--target") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
+      if (strcmp(v, "sm_90") == 0) {
         o.target.sm = 90;
         o.target.arch_specific = false;
-      } else if (strcmp(t, "sm_90a") == 0) {
+      } else if (strcmp(v, "sm_90a") == 0) {
         o.target.sm = 90;
         o.target.arch_specific = true;
       } else {
-        kf_diag_error(diag, "--target: kfuse builds for sm_90 or sm_90a (Hopper), not '%s'", t);
-        return 2;
+        return kf_cli_error("compile", diag, "--target: kfuse builds for sm_90 or sm_90a (Hopper), not '%s'", v);
       }
-    } else if (strcmp(a, "--precision") == 0 && more) {
-      const char *p = argv[++i];
-      if (!kf_precision_parse(p, &o.precision)) {
-        kf_diag_error(diag, "--precision takes default, tf32, bf16 or fp16, not '%s'", p);
-        return 2;
-      }
-    } else if (strcmp(a, "--report") == 0 && more) {
-      o.report_path = argv[++i];
-    } else if (strcmp(a, "--prefix") == 0 && more) {
-      o.prefix = argv[++i];
+    } else if (strcmp(a, "--precision") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
+      if (!kf_precision_parse(v, &o.precision))
+        return kf_cli_error("compile", diag, "--precision takes default, tf32, bf16 or fp16, not '%s'", v);
+    } else if (strcmp(a, "--report") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &o.report_path, diag)) return 2;
+    } else if (strcmp(a, "--prefix") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &o.prefix, diag)) return 2;
     } else if (strcmp(a, "--embed-weights") == 0) {
       o.embed_weights = true;
     } else if (strcmp(a, "--no-fuse") == 0) {
@@ -108,26 +104,23 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
       o.no_horizontal = true;
     } else if (strcmp(a, "--no-cudnn") == 0) {
       o.no_cudnn = true;
-    } else if (strcmp(a, "--kernel-option") == 0 && more) {
-      if (!kernel_option(&o, argv[++i], diag)) return 2;
+    } else if (strcmp(a, "--kernel-option") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
+      if (!kernel_option(&o, v, diag)) return 2;
     } else if (strcmp(a, "--reference") == 0) {
       o.reference = true;
     } else if (strcmp(a, "-q") == 0) {
       o.progress = false;
     } else if (a[0] == '-' && a[1]) {
-      kf_diag_error(diag, "compile: unknown option '%s'", a);
-      return 2;
+      return kf_cli_unknown("compile", a, diag);
     } else if (!in) {
       in = a;
     } else {
-      kf_diag_error(diag, "compile: more than one model given ('%s', '%s')", in, a);
-      return 2;
+      return kf_cli_error("compile", diag, "more than one model given ('%s', '%s')", in, a);
     }
   }
-  if (!in || !out) {
-    kf_diag_error(diag, "usage: kfuse compile MODEL -o OUT.so [options] (kfuse help)");
-    return 2;
-  }
+  if (!in) return kf_cli_error("compile", diag, "no model given");
+  if (!out) return kf_cli_error("compile", diag, "-o OUT.so is required");
   if (o.prefix && o.emit != KF_EMIT_OBJ) {
     kf_diag_error(diag, "--prefix applies to --emit obj only (a .so exports kfuse_model_*)");
     return 2;

@@ -301,22 +301,29 @@ int kf_cmd_bench(int argc, char **argv, kf_diag *diag) {
   int iters = 100, warmup = 10;
   bool graph = false;
   for (int i = 0; i < argc; i++) {
-    if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
-      iters = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc)
-      warmup = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--graph") == 0)
+    const char *v;
+    long long n;
+    if (kf_cli_is_help(argv[i])) {
+      kf_cli_usage(stdout, "bench");
+      return 0;
+    } else if (strcmp(argv[i], "--iters") == 0 || strcmp(argv[i], "--warmup") == 0) {
+      const char *opt = argv[i];
+      bool it = opt[2] == 'i';
+      if (!kf_cli_value(argc, argv, &i, "bench", &v, diag) ||
+          !kf_cli_int("bench", opt, v, it ? 1 : 0, 1000000, &n, diag))
+        return 2;
+      *(it ? &iters : &warmup) = (int)n;
+    } else if (strcmp(argv[i], "--graph") == 0) {
       graph = true;
-    else if (argv[i][0] == '-') {
-      kf_diag_error(diag, "bench: unknown option '%s'", argv[i]);
-      return 2;
-    } else
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return kf_cli_unknown("bench", argv[i], diag);
+    } else if (path) {
+      return kf_cli_error("bench", diag, "more than one module given ('%s', '%s')", path, argv[i]);
+    } else {
       path = argv[i];
+    }
   }
-  if (!path || iters < 1 || warmup < 0) {
-    kf_diag_error(diag, "usage: kfuse bench MODULE.so [--iters N] [--warmup N] [--graph]");
-    return 2;
-  }
+  if (!path) return kf_cli_error("bench", diag, "no module given");
   session s;
   int rc = 1;
   float *ms = calloc((size_t)iters, sizeof *ms);

@@ -13,8 +13,11 @@
  *
  * MODEL is a .pt2 archive or MLIR text (kfuse IR or torch dialect). Errors
  * go to stderr as "kfuse: error: <what and where>"; the exit status is 0 on
- * success, 1 on any failure, 2 on bad usage. */
+ * success, 1 on any failure, 2 on bad usage. `kfuse CMD --help` prints a
+ * command's usage (tools/cli.c, with the option parsing the commands
+ * share). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,51 +30,6 @@
 #include "kfuse/partition.h"
 
 #define KFUSE_VERSION "0.1.0"
-
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: kfuse <command> [options]\n"
-          "\n"
-          "commands:\n"
-          "  info MODEL [-p PIPELINE] [--no-ir]\n"
-          "        load MODEL (.pt2 or MLIR text), run the default pipeline and print\n"
-          "        the partition-ready IR and a summary: ops, weights, memory\n"
-          "  opt FILE [-p PIPELINE] [-o OUT] [--no-verify] [--list-passes]\n"
-          "        print FILE's IR after the passes in PIPELINE (comma-separated;\n"
-          "        default: none); '-' reads standard input\n"
-          "  run MODEL --io FILE.kfio [--atol A] [--rtol R] [-p PIPELINE]\n"
-          "        run the CPU reference interpreter (fp64) on the inputs recorded\n"
-          "        in FILE.kfio and compare with the outputs recorded there\n"
-          "  partition MODEL [-p PIPELINE] [--no-fuse] [--no-horizontal] [--precision P]\n"
-          "            [--canonical]\n"
-          "        run the compile passes (or PIPELINE), cut the graph into fusion groups\n"
-          "        and plan its memory; print the groups (kind, ops, inputs, outputs,\n"
-          "        key; --canonical: their canonical forms) and the arena size;\n"
-          "        --no-horizontal keeps sibling element-wise groups apart\n"
-          "  compile MODEL -o OUT.so [--emit so|obj] [--target sm_90|sm_90a]\n"
-          "          [--precision default|tf32|bf16|fp16] [--report R.json]\n"
-          "          [--embed-weights] [--no-fuse] [--no-horizontal] [--no-cudnn]\n"
-          "          [--no-channels-last] [--no-tune] [--reference] [--prefix NAME] [--kernel-option KEY=N ...] [-q]\n"
-          "        compile MODEL into a module linked with the kfuse runtime; weights go\n"
-          "        to OUT.so.weights unless embedded; needs no GPU (kernels are compiled,\n"
-          "        choices made by rule); with a GPU here, groups with template choices\n"
-          "        are timed on it and the fastest matching candidate kept unless\n"
-          "        --no-tune; convolutions run on cuDNN (loaded by the\n"
-          "        module at create time) unless --no-cudnn, with NHWC activations\n"
-          "        unless --no-channels-last. --kernel-option forces a\n"
-          "        template choice on every group: block=N threads a block, vec=N\n"
-          "        elements a vector access, tpr=N threads a row of a reduction,\n"
-          "        cache=N values a thread kept in registers by normalisations (-1:\n"
-          "        read the row twice), occ=N resident threads a SM for row kernels,\n"
-          "        attn_scratch=N KiB of scores attention's GEMM lowering holds at once\n"
-          "  run MODULE.so --io FILE.kfio [--atol A] [--rtol R] [--graph]\n"
-          "        run a compiled module on the GPU on the recorded inputs and compare\n"
-          "  bench MODULE.so [--iters N] [--warmup N] [--graph]\n"
-          "        time a compiled module on the GPU with random inputs (CUDA events)\n"
-          "  ops [--aten]\n"
-          "        list the IR's ops, or the supported ATen overloads\n"
-          "  version\n");
-}
 
 static char *read_all(const char *path, size_t *n, kf_diag *diag) {
   FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
@@ -195,18 +153,22 @@ static int cmd_info(int argc, char **argv, kf_diag *diag) {
   const char *path = NULL, *pipeline = kf_pass_default_pipeline();
   bool print_ir = true;
   for (int i = 0; i < argc; i++) {
-    if (strcmp(argv[i], "-p") == 0 && i + 1 < argc)
-      pipeline = argv[++i];
-    else if (strcmp(argv[i], "--no-ir") == 0)
+    if (kf_cli_is_help(argv[i])) {
+      kf_cli_usage(stdout, "info");
+      return 0;
+    } else if (strcmp(argv[i], "-p") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "info", &pipeline, diag)) return 2;
+    } else if (strcmp(argv[i], "--no-ir") == 0) {
       print_ir = false;
-    else if (argv[i][0] == '-' && argv[i][1])
-      return usage(stderr), 2;
-    else if (!path)
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return kf_cli_unknown("info", argv[i], diag);
+    } else if (!path) {
       path = argv[i];
-    else
-      return usage(stderr), 2;
+    } else {
+      return kf_cli_error("info", diag, "more than one model given ('%s', '%s')", path, argv[i]);
+    }
   }
-  if (!path) return usage(stderr), 2;
+  if (!path) return kf_cli_error("info", diag, "no model given");
   kf_graph *g = NULL;
   kf_status st = load(path, &g, diag);
   if (st == KF_OK) st = kf_graph_verify(g, diag);
@@ -268,10 +230,13 @@ static int cmd_opt(int argc, char **argv, kf_diag *diag) {
   const char *path = NULL, *pipeline = "", *outp = NULL;
   bool verify = true;
   for (int i = 0; i < argc; i++) {
-    if (strcmp(argv[i], "-p") == 0 && i + 1 < argc) {
-      pipeline = argv[++i];
-    } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
-      outp = argv[++i];
+    if (kf_cli_is_help(argv[i])) {
+      kf_cli_usage(stdout, "opt");
+      return 0;
+    } else if (strcmp(argv[i], "-p") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "opt", &pipeline, diag)) return 2;
+    } else if (strcmp(argv[i], "-o") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "opt", &outp, diag)) return 2;
     } else if (strcmp(argv[i], "--no-verify") == 0) {
       verify = false;
     } else if (strcmp(argv[i], "--list-passes") == 0) {
@@ -281,14 +246,14 @@ static int cmd_opt(int argc, char **argv, kf_diag *diag) {
       printf("%-12s %s\n", "default", kf_pass_default_pipeline());
       return 0;
     } else if (argv[i][0] == '-' && argv[i][1]) {
-      return usage(stderr), 2;
+      return kf_cli_unknown("opt", argv[i], diag);
     } else if (!path) {
       path = argv[i];
     } else {
-      return usage(stderr), 2;
+      return kf_cli_error("opt", diag, "more than one file given ('%s', '%s')", path, argv[i]);
     }
   }
-  if (!path) return usage(stderr), 2;
+  if (!path) return kf_cli_error("opt", diag, "no file given ('-' reads standard input)");
   kf_graph *g = NULL;
   kf_status st = load(path, &g, diag);
   if (st == KF_OK && verify) st = kf_graph_verify(g, diag);
@@ -315,24 +280,32 @@ static int cmd_run(int argc, char **argv, kf_diag *diag) {
   double atol = -1, rtol = -1;
   bool graph = false;
   for (int i = 0; i < argc; i++) {
-    if (strcmp(argv[i], "--io") == 0 && i + 1 < argc)
-      io = argv[++i];
-    else if (strcmp(argv[i], "--atol") == 0 && i + 1 < argc)
-      atol = strtod(argv[++i], NULL);
-    else if (strcmp(argv[i], "--rtol") == 0 && i + 1 < argc)
-      rtol = strtod(argv[++i], NULL);
-    else if (strcmp(argv[i], "-p") == 0 && i + 1 < argc)
-      pipeline = argv[++i];
-    else if (strcmp(argv[i], "--graph") == 0)
+    const char *v;
+    if (kf_cli_is_help(argv[i])) {
+      kf_cli_usage(stdout, "run");
+      return 0;
+    } else if (strcmp(argv[i], "--io") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "run", &io, diag)) return 2;
+    } else if (strcmp(argv[i], "--atol") == 0 || strcmp(argv[i], "--rtol") == 0) {
+      /* a NaN tolerance would make every comparison pass */
+      const char *opt = argv[i];
+      if (!kf_cli_value(argc, argv, &i, "run", &v, diag) ||
+          !kf_cli_double("run", opt, v, 0, INFINITY, opt[2] == 'a' ? &atol : &rtol, diag))
+        return 2;
+    } else if (strcmp(argv[i], "-p") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "run", &pipeline, diag)) return 2;
+    } else if (strcmp(argv[i], "--graph") == 0) {
       graph = true;
-    else if (argv[i][0] == '-' && argv[i][1])
-      return usage(stderr), 2;
-    else if (!path)
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return kf_cli_unknown("run", argv[i], diag);
+    } else if (!path) {
       path = argv[i];
-    else
-      return usage(stderr), 2;
+    } else {
+      return kf_cli_error("run", diag, "more than one model given ('%s', '%s')", path, argv[i]);
+    }
   }
-  if (!path || !io) return usage(stderr), 2;
+  if (!path) return kf_cli_error("run", diag, "no model or module given");
+  if (!io) return kf_cli_error("run", diag, "--io FILE.kfio is required");
   size_t plen = strlen(path);
   if (plen > 3 && strcmp(path + plen - 3, ".so") == 0)
     return kf_cmd_run_module(path, io, atol, rtol, graph, diag);
@@ -386,26 +359,31 @@ static int cmd_partition(int argc, char **argv, kf_diag *diag) {
   kf_partition_options_init(&po);
   bool canonical = false;
   for (int i = 0; i < argc; i++) {
-    if (strcmp(argv[i], "-p") == 0 && i + 1 < argc) {
-      pipeline = argv[++i];
+    const char *v;
+    if (kf_cli_is_help(argv[i])) {
+      kf_cli_usage(stdout, "partition");
+      return 0;
+    } else if (strcmp(argv[i], "-p") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "partition", &pipeline, diag)) return 2;
     } else if (strcmp(argv[i], "--no-fuse") == 0) {
       po.fuse = false;
     } else if (strcmp(argv[i], "--no-horizontal") == 0) {
       po.horizontal = false;
     } else if (strcmp(argv[i], "--canonical") == 0) {
       canonical = true;
-    } else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
-      if (!kf_precision_parse(argv[++i], &po.precision)) {
-        kf_diag_error(diag, "unknown precision '%s' (default, tf32, bf16, fp16)", argv[i]);
-        return 2;
-      }
-    } else if ((argv[i][0] == '-' && argv[i][1]) || path) {
-      return usage(stderr), 2;
+    } else if (strcmp(argv[i], "--precision") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "partition", &v, diag)) return 2;
+      if (!kf_precision_parse(v, &po.precision))
+        return kf_cli_error("partition", diag, "--precision takes default, tf32, bf16 or fp16, not '%s'", v);
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return kf_cli_unknown("partition", argv[i], diag);
+    } else if (path) {
+      return kf_cli_error("partition", diag, "more than one model given ('%s', '%s')", path, argv[i]);
     } else {
       path = argv[i];
     }
   }
-  if (!path) return usage(stderr), 2;
+  if (!path) return kf_cli_error("partition", diag, "no model given");
   kf_graph *g = NULL;
   kf_partition *p = NULL;
   kf_memplan *m = NULL;
@@ -463,12 +441,24 @@ static void print_aten(void *user, const char *schema, const char *lowering) {
   printf("%-90s -> %s\n", schema, lowering);
 }
 
-static int cmd_ops(int argc, char **argv) {
-  if (argc == 1 && strcmp(argv[0], "--aten") == 0) {
+static int cmd_ops(int argc, char **argv, kf_diag *diag) {
+  bool aten = false;
+  for (int i = 0; i < argc; i++) {
+    if (kf_cli_is_help(argv[i])) {
+      kf_cli_usage(stdout, "ops");
+      return 0;
+    } else if (strcmp(argv[i], "--aten") == 0) {
+      aten = true;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return kf_cli_unknown("ops", argv[i], diag);
+    } else {
+      return kf_cli_error("ops", diag, "takes no argument ('%s')", argv[i]);
+    }
+  }
+  if (aten) {
     kf_aten_list(print_aten, NULL);
     return 0;
   }
-  if (argc) return usage(stderr), 2;
   for (int c = 0; c < KF_OP_COUNT; c++) {
     const kf_op_info *info = kf_op_info_get(c);
     printf("kf.%-18s (", info->name);
@@ -488,24 +478,33 @@ static int cmd_ops(int argc, char **argv) {
 int main(int argc, char **argv) {
   kf_diag diag;
   kf_diag_init(&diag, NULL, NULL);
-  if (argc < 2) return usage(stderr), 2;
+  if (argc < 2) return kf_cli_usage_all(stderr), 2;
   const char *cmd = argv[1];
   if (strcmp(cmd, "info") == 0) return cmd_info(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "opt") == 0) return cmd_opt(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "run") == 0) return cmd_run(argc - 2, argv + 2, &diag);
-  if (strcmp(cmd, "ops") == 0) return cmd_ops(argc - 2, argv + 2);
+  if (strcmp(cmd, "ops") == 0) return cmd_ops(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "partition") == 0) return cmd_partition(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "compile") == 0) return kf_cmd_compile(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "bench") == 0) return kf_cmd_bench(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+    if (argc > 2 && kf_cli_is_help(argv[2])) {
+      kf_cli_usage(stdout, "version");
+      return 0;
+    }
+    if (argc > 2) return kf_cli_error("version", &diag, "takes no argument ('%s')", argv[2]);
     printf("kfuse %s\n", KFUSE_VERSION);
     return 0;
   }
-  if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-    usage(stdout);
+  if (strcmp(cmd, "help") == 0 || kf_cli_is_help(cmd)) {
+    if (argc > 2) { /* kfuse help CMD */
+      kf_cli_usage(stdout, argv[2]);
+      return 0;
+    }
+    kf_cli_usage_all(stdout);
     return 0;
   }
   fprintf(stderr, "kfuse: error: unknown command '%s'\n", cmd);
-  usage(stderr);
+  kf_cli_usage_all(stderr);
   return 2;
 }

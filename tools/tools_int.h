@@ -1,11 +1,38 @@
 /* tools/tools_int.h — private: the kfuse commands that live in their own
- * files (tools/cmd_*.c). Each returns the process exit status. */
+ * files (tools/cmd_*.c), each returning the process exit status, and the
+ * command-line helpers they share (tools/cli.c). */
 #ifndef KFUSE_TOOLS_INT_H
 #define KFUSE_TOOLS_INT_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "kfuse/status.h"
+
+/* ---- the command line (tools/cli.c) ---- */
+
+/* Every command's usage (kfuse help). */
+void kf_cli_usage_all(FILE *f);
+/* One command's: the synopsis, and on stdout its description too. */
+void kf_cli_usage(FILE *f, const char *cmd);
+/* --help or -h */
+bool kf_cli_is_help(const char *arg);
+/* "kfuse: error: CMD: <message>", then CMD's synopsis; returns 2. */
+int kf_cli_error(const char *cmd, kf_diag *diag, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "CMD: unknown option 'OPT'"; returns 2. */
+int kf_cli_unknown(const char *cmd, const char *opt, kf_diag *diag);
+/* The value of option argv[*i] (advancing *i), or "option X needs a
+ * value" and false. */
+bool kf_cli_value(int argc, char **argv, int *i, const char *cmd, const char **out, kf_diag *diag);
+/* The whole of s as a finite number in [lo, hi] (hi may be INFINITY), or
+ * an error naming the option and false. */
+bool kf_cli_double(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out,
+                   kf_diag *diag);
+/* The whole of s as a decimal integer in [lo, hi], or an error naming the
+ * option and false. */
+bool kf_cli_int(const char *cmd, const char *opt, const char *s, long long lo, long long hi, long long *out,
+                kf_diag *diag);
 
 int kf_cmd_compile(int argc, char **argv, kf_diag *diag);
 int kf_cmd_run_module(const char *path, const char *io, double atol, double rtol, bool graph,

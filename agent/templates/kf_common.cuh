@@ -8,7 +8,19 @@
 #ifndef KF_COMMON_CUH
 #define KF_COMMON_CUH
 
+// The module's out-of-range index flag: a kernel that meets an index out of
+// range (after wrapping negative ones; gather, embedding, index,
+// index_select), where PyTorch raises IndexError, reads 0 for it and sets
+// this word. One per module (one NVRTC program per unit); the runtime finds
+// it by name and reads and clears it in kfuse_model_check
+// (runtime/kfr_sync.c). C linkage: the name is the symbol.
+extern "C" {
+__device__ unsigned int kf_index_error;
+}
+
 namespace kf {
+
+__device__ __forceinline__ void index_error() { atomicOr(&kf_index_error, 1u); }
 
 typedef long long i64;
 typedef unsigned long long u64;

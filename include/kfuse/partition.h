@@ -148,6 +148,10 @@ typedef struct kf_memplan {
  * otherwise. */
 KF_API kf_status kf_memplan_build(const kf_partition *p, int64_t scratch_bytes,
                                   kf_memplan **out, kf_diag *diag);
+/* KF_ERR_LIMIT, naming the value and its type, when some value of the graph
+ * spans more bytes than the memory plan can count (2^62); kf_memplan_build
+ * checks this first, the compile driver also before building kernels. */
+KF_API kf_status kf_memplan_check_sizes(const kf_partition *p, kf_diag *diag);
 KF_API void kf_memplan_destroy(kf_memplan *m);
 
 #ifdef __cplusplus

@@ -9,13 +9,20 @@
 Pure Python over ctypes: the module's C API is runtime/kfuse_runtime.h. The
 call runs on the current CUDA stream of the input's device and returns when
 the work is queued, like any PyTorch CUDA op.
+
+Threads: a Module may be called from several threads (runs are serialised,
+on the host and on the GPU, see docs/DEPLOY.md); close() waits for calls in
+progress on other threads, and calls after it raise KfuseError. A call
+captured into a torch.cuda.CUDAGraph keeps the module's GPU memory alive
+until that graph is gone, even after close().
 """
 
+import contextlib
 import ctypes
 import os
 import threading
 
-__all__ = ["load", "export", "Module", "KfuseError"]
+__all__ = ["load", "export", "Module", "KfuseError", "KfuseIndexError"]
 
 _MAX_RANK = 8
 # KFUSE_DTYPE_* (runtime/kfuse_runtime.h) -> torch dtype name
@@ -27,9 +34,18 @@ class KfuseError(RuntimeError):
     """A failure reported by a kfuse module (create or run)."""
 
 
+class KfuseIndexError(KfuseError, IndexError):
+    """An index op (gather, embedding, index, index_select) met an index out
+    of range, where PyTorch raises IndexError (found by a checked call)."""
+
+
+_EINDEX = 10  # KFUSE_EINDEX (runtime/kfuse_runtime.h)
+
+
 class _Options(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("device", ctypes.c_int),
-                ("weights_path", ctypes.c_char_p), ("cuda_graph", ctypes.c_int)]
+                ("weights_path", ctypes.c_char_p), ("cuda_graph", ctypes.c_int),
+                ("skip_weights_hash", ctypes.c_int)]
 
 
 class _Info(ctypes.Structure):
@@ -55,6 +71,11 @@ def _bind(lib):
     lib.kfuse_model_error.restype = ctypes.c_char_p
     lib.kfuse_last_error.argtypes = []
     lib.kfuse_last_error.restype = ctypes.c_char_p
+    try:  # modules from before kfuse_model_check have none
+        lib.kfuse_model_check.argtypes = [P]
+        lib.kfuse_model_check.restype = I
+    except AttributeError:
+        pass
 
 
 # Libraries loaded by this process, by file identity (st_dev, st_ino) ->
@@ -102,7 +123,19 @@ def _open_library(path):
 class Module:
     """A loaded kfuse module: call it with torch tensors."""
 
-    def __init__(self, path, device=None, weights=None, cuda_graph=False):
+    def __init__(self, path, device=None, weights=None, cuda_graph=False, verify_weights=True,
+                 check=None):
+        """verify_weights=False: do not hash the weights file at create
+        (its exact size and the model id in its header are still checked).
+        check: after every call, wait for it and raise KfuseIndexError if
+        an index was out of range (a debug aid: each call then synchronises;
+        default: the KFUSE_CHECK=1 environment variable)."""
+        self._h = None
+        self._check = (os.environ.get("KFUSE_CHECK", "0") not in ("", "0")) if check is None else bool(check)
+        # calls in progress; close() waits for them (the handle must not be
+        # destroyed under a call on another thread)
+        self._gate = threading.Condition()
+        self._active = 0
         import torch
         self._torch = torch
         self.path = os.path.abspath(path)
@@ -114,7 +147,8 @@ class Module:
         self.device = torch.device("cuda", torch.cuda.current_device() if device is None else device)
         torch.cuda.init()  # the module shares PyTorch's primary context
         opts = _Options(ctypes.sizeof(_Options), self.device.index,
-                        os.fsencode(weights) if weights else None, 1 if cuda_graph else 0)
+                        os.fsencode(weights) if weights else None, 1 if cuda_graph else 0,
+                        0 if verify_weights else 1)
         h = ctypes.c_void_p()
         with torch.cuda.device(self.device):
             rc = self._lib.kfuse_model_create(ctypes.byref(opts), ctypes.byref(h))
@@ -157,16 +191,58 @@ class Module:
         ins = (ctypes.c_void_p * max(1, len(keep)))(*[t.data_ptr() for t in keep])
         ous = (ctypes.c_void_p * max(1, len(outs)))(*[t.data_ptr() for t in outs])
         stream = torch.cuda.current_stream(self.device).cuda_stream
-        rc = self._lib.kfuse_model_run(self._h, ctypes.c_void_p(stream), ins, ous)
-        if rc != 0:
-            msg = self._lib.kfuse_model_error(self._h) or b"unknown error"
-            raise KfuseError(f"{self.path}: {msg.decode(errors='replace')} (code {rc})")
+        with self._using() as h:
+            rc = self._lib.kfuse_model_run(h, ctypes.c_void_p(stream), ins, ous)
+            if rc != 0:
+                msg = self._lib.kfuse_model_error(h) or b"unknown error"
+                raise KfuseError(f"{self.path}: {msg.decode(errors='replace')} (code {rc})")
+            if self._check and not torch.cuda.is_current_stream_capturing():
+                self._check_handle(h)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def check(self):
+        """Wait for the calls so far and raise KfuseIndexError if one met an
+        out-of-range index (the flag is cleared), KfuseError if one failed
+        on the GPU."""
+        with self._using() as h:
+            self._check_handle(h)
+
+    def _check_handle(self, h):
+        if not hasattr(self._lib, "kfuse_model_check"):
+            raise KfuseError(f"{self.path}: this module predates kfuse_model_check; rebuild it to check runs")
+        rc = self._lib.kfuse_model_check(h)
+        if rc != 0:
+            msg = (self._lib.kfuse_model_error(h) or b"unknown error").decode(errors="replace")
+            cls = KfuseIndexError if rc == _EINDEX else KfuseError
+            raise cls(f"{self.path}: {msg} (code {rc})")
+
+    @contextlib.contextmanager
+    def _using(self):
+        """The handle, for one call; close() waits until the call is done."""
+        with self._gate:
+            if self._h is None:
+                raise KfuseError(f"{self.path}: the module is closed")
+            self._active += 1
+        try:
+            yield self._h
+        finally:
+            with self._gate:
+                self._active -= 1
+                self._gate.notify_all()
+
     def close(self):
-        if getattr(self, "_h", None):
-            self._lib.kfuse_model_destroy(self._h)
-            self._h = None
+        """Destroy the instance: waits for calls in progress on other
+        threads; later calls raise KfuseError. A CUDA graph that captured a
+        call keeps the GPU memory until the graph is destroyed."""
+        gate = getattr(self, "_gate", None)
+        if gate is None:  # __init__ failed before the handle existed
+            return
+        with gate:
+            h, self._h = self._h, None
+            while self._active:
+                gate.wait()
+        if h:
+            self._lib.kfuse_model_destroy(h)
 
     def __del__(self):
         try:
@@ -175,9 +251,15 @@ class Module:
             pass
 
 
-def load(path, device=None, weights=None, cuda_graph=False):
-    """Load a module compiled by `kfuse compile` (model.so)."""
-    return Module(path, device=device, weights=weights, cuda_graph=cuda_graph)
+def load(path, device=None, weights=None, cuda_graph=False, verify_weights=True, check=None):
+    """Load a module compiled by `kfuse compile` (model.so). Its weights file
+    (model.so.weights beside it, or `weights`) must be the one compiled with
+    it: exact size, the module's model id in its header, and unless
+    verify_weights=False the XXH64 of its data (docs/DEPLOY.md). check=True
+    (or KFUSE_CHECK=1): every call waits and raises KfuseIndexError on an
+    out-of-range index, as PyTorch would; see Module."""
+    return Module(path, device=device, weights=weights, cuda_graph=cuda_graph,
+                  verify_weights=verify_weights, check=check)
 
 
 def export(model, args, path, kwargs=None):

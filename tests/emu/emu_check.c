@@ -12,9 +12,13 @@
  *   MODE: fused (default precision, tolerance max(fixture's, 1e-4)),
  *         fused-nocudnn (the same without cuDNN steps: convolutions as
  *         im2col + GEMM or direct kernels), fused-chunked (attention's
- *         GEMM lowering with a 16 KiB score scratch: many chunks), or
+ *         GEMM lowering with a 16 KiB score scratch: many chunks),
  *         perop-fp64 (one group per op, computed in fp64: the fixture's
- *         own tolerance)
+ *         own tolerance), or fused-oob (every integer input set out of
+ *         range for any index op: the outputs are not compared, the
+ *         kernels' out-of-range index flag must be set)
+ *   In every other mode the flag (kf_index_error, kf_common.cuh) must stay
+ *   clear: in-range indices, negative ones wrapped, never set it.
  *   With "-" instead of a .kfio (hand-written graphs, tests/emu/NAME.mlir:
  *   larger shapes and paths the fixtures do not reach) the inputs are
  *   pseudo-random (floats in [-2, 2), integers in [0, 4), bools) and the
@@ -246,9 +250,12 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   /* fused-chunked: attention's GEMM lowering holds at most 16 KiB of
    * scores, so its batch (and rows) split over several step triples */
   bool chunked = strcmp(mode, "fused-chunked") == 0;
-  if (!fp64 && !nocudnn && !reread && !nhwc && !chunked && strcmp(mode, "fused") != 0) {
+  /* fused-oob: integer inputs out of range for every index op */
+  bool oob = strcmp(mode, "fused-oob") == 0;
+  if (!fp64 && !nocudnn && !reread && !nhwc && !chunked && !oob && strcmp(mode, "fused") != 0) {
     fprintf(stderr,
-            "unknown mode '%s' (fused, fused-nocudnn, fused-reread, fused-nhwc, fused-chunked, perop-fp64)\n",
+            "unknown mode '%s' (fused, fused-nocudnn, fused-reread, fused-nhwc, fused-chunked, fused-oob, "
+            "perop-fp64)\n",
             mode);
     return 2;
   }
@@ -332,9 +339,17 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   }
   so = dlopen(sopath, RTLD_NOW | RTLD_LOCAL);
   launch_fn launch = so ? (launch_fn)dlsym(so, "kf_emu_launch") : NULL;
-  if (!launch) {
+  const unsigned *index_flag = so ? (const unsigned *)dlsym(so, "kf_index_error") : NULL;
+  if (!launch || !index_flag) {
     fprintf(stderr, "FAIL: dlopen %s: %s\n", sopath, dlerror());
     goto done;
+  }
+  if (oob) { /* after the reference: ±2^20 is out of range for every dim here */
+    for (int i = 0; i < io.n_inputs; i++) {
+      kf_tensor *t = &io.inputs[i].t;
+      if (kf_dtype_is_float(t->dtype) || t->dtype == KF_DTYPE_BOOL) continue;
+      for (int64_t e = 0; e < kf_tensor_numel(t); e++) kf_tensor_set(t, e, e % 2 ? -(1 << 20) : 1 << 20);
+    }
   }
 
   /* ---- storage: inputs, weights, then groups in order */
@@ -420,6 +435,18 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
       }
     }
     free(scratch);
+  }
+
+  /* ---- the out-of-range index flag */
+  if (oob) {
+    printf("%s %s: index flag %u\n", mname, mode, *index_flag);
+    rc = *index_flag ? 0 : 1;
+    if (rc) fprintf(stderr, "FAIL: out-of-range indices did not set kf_index_error\n");
+    goto done;
+  }
+  if (*index_flag) {
+    fprintf(stderr, "FAIL: kf_index_error set by in-range indices\n");
+    goto done;
   }
 
   /* ---- compare */

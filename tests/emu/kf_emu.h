@@ -223,6 +223,13 @@ template <class... P> int run(void (*k)(P...), dim3 g, dim3 b, void **args, int 
 
 }  // namespace kf_emu
 
+// one OS thread runs every CUDA thread of a launch: plain read-modify-write
+inline unsigned atomicOr(unsigned *p, unsigned v) {
+  unsigned old = *p;
+  *p = old | v;
+  return old;
+}
+
 inline void __syncthreads() { kf_emu::arrive_and_wait(kf_emu::g_block->block); }
 inline void __syncwarp(unsigned = 0xffffffffu) {
   kf_emu::arrive_and_wait(kf_emu::g_block->warps[kf_emu::warp_id()]);

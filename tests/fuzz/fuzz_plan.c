@@ -29,7 +29,7 @@ static void build(void) {
     abort();
   kfr_writer_set_model_name(w, "fuzz");
   kfr_writer_set_arena(w, 4096);
-  kfr_writer_set_weights_file(w, "fuzz.weights", 1024);
+  kfr_writer_set_weights_file(w, "fuzz.weights", 1024, 0, 0);
   kfr_tensor_desc d48, d43;
   kfr_tensor_desc_init(&d48, KFUSE_DTYPE_F32, 2, (int64_t[]){4, 8});
   kfr_tensor_desc_init(&d43, KFUSE_DTYPE_F32, 2, (int64_t[]){4, 3});

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kfr_hash.h"
 #include "kfr_int.h"
 #include "kfr_plan_writer.h"
 
@@ -154,22 +155,31 @@ static int ew_init(const char *name, ew *e, size_t n) {
   memset(e, 0, sizeof *e);
   e->n = n;
   e->image_bytes = WEIGHT_FILE_OFFSET + n * 4;
-  e->image = malloc(e->image_bytes + 17);
+  e->image = malloc(e->image_bytes);
   e->k = malloc(n * 4);
   if (!e->image || !e->k)
     return say(name, "out of host memory");
   uint64_t s = 12345;
-  for (size_t i = 0; i < e->image_bytes + 17; i++)
+  for (size_t i = 0; i < e->image_bytes; i++)
     e->image[i] = (uint8_t)next_u64(&s);
   e->w = (float *)(e->image + WEIGHT_FILE_OFFSET);
   fill(e->w, n, &s);
   fill(e->k, n, &s);
   snprintf(e->path, sizeof e->path, "%s/ew.weights", tmpdir);
+  return 1;
+}
+
+/* e->path: the weights file of plan (its header names the plan's model id;
+ * each plan built gets its own). */
+static int ew_write(const char *name, const ew *e, const void *plan) {
+  kfr_weights_header h;
+  kfr_weights_header_fill(plan, &h);
   FILE *f = fopen(e->path, "wb");
   if (!f)
     return say(name, "cannot write %s", e->path);
-  size_t wrote = fwrite(e->image, 1, e->image_bytes + 17, f);
-  if (fclose(f) != 0 || wrote != e->image_bytes + 17)
+  size_t wrote = fwrite(&h, 1, sizeof h, f);
+  wrote += fwrite(e->image, 1, e->image_bytes, f);
+  if (fclose(f) != 0 || wrote != sizeof h + e->image_bytes)
     return say(name, "cannot write %s", e->path);
   return 1;
 }
@@ -180,7 +190,7 @@ static void ew_fini(ew *e) {
 }
 
 /* c = (a + b) * 2 + 0.5 + 3 + w + k. weights: 0 file (path recorded as
- * `path`), 1 embedded. */
+ * `path`; e->path is written for the plan), 1 embedded. */
 static int ew_plan(const char *name, const ew *e, int embedded,
                    const char *path, uint32_t arch, const char *kernel0,
                    uint32_t block1, void **plan, size_t *bytes) {
@@ -193,7 +203,8 @@ static int ew_plan(const char *name, const ew *e, int embedded,
   if (embedded)
     kfr_writer_set_weights_embedded(w, e->image, e->image_bytes);
   else
-    kfr_writer_set_weights_file(w, path, e->image_bytes);
+    kfr_writer_set_weights_file(w, path, e->image_bytes,
+                                kfr_xxh64(e->image, e->image_bytes, 0), 0);
   kfr_tensor_desc d;
   kfr_tensor_desc_init(&d, KFUSE_DTYPE_F32, 1, (int64_t[]){(int64_t)n});
   uint32_t a = kfr_writer_input(w, 0, "a", &d);
@@ -230,7 +241,7 @@ static int ew_plan(const char *name, const ew *e, int embedded,
   kfr_writer_arg_ptr(w, k, 0);
   kfr_writer_arg_ptr(w, c, 0);
   kfr_writer_arg_i64(w, (int64_t)n);
-  return finish(name, w, plan, bytes);
+  return finish(name, w, plan, bytes) && (embedded || ew_write(name, e, *plan));
 }
 
 static float ew_ref(const ew *e, float a, float b, size_t i) {

@@ -6,8 +6,8 @@
 // RUN: %kfuse version | FileCheck %s --check-prefix=VERSION
 // RUN: not %kfuse 2>&1 | FileCheck %s --check-prefix=USAGE
 // RUN: not %kfuse frobnicate 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// RUN: not %kfuse run %s 2>&1 | FileCheck %s --check-prefix=USAGE
-// RUN: not %kfuse info %s extra.mlir 2>&1 | FileCheck %s --check-prefix=USAGE
+// RUN: not %kfuse run %s 2>&1 | FileCheck %s --check-prefix=NO-IO
+// RUN: not %kfuse info %s extra.mlir 2>&1 | FileCheck %s --check-prefix=TWO
 // RUN: not %kfuse run %s --io %t.missing.kfio 2>&1 | FileCheck %s --check-prefix=NOIO
 // RUN: not %kfuse compile %s -o %t.so --kernel-option tpr=3 2>&1 | FileCheck %s --check-prefix=KOPT
 // RUN: not %kfuse compile %s -o %t.so --kernel-option occ=x 2>&1 | FileCheck %s --check-prefix=KOCC
@@ -25,6 +25,10 @@
 // VERSION: kfuse {{[0-9]+\.[0-9]+\.[0-9]+}}
 // USAGE: usage: kfuse <command>
 // UNKNOWN: kfuse: error: unknown command 'frobnicate'
+// NO-IO: kfuse: error: run: --io FILE.kfio is required
+// NO-IO-NEXT: usage: kfuse run MODEL --io FILE.kfio
+// TWO: kfuse: error: info: more than one model given ({{.*}}cli.mlir', 'extra.mlir')
+// TWO-NEXT: usage: kfuse info MODEL
 // NOIO: kfuse: error: {{.*}}missing.kfio: cannot open
 // KOPT: kfuse: error: --kernel-option tpr=3: tpr takes a power of two from 1 to 1024
 // KOCC: kfuse: error: --kernel-option occ=x: occ takes an integer from 32 to 2048

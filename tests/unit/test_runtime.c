@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "kfr_hash.h"
 #include "kfr_int.h"
 #include "kfr_plan.h"
 #include "kfr_plan_writer.h"
@@ -78,7 +79,7 @@ static int build(void **plan, size_t *bytes, int embedded) {
   if (embedded)
     kfr_writer_set_weights_embedded(w, image, sizeof image);
   else
-    kfr_writer_set_weights_file(w, "model.weights", 1024);
+    kfr_writer_set_weights_file(w, "model.weights", 1024, 0x1234abcd, 0);
   kfr_tensor_desc d48, d43, d3;
   kfr_tensor_desc_init(&d48, KFUSE_DTYPE_F32, 2, (int64_t[]){4, 8});
   kfr_tensor_desc_init(&d43, KFUSE_DTYPE_F32, 2, (int64_t[]){4, 3});
@@ -150,6 +151,58 @@ static const char *str(void *p, uint32_t off) {
   return (const char *)p + hdr(p)->off_strings + off;
 }
 
+/* ---- XXH64 ------------------------------------------------------------------ */
+
+/* xxHash's own sanity vectors (cli/xsum_sanity_check.c): its test buffer,
+ * byte i = the top byte of PRIME32 * PRIME64^i, hashed whole and one byte
+ * at a time; lengths on both sides of a 32-byte stripe. */
+static void test_xxh64(void **state) {
+  (void)state;
+  const uint64_t prime32 = 2654435761u, prime64 = 11400714785074694797ull;
+  uint8_t b[222];
+  uint64_t g = prime32;
+  for (size_t i = 0; i < sizeof b; i++) {
+    b[i] = (uint8_t)(g >> 56);
+    g *= prime64;
+  }
+  static const struct {
+    size_t len;
+    int seeded;
+    uint64_t want;
+  } v[] = {
+      {0, 0, 0xEF46DB3751D8E999ull},   {0, 1, 0xAC75FDA2929B17EFull},
+      {1, 0, 0xE934A84ADB052768ull},   {1, 1, 0x5014607643A9B4C3ull},
+      {4, 0, 0x9136A0DCA57457EEull},   {14, 0, 0x8282DCC4994E35C8ull},
+      {14, 1, 0xC3BD6BF63DEB6DF0ull},  {222, 0, 0xB641AE8CB691C174ull},
+      {222, 1, 0x20CB8AB7AE10C14Aull},
+  };
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+    uint64_t seed = v[i].seeded ? prime32 : 0;
+    if (kfr_xxh64(b, v[i].len, seed) != v[i].want)
+      fail_msg("XXH64 of %zu bytes, seed %llu: %016llx, want %016llx",
+               v[i].len, (unsigned long long)seed,
+               (unsigned long long)kfr_xxh64(b, v[i].len, seed),
+               (unsigned long long)v[i].want);
+    kfr_xxh64_state st;
+    kfr_xxh64_init(&st, seed);
+    for (size_t k = 0; k < v[i].len; k++)
+      kfr_xxh64_update(&st, b + k, 1);
+    assert_true(kfr_xxh64_final(&st) == v[i].want);
+  }
+  /* strings others publish */
+  assert_true(kfr_xxh64("abc", 3, 0) == 0x44BC2CF5AD770999ull);
+  assert_true(kfr_xxh64("xxhash", 6, 0) == 0x32DD38952C4BC720ull);
+  /* uneven pieces across stripes equal one call */
+  uint8_t big[1000];
+  for (size_t i = 0; i < sizeof big; i++)
+    big[i] = (uint8_t)(i * 7 + 3);
+  kfr_xxh64_state st;
+  kfr_xxh64_init(&st, 0);
+  for (size_t at = 0, k = 1; at < sizeof big; at += k, k = k * 3 % 97 + 1)
+    kfr_xxh64_update(&st, big + at, at + k > sizeof big ? sizeof big - at : k);
+  assert_true(kfr_xxh64_final(&st) == kfr_xxh64(big, sizeof big, 0));
+}
+
 /* ---- the writer ------------------------------------------------------------ */
 
 static void test_writer_layout(void **state) {
@@ -170,6 +223,20 @@ static void test_writer_layout(void **state) {
   assert_int_equal(h->n_args, 7 + 6 + 2 + 3);
   assert_int_equal(h->arena_bytes, 4096);
   assert_int_equal(h->weights_bytes, 1024);
+  assert_int_equal(h->weights_hash, 0x1234abcdULL);
+  /* the model id is the hash of the plan with the id zero */
+  uint64_t id = h->model_id;
+  h->model_id = 0;
+  assert_true(id == kfr_xxh64(p, n, 0));
+  h->model_id = id;
+  kfr_weights_header wh;
+  kfr_weights_header_fill(p, &wh);
+  assert_memory_equal(wh.magic, KFR_WEIGHTS_MAGIC, 8);
+  assert_int_equal(wh.version, KFR_WEIGHTS_VERSION);
+  assert_int_equal(wh.header_bytes, KFR_WEIGHTS_HEADER_BYTES);
+  assert_true(wh.model_id == id);
+  assert_int_equal(wh.data_bytes, 1024);
+  assert_true(wh.data_hash == 0x1234abcdULL);
   assert_string_equal(str(p, h->model_name), "every_record");
   assert_string_equal(str(p, h->weights_path), "model.weights");
   assert_string_equal(str(p, 0), "");
@@ -214,6 +281,10 @@ static void test_writer_embedded(void **state) {
   build(&p, &n, 1);
   kfr_header *h = hdr(p);
   assert_int_equal(h->flags, KFR_FLAG_WEIGHTS_EMBEDDED);
+  /* the image's hash, as a weights file's would be */
+  uint64_t off0 = buf(p, B_W)->offset - 64;
+  assert_true(h->weights_hash ==
+              kfr_xxh64((uint8_t *)p + off0, h->weights_bytes, 0));
   /* the weight's offset now points into the blob section, 64 bytes into
    * the 256-aligned image */
   uint64_t off = buf(p, B_W)->offset;
@@ -293,6 +364,16 @@ static void test_writer_misuse(void **state) {
   assert_int_equal(kfr_writer_finish(w, &p, &n, msg, sizeof msg), KFUSE_EARG);
   assert_contains(msg, "input 0 (x) has no desc");
   kfr_writer_destroy(w);
+  /* an output whose byte count overflows (it used to become 0) */
+  w = kfr_writer_create(90);
+  kfr_tensor_desc big;
+  kfr_tensor_desc_init(&big, KFUSE_DTYPE_F32, 2,
+                       (int64_t[]){(int64_t)1 << 62, 8});
+  assert_int_equal(kfr_writer_output(w, 0, "y", &big), UINT32_MAX);
+  assert_int_equal(kfr_writer_finish(w, &p, &n, msg, sizeof msg), KFUSE_EARG);
+  assert_contains(msg, "output 0 (y) of shape [4611686018427387904, 8] and "
+                       "dtype 1 has more bytes than 64 bits count");
+  kfr_writer_destroy(w);
   /* what the writer accepts but the validator does not: a step naming a
    * missing buffer, an input number left out */
   w = kfr_writer_create(90);
@@ -326,6 +407,8 @@ MUT(version, hdr(p)->version = KFR_PLAN_VERSION + 1)
 MUT(header_bytes, hdr(p)->header_bytes += 8)
 MUT(total_bytes, hdr(p)->total_bytes -= 8)
 MUT(flags, hdr(p)->flags |= 0x10)
+MUT(flags_both, hdr(p)->flags = KFR_FLAG_WEIGHTS_EMBEDDED |
+                                KFR_FLAG_WEIGHTS_BESIDE_MODULE)
 MUT(buffers_past_end, hdr(p)->off_buffers = hdr(p)->total_bytes + 8)
 MUT(buffers_misaligned, hdr(p)->off_buffers += 4)
 MUT(buffers_count, hdr(p)->n_buffers = UINT32_MAX)
@@ -372,6 +455,12 @@ MUT(elf_shentsize, image(p)[0x3a] = 32)
 MUT(elf_shoff, image(p)[0x28 + 7] = 0x80)
 MUT(elf_phnum, { image(p)[0x38] = 1; image(p)[0x36] = 56;
                  image(p)[0x20] = 100; })
+/* a 16-bit field of the cubin's ELF header: 0x36 e_phentsize, 0x38
+ * e_phnum, 0x3a e_shentsize */
+static void put16(void *p, size_t at, uint16_t v) { memcpy(image(p) + at, &v, 2); }
+MUT(elf_phentsize_0, (put16(p, 0x36, 0), put16(p, 0x38, 65535)))
+MUT(elf_phentsize_40, (put16(p, 0x36, 40), put16(p, 0x38, 1)))
+MUT(elf_shentsize_72, put16(p, 0x3a, 72))
 MUT(elf_section, image(p)[64 + 0x20] = 200)
 MUT(elf_section_overflow, memset(image(p) + 64 + 0x18, 0xff, 8))
 MUT(not_elf_no_nul, { image(p)[1] = 'X'; image(p)[127] = 'x'; })
@@ -433,6 +522,13 @@ static const mutation mutations[] = {
     {"header_bytes", mut_header_bytes, "header_bytes"},
     {"total_bytes", mut_total_bytes, "total_bytes"},
     {"flags", mut_flags, "unknown flags 0x10"},
+    {"flags_both", mut_flags_both, "weights both embedded and in a file"},
+    {"elf_phentsize_0", mut_elf_phentsize_0,
+     "module 0: ELF program header entry size 0, not 56"},
+    {"elf_phentsize_40", mut_elf_phentsize_40,
+     "module 0: ELF program header entry size 40, not 56"},
+    {"elf_shentsize_72", mut_elf_shentsize_72,
+     "module 0: ELF section header entry size 72, not 64"},
     {"buffers_past_end", mut_buffers_past_end, "buffer table offset"},
     {"buffers_misaligned", mut_buffers_misaligned, "not 8-byte aligned"},
     {"buffers_count", mut_buffers_count, "buffer records"},
@@ -473,7 +569,7 @@ static const mutation mutations[] = {
     {"elf_class", mut_elf_class, "module 0: not a 64-bit little-endian ELF"},
     {"elf_short", mut_elf_short, "shorter than its header"},
     {"elf_shnum", mut_elf_shnum, "ELF section headers lie outside"},
-    {"elf_shentsize", mut_elf_shentsize, "ELF section headers lie outside"},
+    {"elf_shentsize", mut_elf_shentsize, "ELF section header entry size 32, not 64"},
     {"elf_shoff", mut_elf_shoff, "ELF section headers lie outside"},
     {"elf_phnum", mut_elf_phnum, "ELF program headers lie outside"},
     {"elf_section", mut_elf_section, "ELF section 0 lies outside its 128 bytes"},
@@ -546,8 +642,14 @@ static void test_check_each_field(void **state) {
       fail_msg("%s: expected \"%s\" in \"%s\"", mutations[i].name,
                mutations[i].expect, msg);
   }
-  /* and the unmodified plan is still fine */
+  /* and the unmodified plan is still fine, as is one program header of
+   * the right size inside the image */
   memcpy(p, good, n);
+  assert_int_equal(kfr_plan_check(p, n, NULL, 0), KFUSE_OK);
+  uint64_t phoff = 64;
+  memcpy(image(p) + 0x20, &phoff, 8);
+  put16(p, 0x36, 56);
+  put16(p, 0x38, 1);
   assert_int_equal(kfr_plan_check(p, n, NULL, 0), KFUSE_OK);
   free(p);
   free(good);
@@ -567,7 +669,7 @@ static int build_conv(void **plan, size_t *bytes, char *msg, size_t n) {
   assert_non_null(w);
   kfr_writer_set_model_name(w, "conv");
   kfr_writer_set_arena(w, 8192);
-  kfr_writer_set_weights_file(w, "conv.weights", 1024);
+  kfr_writer_set_weights_file(w, "conv.weights", 1024, 0, 0);
   kfr_tensor_desc dx, dy, db;
   kfr_tensor_desc_init(&dx, KFUSE_DTYPE_F32, 4, (int64_t[]){2, 4, 6, 6});
   kfr_tensor_desc_init(&dy, KFUSE_DTYPE_F32, 4, (int64_t[]){2, 8, 3, 3});
@@ -1035,6 +1137,30 @@ static void test_lib_search_order(void **state) {
   assert_string_equal(g_seen[1], venv13);
   g_accept = NULL;
 
+  /* several Python versions in one place: newest first, whatever order
+   * the directory lists them in (and not glob's collation, which puts
+   * python3.10 before python3.9) */
+  char pyv[4][1024];
+  static const char *const vers[4] = {"3.9", "3.12", "3.10", "3.11"};
+  for (int i = 0; i < 4; i++) {
+    snprintf(pyv[i], sizeof pyv[i],
+             "%s/multi/lib/python%s/site-packages/nvidia/cudnn/lib/%s", root,
+             vers[i], so);
+    touch_p(pyv[i]);
+  }
+  unsetenv("CUDA_HOME");
+  unsetenv("HOME");
+  snprintf(d, sizeof d, "%s/multi", root);
+  setenv("VIRTUAL_ENV", d, 1);
+  tried[0] = 0;
+  g_nseen = 0;
+  assert_int_equal(kfr_lib_search(so, "cudnn", fake_try, tried, sizeof tried), 0);
+  assert_int_equal(g_nseen, 5);
+  assert_string_equal(g_seen[1], pyv[1]); /* 3.12 */
+  assert_string_equal(g_seen[2], pyv[3]); /* 3.11 */
+  assert_string_equal(g_seen[3], pyv[2]); /* 3.10 */
+  assert_string_equal(g_seen[4], pyv[0]); /* 3.9 */
+
   /* tried truncates, never overflows, and stays terminated */
   char small[24];
   memset(small, 'x', sizeof small);
@@ -1113,6 +1239,33 @@ static void test_lib_load(void **state) {
   }
 }
 
+/* A GEMM run's algorithm by its operands' alignment: the timed one
+ * whenever the pointers allow it, however many misaligned runs came
+ * before; one fallback, widened only when a run needs less alignment. */
+static void test_gemm_pick(void **state) {
+  (void)state;
+  const uint32_t planned[4] = {256, 64, 256, 256};
+  uint32_t low[4] = {0}, need[4] = {0};
+  const uint32_t aligned[4] = {256, 256, 256, 256}, d4[4] = {256, 64, 4, 4}, a16[4] = {16, 64, 256, 256};
+  assert_int_equal(kfr_gemm_pick(planned, 0, low, planned, need), 0);
+  assert_int_equal(kfr_gemm_pick(planned, 0, low, aligned, need), 0);
+  /* D 4-byte aligned: no fallback yet, one for (256, 64, 4, 4) */
+  assert_int_equal(kfr_gemm_pick(planned, 0, low, d4, need), 2);
+  assert_memory_equal(need, d4, sizeof need);
+  memcpy(low, need, sizeof low);
+  assert_int_equal(kfr_gemm_pick(planned, 1, low, d4, need), 1);
+  /* an aligned run after it: the planned (timed) algorithm again */
+  assert_int_equal(kfr_gemm_pick(planned, 1, low, aligned, need), 0);
+  /* A 16-byte aligned: the fallback does not allow it; the new one allows both */
+  assert_int_equal(kfr_gemm_pick(planned, 1, low, a16, need), 2);
+  const uint32_t both[4] = {16, 64, 4, 4};
+  assert_memory_equal(need, both, sizeof need);
+  memcpy(low, need, sizeof low);
+  assert_int_equal(kfr_gemm_pick(planned, 1, low, d4, need), 1);
+  assert_int_equal(kfr_gemm_pick(planned, 1, low, a16, need), 1);
+  assert_int_equal(kfr_gemm_pick(planned, 1, low, planned, need), 0);
+}
+
 static void test_api_null(void **state) {
   (void)state;
   kfuse_model_destroy(NULL);
@@ -1135,6 +1288,7 @@ static void test_api_null(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_xxh64),
       cmocka_unit_test(test_writer_layout),
       cmocka_unit_test(test_writer_embedded),
       cmocka_unit_test(test_writer_strings_shared),
@@ -1150,6 +1304,7 @@ int main(void) {
       cmocka_unit_test(test_create_rejects_bad_plan),
       cmocka_unit_test(test_create_without_driver),
       cmocka_unit_test(test_api_null),
+      cmocka_unit_test(test_gemm_pick),
       cmocka_unit_test(test_lib_search_order),
       cmocka_unit_test(test_lib_load),
   };

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# scripts/gpu_concurrency_check.sh — the runtime's concurrency contract on
+# the GPU machine (docs/DEPLOY.md, "Concurrency"), from the repository root,
+# with the portable build in dist/ (dist/kfuse-portable/bin/kfuse, or the
+# tarball scripts/portable.sh makes) and PyTorch with CUDA:
+#   1. tests/gpu/concurrency_check.py: create does not wait for PyTorch's
+#      work; runs from 4 threads on 4 streams; a call captured into a
+#      torch.cuda.CUDAGraph replayed against eager calls on another stream,
+#      and after the module is closed; close() while another thread calls;
+#      the timed GEMM algorithm again after a misaligned call; an aliased
+#      output refused; out-of-range embedding ids reported (check=True,
+#      Module.check());
+#   2. the same under compute-sanitizer memcheck when
+#      SANITIZER=1 (use after free of a closed module's memory shows there).
+# Prints PASS/FAIL lines and a final PASS or FAIL; the log goes to $OUT
+# (default /tmp/kfuse-concurrency-check).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/kfuse-concurrency-check}
+mkdir -p "$out"
+exec > >(tee "$out/gpu_concurrency_check.log") 2>&1
+work=$(mktemp -d)
+fail=0
+
+k=dist/kfuse-portable/bin/kfuse
+if [ ! -x "$k" ]; then
+  tar -C "$work" -xJf dist/kfuse-portable-x86_64.tar.xz || { echo "FAIL setup: no dist/kfuse-portable"; exit 1; }
+  k="$work/kfuse-portable/bin/kfuse"
+fi
+k=$(cd "$(dirname "$k")" && pwd)/$(basename "$k")
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+
+# cuDNN from PyTorch's wheel, as scripts/gpu_conv_check.sh finds it
+cudnn_dir=$(python3 - <<'PY' 2>/dev/null
+import glob, os
+try:
+    import nvidia.cudnn as c
+    for p in list(getattr(c, "__path__", [])):
+        if glob.glob(os.path.join(p, "lib", "libcudnn.so.9*")):
+            print(os.path.join(p, "lib")); raise SystemExit
+except ImportError:
+    pass
+import torch
+d = os.path.join(os.path.dirname(torch.__file__), "lib")
+if glob.glob(os.path.join(d, "libcudnn.so.9*")):
+    print(d)
+PY
+)
+[ -n "$cudnn_dir" ] && export LD_LIBRARY_PATH="$cudnn_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+echo "== concurrency checks"
+python3 tests/gpu/concurrency_check.py "$k" "$work" || fail=1
+
+if [ "${SANITIZER:-0}" = 1 ]; then
+  echo "== under compute-sanitizer (memcheck)"
+  if command -v compute-sanitizer > /dev/null; then
+    compute-sanitizer --tool memcheck --error-exitcode 3 python3 tests/gpu/concurrency_check.py "$k" "$work" \
+      > "$out/sanitizer.log" 2>&1
+    rc=$?
+    grep -E "^(PASS|FAIL)|ERROR SUMMARY" "$out/sanitizer.log" | tail -n 20
+    if [ $rc -eq 0 ]; then echo "PASS compute-sanitizer memcheck"; else
+      echo "FAIL compute-sanitizer memcheck (rc $rc, $out/sanitizer.log)"; fail=1; fi
+  else
+    echo "compute-sanitizer not found; skipped"
+  fi
+fi
+
+echo "== result: $([ $fail -eq 0 ] && echo PASS || echo FAIL)"
+exit $fail

@@ -1,0 +1,146 @@
+/* tools/cli.c — what every kfuse subcommand shares on its command line: its
+ * usage text (`kfuse CMD --help` prints it and exits 0; a usage error prints
+ * one "kfuse: error: CMD: ..." line naming the option, then it, and exits
+ * 2), options that take a value (a missing value is named: "option -o
+ * needs a value"), and strict number parsing (the whole argument, finite,
+ * in range: "nan", "inf", "1e9" for an integer, "12x", overflow and
+ * negative counts are refused instead of becoming 0, 1 or a comparison
+ * that always passes). */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools_int.h"
+
+typedef struct command {
+  const char *name, *synopsis, *text;
+} command;
+
+static const command commands[] = {
+    {"info", "info MODEL [-p PIPELINE] [--no-ir]",
+     "        load MODEL (.pt2 or MLIR text), run the default pipeline and print\n"
+     "        the partition-ready IR and a summary: ops, weights, memory\n"},
+    {"opt", "opt FILE [-p PIPELINE] [-o OUT] [--no-verify] [--list-passes]",
+     "        print FILE's IR after the passes in PIPELINE (comma-separated;\n"
+     "        default: none); '-' reads standard input\n"},
+    {"run", "run MODEL --io FILE.kfio [--atol A] [--rtol R] [-p PIPELINE]",
+     "        run the CPU reference interpreter (fp64) on the inputs recorded\n"
+     "        in FILE.kfio and compare with the outputs recorded there; A and R\n"
+     "        (finite, >= 0) replace the file's tolerances\n"},
+    {"partition",
+     "partition MODEL [-p PIPELINE] [--no-fuse] [--no-horizontal] [--precision P]\n"
+     "            [--canonical]",
+     "        run the compile passes (or PIPELINE), cut the graph into fusion groups\n"
+     "        and plan its memory; print the groups (kind, ops, inputs, outputs,\n"
+     "        key; --canonical: their canonical forms) and the arena size;\n"
+     "        --no-horizontal keeps sibling element-wise groups apart\n"},
+    {"compile",
+     "compile MODEL -o OUT.so [--emit so|obj] [--target sm_90|sm_90a]\n"
+     "          [--precision default|tf32|bf16|fp16] [--report R.json]\n"
+     "          [--embed-weights] [--no-fuse] [--no-horizontal] [--no-cudnn]\n"
+     "          [--no-channels-last] [--no-tune] [--reference] [--prefix NAME] [--kernel-option KEY=N ...] [-q]",
+     "        compile MODEL into a module linked with the kfuse runtime; weights go\n"
+     "        to OUT.so.weights unless embedded; every output is written under a\n"
+     "        temporary name and renamed into place (docs/DEPLOY.md); needs no GPU\n"
+     "        (kernels are compiled, choices made by rule); with a GPU here, groups\n"
+     "        with template choices are timed on it and the fastest matching\n"
+     "        candidate kept unless --no-tune; convolutions run on cuDNN (loaded by\n"
+     "        the module at create time) unless --no-cudnn, with NHWC activations\n"
+     "        unless --no-channels-last. --kernel-option forces a\n"
+     "        template choice on every group: block=N threads a block, vec=N\n"
+     "        elements a vector access, tpr=N threads a row of a reduction,\n"
+     "        cache=N values a thread kept in registers by normalisations (-1:\n"
+     "        read the row twice), occ=N resident threads a SM for row kernels,\n"
+     "        attn_scratch=N KiB of scores attention's GEMM lowering holds at once\n"},
+    {"run-module", "run MODULE.so --io FILE.kfio [--atol A] [--rtol R] [--graph]",
+     "        run a compiled module on the GPU on the recorded inputs and compare\n"},
+    {"bench", "bench MODULE.so [--iters N] [--warmup N] [--graph]",
+     "        time a compiled module on the GPU with random inputs (CUDA events);\n"
+     "        N runs timed (1 to 1000000, default 100) after the warm-up ones\n"
+     "        (0 to 1000000, default 10)\n"},
+    {"ops", "ops [--aten]", "        list the IR's ops, or the supported ATen overloads\n"},
+    {"version", "version", "        print kfuse's version\n"},
+};
+
+static const command *find(const char *cmd) {
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (strcmp(commands[i].name, cmd) == 0) return &commands[i];
+  return NULL;
+}
+
+void kf_cli_usage_all(FILE *f) {
+  fprintf(f, "usage: kfuse <command> [options]   (kfuse <command> --help)\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(f, "  %s\n%s", commands[i].synopsis, commands[i].text);
+  fprintf(f, "  help\n");
+}
+
+void kf_cli_usage(FILE *f, const char *cmd) {
+  const command *c = find(cmd);
+  if (!c) {
+    kf_cli_usage_all(f);
+    return;
+  }
+  fprintf(f, "usage: kfuse %s\n", c->synopsis);
+  if (f == stdout) fputs(c->text, f);
+  /* run serves models and modules: both usages */
+  if (strcmp(cmd, "run") == 0) kf_cli_usage(f, "run-module");
+}
+
+bool kf_cli_is_help(const char *arg) { return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0; }
+
+int kf_cli_error(const char *cmd, kf_diag *diag, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  kf_diag_error(diag, "%s: %s", cmd, msg);
+  kf_cli_usage(stderr, cmd);
+  return 2;
+}
+
+int kf_cli_unknown(const char *cmd, const char *opt, kf_diag *diag) {
+  return kf_cli_error(cmd, diag, "unknown option '%s'", opt);
+}
+
+bool kf_cli_value(int argc, char **argv, int *i, const char *cmd, const char **out, kf_diag *diag) {
+  if (*i + 1 >= argc) {
+    kf_cli_error(cmd, diag, "option %s needs a value", argv[*i]);
+    return false;
+  }
+  *out = argv[++*i];
+  return true;
+}
+
+bool kf_cli_double(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out,
+                   kf_diag *diag) {
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || *end || errno == ERANGE || !isfinite(v) || v < lo || v > hi) {
+    if (isinf(hi))
+      kf_cli_error(cmd, diag, "%s '%s': expected a finite number, at least %g", opt, s, lo);
+    else
+      kf_cli_error(cmd, diag, "%s '%s': expected a finite number from %g to %g", opt, s, lo, hi);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+bool kf_cli_int(const char *cmd, const char *opt, const char *s, long long lo, long long hi, long long *out,
+                kf_diag *diag) {
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (end == s || *end || errno == ERANGE || v < lo || v > hi) {
+    kf_cli_error(cmd, diag, "%s '%s': expected a whole number from %lld to %lld", opt, s, lo, hi);
+    return false;
+  }
+  *out = v;
+  return true;
+}
