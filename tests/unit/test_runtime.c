@@ -27,6 +27,7 @@
 #include "kfr_int.h"
 #include "kfr_plan.h"
 #include "kfr_plan_writer.h"
+#include "test_plans.h"
 #include "kfuse_runtime.h"
 
 #define assert_contains(s, sub)                                            \
@@ -682,26 +683,7 @@ static int build_conv(void **plan, size_t *bytes, char *msg, size_t n) {
   assert_int_equal(kfr_writer_arena(w, 0, 576, "z", &dy), CB_Z);
   assert_int_equal(kfr_writer_arena(w, 1024, 4096, "ws", NULL), CB_WS);
   kfr_conv c;
-  memset(&c, 0, sizeof c);
-  c.nd = 2;
-  c.dtype = KFUSE_DTYPE_F32;
-  c.compute = KFR_COMPUTE_32F_TF32;
-  c.activation = KFR_ACT_RELU;
-  c.has_bias = 1;
-  c.has_z = 1;
-  c.n = 2, c.c = 4, c.k = 8, c.groups = 2;
-  for (int d = 0; d < 3; d++) {
-    c.in[d] = c.filter[d] = c.out[d] = c.stride[d] = c.dilation[d] = 1;
-    c.pad[d] = 0;
-  }
-  c.in[0] = c.in[1] = 6;
-  c.filter[0] = c.filter[1] = 3;
-  c.out[0] = c.out[1] = 3;
-  c.pad[0] = c.pad[1] = 1;
-  c.stride[0] = c.stride[1] = 2;
-  c.alpha1 = 1.0;
-  c.alpha2 = 1.0;
-  c.workspace_bytes = 4096;
+  test_grouped_conv(&c);
   assert_int_equal(kfr_writer_conv(w, &c, "g0_conv"), 0);
   kfr_writer_arg_ptr(w, CB_X, 0);
   kfr_writer_arg_ptr(w, CB_W, 0);

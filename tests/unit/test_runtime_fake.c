@@ -35,6 +35,7 @@
 #include "kfr_int.h"
 #include "kfr_plan.h"
 #include "kfr_plan_writer.h"
+#include "test_plans.h"
 #include "kfuse_runtime.h"
 
 #define assert_contains(s, sub)                                                        \
@@ -159,26 +160,7 @@ static void *conv_plan(size_t *bytes) {
   uint32_t bb = kfr_writer_const(w, conv_bias, sizeof conv_bias, "conv.bias", &db);
   uint32_t bz = kfr_writer_arena(w, 0, 576, "z", &dy);
   kfr_conv c;
-  memset(&c, 0, sizeof c);
-  c.nd = 2;
-  c.dtype = KFUSE_DTYPE_F32;
-  c.compute = KFR_COMPUTE_32F_TF32;
-  c.activation = KFR_ACT_RELU;
-  c.has_bias = 1;
-  c.has_z = 1;
-  c.n = 2, c.c = 4, c.k = 8, c.groups = 2;
-  for (int d = 0; d < 3; d++) {
-    c.in[d] = c.filter[d] = c.out[d] = c.stride[d] = c.dilation[d] = 1;
-    c.pad[d] = 0;
-  }
-  c.in[0] = c.in[1] = 6;
-  c.filter[0] = c.filter[1] = 3;
-  c.out[0] = c.out[1] = 3;
-  c.pad[0] = c.pad[1] = 1;
-  c.stride[0] = c.stride[1] = 2;
-  c.alpha1 = 1.0;
-  c.alpha2 = 1.0;
-  c.workspace_bytes = 4096;
+  test_grouped_conv(&c);
   kfr_writer_conv(w, &c, "g0_conv");
   kfr_writer_arg_ptr(w, bx, 0);
   kfr_writer_arg_ptr(w, bw, 0);
