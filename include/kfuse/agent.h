@@ -130,6 +130,20 @@ KF_API kf_status kf_unit_compile(kf_unit *u, const kf_target *t, kf_diag *diag);
 /* Whether NVRTC can be loaded (dlopen); when not, why (into why[n]). */
 KF_API bool kf_nvrtc_available(char *why, size_t n);
 
+/* A unit on disk (docs/FORMATS.md "Kernel unit on disk"): DIR/unit.json,
+ * the launch plan, and DIR/unit.cu, the source (absent for units of
+ * library steps only). What a policy writes and the judge reads; the
+ * cubin is not part of it. Writing goes through temporary files renamed
+ * into place; reading checks every field (an unknown or missing one, a
+ * wrong type or range is an error naming the file and the field). */
+KF_API kf_status kf_unit_write_dir(const kf_unit *u, const char *dir, kf_diag *diag);
+KF_API kf_status kf_unit_read_dir(const char *dir, kf_unit **out, kf_diag *diag);
+/* The JSON alone: source_file is the name written in "source" (when the
+ * unit has a source); source is the text that "source" names, or NULL. */
+KF_API kf_status kf_unit_to_json(const kf_unit *u, const char *source_file, kf_strbuf *out, kf_diag *diag);
+KF_API kf_status kf_unit_from_json(const char *json, const char *file, const char *source, kf_unit **out,
+                                   kf_diag *diag);
+
 /* ---- the built-in policy -------------------------------------------------- */
 
 typedef struct kf_builtin_options {

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -117,6 +118,104 @@ static bool cudnn_expected(const kf_group *g) {
          kf_type_is_contiguous(x) && kf_type_is_contiguous(w);
 }
 
+
+/* ---- units on disk (agent/unit_io.c) ---------------------------------------- */
+
+#define SAME(f) (a->f == b->f)
+static bool same_arg(const kf_unit_arg *a, const kf_unit_arg *b) {
+  return SAME(kind) && SAME(index) && SAME(i) && (a->f == b->f || (isnan(a->f) && isnan(b->f)));
+}
+static bool same_gemm(const kf_unit_gemm *a, const kf_unit_gemm *b) {
+  return SAME(m) && SAME(n) && SAME(k) && SAME(batch) && SAME(lda) && SAME(ldb) && SAME(ldc) && SAME(ldd) &&
+         SAME(stride_a) && SAME(stride_b) && SAME(stride_c) && SAME(stride_d) && SAME(trans_a) && SAME(trans_b) &&
+         SAME(has_c) && SAME(dtype) && SAME(compute) && SAME(epilogue) && SAME(alpha) && SAME(beta) &&
+         SAME(workspace_bytes);
+}
+static bool same_conv(const kf_unit_conv *a, const kf_unit_conv *b) {
+  bool ok = SAME(nd) && SAME(layout) && SAME(dtype) && SAME(compute) && SAME(activation) && SAME(has_bias) &&
+            SAME(has_z) && SAME(transposed) && SAME(n) && SAME(c) && SAME(k) && SAME(groups) && SAME(alpha1) &&
+            SAME(alpha2) && SAME(workspace_bytes);
+  for (int d = 0; d < 3; d++)
+    ok = ok && SAME(in[d]) && SAME(filter[d]) && SAME(out[d]) && SAME(pad[d]) && SAME(stride[d]) &&
+         SAME(dilation[d]);
+  return ok;
+}
+static bool same_str(const char *a, const char *b) { return (!a && !b) || (a && b && !strcmp(a, b)); }
+
+/* Whether b is a (written and read back) describes what a does: every
+ * field of every step, argument and scratch buffer, and the source. */
+static bool same_unit(const kf_unit *a, const kf_unit *b, char *why, size_t n) {
+  if (!same_str(a->name, b->name) || !same_str(a->policy, b->policy) || !same_str(a->source, b->source)) {
+    snprintf(why, n, "name, policy or source");
+    return false;
+  }
+  if (a->n_scratch != b->n_scratch || a->n_steps != b->n_steps) {
+    snprintf(why, n, "%d/%d scratch, %d/%d steps", a->n_scratch, b->n_scratch, a->n_steps, b->n_steps);
+    return false;
+  }
+  for (int i = 0; i < a->n_scratch; i++)
+    if (a->scratch_bytes[i] != b->scratch_bytes[i]) {
+      snprintf(why, n, "scratch %d", i);
+      return false;
+    }
+  for (int s = 0; s < a->n_steps; s++) {
+    const kf_unit_step *x = &a->steps[s], *y = &b->steps[s];
+    bool ok = x->kind == y->kind && x->n_args == y->n_args;
+    if (ok && x->kind == KF_USTEP_LAUNCH)
+      ok = same_str(x->kernel, y->kernel) && !memcmp(x->grid, y->grid, sizeof x->grid) &&
+           !memcmp(x->block, y->block, sizeof x->block) && x->smem == y->smem;
+    if (ok && x->kind == KF_USTEP_GEMM) ok = same_gemm(&x->gemm, &y->gemm);
+    if (ok && x->kind == KF_USTEP_CONV) ok = same_conv(&x->conv, &y->conv);
+    for (int k = 0; ok && k < x->n_args; k++)
+      if (!same_arg(&x->args[k], &y->args[k])) {
+        snprintf(why, n, "step %d argument %d: kind %d/%d index %d/%d i %lld/%lld f %g/%g", s, k, x->args[k].kind,
+                 y->args[k].kind, x->args[k].index, y->args[k].index, (long long)x->args[k].i,
+                 (long long)y->args[k].i, x->args[k].f, y->args[k].f);
+        return false;
+      }
+    if (!ok) {
+      snprintf(why, n, "step %d", s);
+      return false;
+    }
+  }
+  return true;
+}
+#undef SAME
+
+/* Write u to a fresh directory and read it back; 0 when it round-trips. */
+static int unit_round_trip(const kf_unit *u, kf_diag *d, char *why, size_t n) {
+  char dir[] = "/tmp/kfuse-unit-XXXXXX";
+  if (!mkdtemp(dir)) {
+    snprintf(why, n, "mkdtemp failed");
+    return 1;
+  }
+  kf_unit *back = NULL;
+  int bad = 0;
+  if (kf_unit_write_dir(u, dir, d) || kf_unit_read_dir(dir, &back, d)) {
+    snprintf(why, n, "write or read failed");
+    bad = 1;
+  } else if (!same_unit(u, back, why, n)) {
+    bad = 1;
+    if (getenv("KFUSE_DUMP_UNITS")) {
+      kf_strbuf x, y;
+      kf_strbuf_init(&x);
+      kf_strbuf_init(&y);
+      if (!kf_unit_to_json(u, "unit.cu", &x, d) && !kf_unit_to_json(back, "unit.cu", &y, d))
+        printf("written:\n%s\nread back:\n%s\n", x.data, y.data);
+      kf_strbuf_fini(&x);
+      kf_strbuf_fini(&y);
+    }
+  }
+  kf_unit_destroy(back);
+  char p[64];
+  snprintf(p, sizeof p, "%s/unit.json", dir);
+  remove(p);
+  snprintf(p, sizeof p, "%s/unit.cu", dir);
+  remove(p);
+  rmdir(dir);
+  return bad;
+}
+
 static int run_fixture_mode(const char *path, bool fuse, bool fp64, int *n_unsupported) {
   kf_diag d;
   collect c = {{0}};
@@ -178,6 +277,12 @@ static int run_fixture_mode(const char *path, bool fuse, bool fp64, int *n_unsup
     }
     if (fp64 && conv_steps) {
       printf("FAIL group %d: the fp64 reference has a cuDNN step\n", grp->id);
+      failures++;
+    }
+    char why[128];
+    if (unit_round_trip(u, &d, why, sizeof why)) {
+      printf("FAIL group %d: the unit does not round-trip through unit.json + unit.cu (%s): %s\n", grp->id, why,
+             c.last);
       failures++;
     }
     if (getenv("KFUSE_DUMP_ALL") && u->source) printf("%s\n", u->source);
@@ -1229,6 +1334,68 @@ static void test_unsupported(void **state) {
   built_fini(&b);
 }
 
+
+/* unit.json from an untrusted writer: each broken field is refused with a
+ * message that names it, and nothing leaks (the sanitizer build checks). */
+static void test_unit_json_refused(void **state) {
+  (void)state;
+  static const char *const head = "{\"format\": \"kfuse-unit\", \"version\": 1, \"name\": \"u\", \"policy\": \"llm:x\", ";
+  static const struct {
+    const char *rest, *source, *needle;
+  } cases[] = {
+      {"\"source\": null, \"scratch_bytes\": [], \"steps\": []}", NULL, NULL}, /* valid: no steps */
+      {"\"source\": null, \"scratch_bytes\": [], \"steps\": [], \"extra\": 1}", NULL, "extra: unknown field"},
+      {"\"source\": null, \"scratch_bytes\": [], \"steps\": [{\"kind\": \"jump\", \"args\": []}]}", NULL,
+       "steps[0].kind: must be one of"},
+      {"\"source\": \"unit.cu\", \"scratch_bytes\": [], \"steps\": []}", NULL, "none was given"},
+      {"\"source\": null, \"scratch_bytes\": [-1], \"steps\": []}", NULL, "scratch_bytes[0]"},
+      {"\"source\": \"unit.cu\", \"scratch_bytes\": [], \"steps\": [{\"kind\": \"launch\", \"kernel\": \"k; x\", "
+       "\"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"smem\": 0, \"args\": []}]}",
+       "extern \"C\" __global__ void k() {}", "kernel: must be a C identifier"},
+      {"\"source\": \"unit.cu\", \"scratch_bytes\": [], \"steps\": [{\"kind\": \"launch\", \"kernel\": \"k\", "
+       "\"grid\": [0, 1, 1], \"block\": [32, 1, 1], \"smem\": 0, \"args\": []}]}",
+       "k", "steps[0].grid"},
+      {"\"source\": \"unit.cu\", \"scratch_bytes\": [], \"steps\": [{\"kind\": \"launch\", \"kernel\": \"k\", "
+       "\"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"smem\": 0, \"args\": [{\"scratch\": 0}]}]}",
+       "k", "does not declare"},
+      {"\"source\": \"unit.cu\", \"scratch_bytes\": [], \"steps\": [{\"kind\": \"launch\", \"kernel\": \"k\", "
+       "\"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"smem\": 0, \"args\": [{\"i32\": 4294967296}]}]}",
+       "k", "args[0].i32: 4294967296 is out of range"},
+      {"\"source\": null, \"scratch_bytes\": [], \"steps\": [{\"kind\": \"memset\", \"kernel\": \"k\", "
+       "\"args\": []}]}",
+       NULL, "kernel: not a field of this step kind"},
+      {"\"source\": null, \"scratch_bytes\": [], \"steps\": [{\"kind\": \"gemm\", \"gemm\": {\"m\": 1}, "
+       "\"args\": []}]}",
+       NULL, "steps[0].gemm.n: missing"},
+      {"\"source\": null, \"scratch_bytes\": [], \"steps\": [{\"kind\": \"conv\", \"conv\": {\"nd\": 4}, "
+       "\"args\": []}]}",
+       NULL, "steps[0].conv.nd: 4 is out of range"},
+      {"\"source\": null, \"scratch_bytes\": [], \"steps\": [{\"kind\": \"copy\", \"args\": [{\"f64\": \"1e400\"}]}]}",
+       NULL, "must be a number"},
+      {"\"source\": null, \"scratch_bytes\": [], \"steps\": [", NULL, "not valid JSON"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char json[1024];
+    snprintf(json, sizeof json, "%s%s", head, cases[i].rest);
+    kf_diag d;
+    collect c = {{0}};
+    kf_diag_init(&d, collect_fn, &c);
+    kf_unit *u = NULL;
+    kf_status st = kf_unit_from_json(json, "t/unit.json", cases[i].source, &u, &d);
+    if (!cases[i].needle) {
+      assert_int_equal(st, KF_OK);
+      assert_non_null(u);
+      assert_int_equal(u->n_steps, 0);
+      kf_unit_destroy(u);
+      continue;
+    }
+    if (st == KF_OK || !strstr(c.last, cases[i].needle) || !strstr(c.last, "t/unit.json"))
+      fail_msg("case %zu: status %d, message \"%s\", expected one naming t/unit.json and \"%s\"", i, (int)st, c.last,
+               cases[i].needle);
+    assert_null(u);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc >= 3 && strcmp(argv[1], "--fixture") == 0) return fixture_main(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -1253,6 +1420,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_attention_chunks),
     cmocka_unit_test(test_attention_outer),
     cmocka_unit_test(test_attention_softmax_no_spills),
+    cmocka_unit_test(test_unit_json_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
