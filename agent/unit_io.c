@@ -9,6 +9,7 @@
  * The compiled cubin and NVRTC's log are not part of the format: the judge
  * compiles the source itself. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -410,10 +411,10 @@ static kf_status read_arg(rd *r, const cJSON *o, kf_unit_arg *a) {
   if (is_pointer(a->kind)) {
     static const char *const keys_p[] = {"input", "output", "scratch", "offset", NULL};
     if ((st = only_keys(r, o, keys_p)) || (st = get_int(r, o, kn, 0, INT_MAX, &a->index))) return st;
-    if (cJSON_GetObjectItemCaseSensitive(o, "offset") && (st = get_i64(r, o, "offset", 0, INT64_MAX, &a->i)))
-      return st;
-    if (o->child->next && !cJSON_GetObjectItemCaseSensitive(o, "offset"))
+    bool has_off = cJSON_GetObjectItemCaseSensitive(o, "offset") != NULL;
+    if (cJSON_GetArraySize(o) != 1 + has_off)
       return bad(r, "a pointer argument has its kind and an optional offset only", NULL);
+    if (has_off && (st = get_i64(r, o, "offset", 0, INT64_MAX, &a->i))) return st;
   } else if (o->child->next) {
     return bad(r, "a value argument has one field, its kind", NULL);
   } else if (a->kind == KF_UARG_I64) {
@@ -558,9 +559,12 @@ static kf_status read_step(rd *r, const cJSON *o, kf_unit *u) {
 
 static kf_status read_text(const char *path, long max, char **out, kf_diag *diag) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
+  /* O_NONBLOCK: a FIFO in the unit's place must not hang the reader */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
   if (!f) {
     kf_diag_error(diag, "%s: cannot open: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
     return KF_ERR_IO;
   }
   struct stat sb;

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1373,6 +1374,9 @@ static void test_unit_json_refused(void **state) {
       {"\"source\": null, \"scratch_bytes\": [], \"steps\": [{\"kind\": \"copy\", \"args\": [{\"f64\": \"1e400\"}]}]}",
        NULL, "must be a number"},
       {"\"source\": null, \"scratch_bytes\": [], \"steps\": [", NULL, "not valid JSON"},
+      {"\"source\": null, \"scratch_bytes\": [16], \"steps\": [{\"kind\": \"memset\", \"args\": "
+       "[{\"scratch\": 0, \"offset\": 4, \"output\": 1}, {\"i64\": 4}]}]}",
+       NULL, "kind and an optional offset only"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char json[1024];
@@ -1394,6 +1398,20 @@ static void test_unit_json_refused(void **state) {
                cases[i].needle);
     assert_null(u);
   }
+  /* a FIFO where unit.json should be is refused, not waited on */
+  char dir[] = "/tmp/kfuse-unit-fifo-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char fifo[64];
+  snprintf(fifo, sizeof fifo, "%s/unit.json", dir);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  kf_diag d;
+  collect c = {{0}};
+  kf_diag_init(&d, collect_fn, &c);
+  kf_unit *u = NULL;
+  assert_int_equal(kf_unit_read_dir(dir, &u, &d), KF_ERR_IO);
+  assert_non_null(strstr(c.last, "not a regular file"));
+  remove(fifo);
+  rmdir(dir);
 }
 
 int main(int argc, char **argv) {
