@@ -204,6 +204,11 @@ void kb_literal(kf_number v, kf_dtype t, bool fp64, char *buf, size_t n);
 /* Group input index of v, or -1. */
 int kb_group_input(const kf_group *g, const kf_value *v);
 int kb_group_output(const kf_group *g, const kf_value *v);
+/* Position of op in g->ops, or -1. */
+int kb_op_index(const kf_group *g, const kf_op *op);
+/* Mark pro[i] for every group op v depends on, stopping at the anchor: the
+ * element-wise prologue a reduction or scan computes from its inputs. */
+void kb_mark_prologue(const kf_group *g, const kf_op *anchor, bool *pro, const kf_value *v);
 /* true when v is used by an op outside the group or is a graph output */
 bool kb_value_escapes(const kf_partition *p, const kf_group *g, const kf_value *v);
 

@@ -404,17 +404,31 @@ int kb_group_input(const kf_group *g, const kf_value *v) {
   return -1;
 }
 
+int kb_op_index(const kf_group *g, const kf_op *op) {
+  for (int i = 0; i < g->n_ops; i++)
+    if (g->ops[i] == op) return i;
+  return -1;
+}
+
+static void mark_prologue(const kf_group *g, const kf_op *anchor, bool *pro, const kf_value *v, int depth) {
+  if (!v || !v->def || depth > 100000) return;
+  int i = kb_op_index(g, v->def);
+  if (i < 0 || pro[i] || v->def == anchor) return;
+  pro[i] = true;
+  for (int j = 0; j < v->def->n_operands; j++) mark_prologue(g, anchor, pro, v->def->operands[j], depth + 1);
+}
+
+void kb_mark_prologue(const kf_group *g, const kf_op *anchor, bool *pro, const kf_value *v) {
+  mark_prologue(g, anchor, pro, v, 0);
+}
+
 int kb_group_output(const kf_group *g, const kf_value *v) {
   for (int i = 0; i < g->n_outputs; i++)
     if (g->outputs[i] == v) return i;
   return -1;
 }
 
-static bool op_in_group(const kf_group *g, const kf_op *op) {
-  for (int i = 0; i < g->n_ops; i++)
-    if (g->ops[i] == op) return true;
-  return false;
-}
+static bool op_in_group(const kf_group *g, const kf_op *op) { return kb_op_index(g, op) >= 0; }
 
 bool kb_value_escapes(const kf_partition *p, const kf_group *g, const kf_value *v) {
   (void)p;

@@ -55,20 +55,6 @@ typedef struct rctx {
   uint32_t grid_x;
 } rctx;
 
-static int op_index(const kf_group *g, const kf_op *op) {
-  for (int i = 0; i < g->n_ops; i++)
-    if (g->ops[i] == op) return i;
-  return -1;
-}
-
-static void mark_pro(rctx *c, const kf_value *v, int depth) {
-  if (!v || !v->def || depth > 100000) return;
-  int i = op_index(c->g, v->def);
-  if (i < 0 || c->pro[i] || v->def == c->anchor) return;
-  c->pro[i] = true;
-  for (int j = 0; j < v->def->n_operands; j++) mark_pro(c, v->def->operands[j], depth + 1);
-}
-
 static kf_dtype float_acc(kf_dtype t, bool fp64) {
   if (fp64) return KF_DTYPE_F64;
   return t == KF_DTYPE_F64 ? KF_DTYPE_F64 : KF_DTYPE_F32;
@@ -654,7 +640,7 @@ static kf_status prologue_outputs(rctx *c, kf_unit *u, kf_strbuf *src, kf_diag *
   const kf_group *g = c->g;
   for (int i = 0; i < g->n_outputs; i++) {
     const kf_value *v = g->outputs[i];
-    int oi = v->def ? op_index(g, v->def) : -1;
+    int oi = v->def ? kb_op_index(g, v->def) : -1;
     if (oi < 0 || !c->pro[oi]) continue;
     kb_ew_launch l;
     memset(&l, 0, sizeof l);
@@ -709,7 +695,7 @@ kf_status kb_unit_reduce(const kf_partition *p, const kf_group *g, const kf_buil
   if (!c.pro) return KF_ERR_NOMEM;
   kf_status st = setup_anchor(&c, diag);
   if (!st) {
-    mark_pro(&c, a->operands[0], 0);
+    kb_mark_prologue(c.g, c.anchor, c.pro, a->operands[0]);
     if (has_elem_epilogue(&c)) c.phase2 = c.elem_epi = true;
     int64_t n = kf_type_numel(&c.x->type);
     if (n == 0) {

@@ -40,20 +40,6 @@ typedef struct sctx {
   bool *pro; /* per group op: part of the prologue */
 } sctx;
 
-static int op_index(const kf_group *g, const kf_op *op) {
-  for (int i = 0; i < g->n_ops; i++)
-    if (g->ops[i] == op) return i;
-  return -1;
-}
-
-static void mark_pro(sctx *c, const kf_value *v, int depth) {
-  if (!v || !v->def || depth > 100000) return;
-  int i = op_index(c->g, v->def);
-  if (i < 0 || c->pro[i] || v->def == c->anchor) return;
-  c->pro[i] = true;
-  for (int j = 0; j < v->def->n_operands; j++) mark_pro(c, v->def->operands[j], depth + 1);
-}
-
 /* ---- bodies --------------------------------------------------------------- */
 
 /* KF_PRO: the prologue, then x converted as ATen's scan sees it (cast to
@@ -317,7 +303,7 @@ kf_status kb_unit_scan(const kf_partition *p, const kf_group *g, const kf_builti
   if (kf_type_numel(t) == 0) return KF_OK;
   c.pro = calloc((size_t)g->n_ops + 1, sizeof *c.pro);
   if (!c.pro) return KF_ERR_NOMEM;
-  mark_pro(&c, c.x, 0);
+  kb_mark_prologue(c.g, c.anchor, c.pro, c.x);
   kb_scan_rules r;
   slayout l;
   kf_status st = build_kernel(&c, 0, -1, NULL, NULL, u, src, diag, &l, &r);

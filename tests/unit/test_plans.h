@@ -34,4 +34,17 @@ static inline void test_grouped_conv(kfr_conv *c) {
   c->workspace_bytes = 4096;
 }
 
+/* cuBLASLt's [4, 8] @ [8, 3] in full fp32 with bias and ReLU, a
+ * 1024-byte workspace. */
+static inline void test_small_gemm(kfr_gemm *g) {
+  memset(g, 0, sizeof *g);
+  g->m = 4, g->n = 3, g->k = 8, g->batch = 1;
+  g->lda = 8, g->ldb = 3, g->ldc = 3, g->ldd = 3;
+  g->dtype = KFUSE_DTYPE_F32;
+  g->compute = KFR_COMPUTE_32F;
+  g->epilogue = KFR_EPI_RELU_BIAS;
+  g->alpha = 1.0;
+  g->workspace_bytes = 1024;
+}
+
 #endif

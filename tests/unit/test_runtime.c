@@ -106,14 +106,7 @@ static int build(void **plan, size_t *bytes, int embedded) {
   kfr_writer_arg_f32(w, 0.25f);
   kfr_writer_arg_f64(w, 1e-300);
   kfr_gemm g;
-  memset(&g, 0, sizeof g);
-  g.m = 4, g.n = 3, g.k = 8, g.batch = 1;
-  g.lda = 8, g.ldb = 3, g.ldc = 3, g.ldd = 3;
-  g.dtype = KFUSE_DTYPE_F32;
-  g.compute = KFR_COMPUTE_32F;
-  g.epilogue = KFR_EPI_RELU_BIAS;
-  g.alpha = 1.0;
-  g.workspace_bytes = 1024;
+  test_small_gemm(&g);
   assert_int_equal(kfr_writer_gemm(w, &g, "g1_linear"), S_GEMM);
   kfr_writer_arg_ptr(w, B_T, 0);
   kfr_writer_arg_ptr(w, B_W, 0);

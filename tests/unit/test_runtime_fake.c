@@ -116,14 +116,7 @@ static void *gemm_plan(size_t *bytes) {
   kfr_writer_arg_ptr(w, bt, 0);
   kfr_writer_arg_i64(w, 32);
   kfr_gemm g;
-  memset(&g, 0, sizeof g);
-  g.m = 4, g.n = 3, g.k = 8, g.batch = 1;
-  g.lda = 8, g.ldb = 3, g.ldc = 3, g.ldd = 3;
-  g.dtype = KFUSE_DTYPE_F32;
-  g.compute = KFR_COMPUTE_32F;
-  g.epilogue = KFR_EPI_RELU_BIAS;
-  g.alpha = 1.0;
-  g.workspace_bytes = 1024;
+  test_small_gemm(&g);
   kfr_writer_gemm(w, &g, "g1_linear");
   kfr_writer_arg_ptr(w, bt, 0);
   kfr_writer_arg_ptr(w, bw, 0);
