@@ -58,8 +58,18 @@ if [ "${SANITIZER:-0}" = 1 ]; then
       > "$out/sanitizer.log" 2>&1
     rc=$?
     grep -E "^(PASS|FAIL)|ERROR SUMMARY" "$out/sanitizer.log" | tail -n 20
-    if [ $rc -eq 0 ]; then echo "PASS compute-sanitizer memcheck"; else
-      echo "FAIL compute-sanitizer memcheck (rc $rc, $out/sanitizer.log)"; fail=1; fi
+    # memcheck also counts failed API calls; the runtime's one expected
+    # failure is cuFuncGetParamInfo one past a kernel's last parameter
+    # (runtime/kfr_params.c: the 13.0 driver has no parameter count), once
+    # per kernel. Every other reported error fails the check.
+    total=$(grep -oE "ERROR SUMMARY: [0-9]+" "$out/sanitizer.log" | tail -n 1 | grep -oE "[0-9]+$")
+    probes=$(grep -c 'CUDA_ERROR_INVALID_VALUE (error 1) due to "invalid argument" on CUDA API call to cuFuncGetParamInfo' "$out/sanitizer.log")
+    others=$(grep -E "^========= (Invalid|Program hit|Error|Uninitialized|Leaked|Race)" "$out/sanitizer.log" | grep -vc "on CUDA API call to cuFuncGetParamInfo")
+    echo "compute-sanitizer: ${total:-?} errors reported, $probes of them the parameter-count probe"
+    if [ -n "$total" ] && [ "$others" -eq 0 ] && [ "$total" -eq "$probes" ] && { [ $rc -eq 0 ] || [ $rc -eq 3 ]; }; then
+      echo "PASS compute-sanitizer memcheck (no memory error; ${probes} expected probe results)"
+    else
+      echo "FAIL compute-sanitizer memcheck (rc $rc, $others other errors, $out/sanitizer.log)"; fail=1; fi
   else
     echo "compute-sanitizer not found; skipped"
   fi

@@ -374,13 +374,15 @@ static void test_launch(void) {
   ok = ew_plan(name, &e, 0, e.path, sm, "vadd_f32", 512, &plan, &bytes) &&
        create(name, plan, bytes, NULL, &m);
   if (ok) {
-    CUdeviceptr d = dalloc(name, e.n * 4);
+    /* the inputs may share memory (both are read); the output may not
+     * (an output overlapping an input is refused before anything runs) */
+    CUdeviceptr d = dalloc(name, e.n * 4), o = dalloc(name, e.n * 4);
     const void *in[2] = {(void *)(uintptr_t)d, (void *)(uintptr_t)d};
-    void *out[1] = {(void *)(uintptr_t)d};
+    void *out[1] = {(void *)(uintptr_t)o};
     int rc = kfuse_model_run(m, s, in, out);
     (void)cu->cuStreamSynchronize(s);
     const char *msg = kfuse_model_error(m);
-    ok = d && rc == KFUSE_ECUDA && strstr(msg, "cuLaunchKernel") &&
+    ok = d && o && rc == KFUSE_ECUDA && strstr(msg, "cuLaunchKernel") &&
          strstr(msg, "s1_axpb");
     if (!ok)
       say(name, "run returned %d: %s", rc, msg);
@@ -397,6 +399,7 @@ static void test_launch(void) {
       say(name, "misaligned input: %d %s", rc, kfuse_model_error(m));
     ok = ok && kfuse_model_run(m, s, NULL, out) == KFUSE_EARG;
     dfree(d);
+    dfree(o);
   }
   result(name, ok);
   kfuse_model_destroy(m);

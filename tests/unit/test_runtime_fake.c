@@ -440,6 +440,63 @@ static void test_params_checked(void **state) {
   free(p);
 }
 
+/* mix_f32 launched twice; the second launch passes n_second arguments. */
+static void *twice_plan(int n_second, size_t *bytes) {
+  make_fake_cubin();
+  kfr_writer *w = kfr_writer_create(90);
+  assert_non_null(w);
+  kfr_writer_set_model_name(w, "fake_twice");
+  kfr_writer_set_arena(w, 4096);
+  kfr_tensor_desc d48;
+  kfr_tensor_desc_init(&d48, KFUSE_DTYPE_F32, 2, (int64_t[]){4, 8});
+  kfr_writer_input(w, 0, "x", &d48);
+  kfr_writer_input(w, 1, "y", &d48);
+  kfr_writer_output(w, 0, "out", &d48);
+  uint32_t bt = kfr_writer_arena(w, 0, 128, "t", &d48);
+  uint32_t k = kfr_writer_kernel(w, kfr_writer_module(w, fake_cubin, sizeof fake_cubin), "mix_f32", 0);
+  kfr_writer_launch(w, k, (uint32_t[]){1, 1, 1}, (uint32_t[]){32, 1, 1}, 0, "g0_mix");
+  kfr_writer_arg_ptr(w, 0, 0);
+  kfr_writer_arg_ptr(w, 1, 0);
+  kfr_writer_arg_ptr(w, bt, 0);
+  kfr_writer_arg_i64(w, 32);
+  kfr_writer_launch(w, k, (uint32_t[]){1, 1, 1}, (uint32_t[]){32, 1, 1}, 0, "g1_mix");
+  kfr_writer_arg_ptr(w, bt, 0);
+  kfr_writer_arg_ptr(w, 1, 0);
+  kfr_writer_arg_ptr(w, 2, 0);
+  if (n_second > 3)
+    kfr_writer_arg_i64(w, 32);
+  void *plan = NULL;
+  char msg[512];
+  if (kfr_writer_finish(w, &plan, bytes, msg, sizeof msg)) fail_msg("finish: %s", msg);
+  kfr_writer_destroy(w);
+  return plan;
+}
+
+/* The probe past a kernel's last parameter (a failed call that
+ * compute-sanitizer lists) is made once per kernel, and a later launch of
+ * the kernel with another argument count is still refused. */
+static void test_params_probe_once(void **state) {
+  (void)state;
+  size_t n;
+  void *p = twice_plan(4, &n);
+  f_reset();
+  long q = stats().param_queries;
+  kfuse_model *m = create_with(p, n, 0);
+  assert_int_equal(stats().param_queries - q, 4 + 1 + 4);
+  assert_int_equal(lines_with(f_log(), "cuFuncGetParamInfo mix_f32 4"), 1);
+  kfuse_model_destroy(m);
+  free(p);
+  p = twice_plan(3, &n);
+  m = NULL;
+  kfuse_options o;
+  kfuse_options_init(&o);
+  int rc = kfr_model_create(p, n, &o, &m);
+  assert_int_equal(rc, KFUSE_EPLAN);
+  assert_null(m);
+  assert_contains(kfuse_last_error(), "step 1 (g1_mix): kernel 'mix_f32' takes 4 parameters, the plan passes 3 arguments");
+  free(p);
+}
+
 /* ---- CUDA-graph mode survives a failed capture (finding 6) ---------------------------- */
 
 /* Runs f with stderr going to a file; returns what was written (static). */
@@ -868,6 +925,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_private_stream),
       cmocka_unit_test(test_params_checked),
+      cmocka_unit_test(test_params_probe_once),
       cmocka_unit_test(test_graph_replays),
       cmocka_unit_test(test_graph_capture_fails),
       cmocka_unit_test(test_captured_run_ordered),
