@@ -26,6 +26,9 @@
  *    depthwise convolutions NCHW — cuDNN's fused grouped plans there are
  *    not what PyTorch's bare call measured. An earlier rule asked for
  *    channel counts in multiples of 8; cuDNN pads what it needs;
+ *  - it goes channels-last only when chained to another qualifying one
+ *    through element-wise ops (chain_convs below: a lone convolution pays
+ *    two layout copies for no cuDNN gain);
  *  - its input becomes channels-last: the value itself when it already is,
  *    else a kf.copy declared channels-last (one per source value, shared by
  *    every use that needs it);
@@ -58,6 +61,10 @@ typedef struct lay {
   kf_graph *g;
   kf_diag *diag;
   int64_t min_numel; /* CL_MIN_NUMEL, or 0 (channels-last-all) */
+  bool need_chain;   /* only convolutions chained to another (chain_convs) */
+  /* the convolutions that go channels-last (chain_convs) */
+  const kf_op **chosen;
+  int n_chosen;
   kf_namer nm;
   /* value id -> its channels-last copy / its row-major copy */
   kf_value **to_cl, **to_rm;
@@ -95,6 +102,95 @@ static bool qualifies(const lay *l, const kf_op *op) {
    * anything contiguous) */
   if (!kf_type_is_contiguous(&w->type) && !kf_type_is_channels_last(&w->type)) return false;
   return true;
+}
+
+static bool elementwise(const kf_op *op);
+
+/* ---- which convolutions: chains ------------------------------------------------- */
+
+/* Channels-last pays where its copies are shared by several convolutions:
+ * one copy in, one out, NHWC between. A lone convolution pays both copies
+ * for the same cuDNN time: on an H100 (2026-11-25, `kfuse bench` of both
+ * layouts, cuDNN plans over the workspace budget timed too) no KernelBench
+ * L1/L2 single convolution ran faster channels-last (L1 56, 58-61, 66, 68,
+ * 70 equal within 2%, or NCHW faster: L1 59 2.13 ms against 3.83, L1 63
+ * 6.69 against 13.42, L1 86 2.44 against 4.65, L2 13 8.93 against 20.05,
+ * L2 21 4.22 against 4.84, L2 24 0.94 against 1.74, L2 8 2.09 against
+ * 2.23), while networks of chained convolutions did (L3 10 ResNet101 1.68
+ * against 4.41, L3 9 ResNet18 0.36 against 0.88, L3 8 0.50 against 0.74,
+ * L3 27 RegNet 0.76 against 1.07, L3 5 AlexNet 17.8 against 20.4, L3 6
+ * 7.98 against 8.79, L3 45 3.30 against 3.65; L3 20, 22 and 26 ran 5-11%
+ * slower). So a qualifying convolution goes channels-last only when its
+ * input comes from another one, or its result goes to another one,
+ * through element-wise ops only (what stays channels-last between them). */
+typedef struct chains {
+  int *parent; /* union-find over the qualifying convolutions */
+  int *rep;    /* value id -> a convolution reaching it, or -1 */
+} chains;
+
+static int find(int *p, int i) {
+  while (p[i] != i) i = p[i] = p[p[i]];
+  return i;
+}
+
+static void unite(int *p, int a, int b) {
+  a = find(p, a);
+  b = find(p, b);
+  if (a != b) p[a] = b;
+}
+
+static kf_status chain_convs(lay *l) {
+  int n = 0;
+  for (kf_op *op = l->g->first; op; op = op->next)
+    if (qualifies(l, op)) n++;
+  if (n == 0) return KF_OK;
+  const kf_op **convs = malloc((size_t)n * sizeof *convs);
+  int *parent = malloc((size_t)n * sizeof *parent), *size = calloc((size_t)n, sizeof *size);
+  int *rep = malloc(((size_t)l->g->next_value_id + 1) * sizeof *rep);
+  if (!convs || !parent || !size || !rep) {
+    free(convs);
+    free(parent);
+    free(size);
+    free(rep);
+    return KF_ERR_NOMEM;
+  }
+  for (uint32_t i = 0; i <= l->g->next_value_id; i++) rep[i] = -1;
+  int k = 0;
+  for (kf_op *op = l->g->first; op; op = op->next) {
+    if (qualifies(l, op)) {
+      convs[k] = op;
+      parent[k] = k;
+      int r = rep[op->operands[0]->id];
+      if (r >= 0) unite(parent, k, r);
+      rep[op->results[0]->id] = k++;
+      continue;
+    }
+    if (!elementwise(op)) continue;
+    const kf_type *t = &op->results[0]->type;
+    int r = -1;
+    for (int i = 0; i < op->n_operands; i++) {
+      const kf_value *v = op->operands[i];
+      if (!v || v->type.kind != KF_TYPE_TENSOR || !kf_type_same_dims(&v->type, t) || rep[v->id] < 0) continue;
+      if (r < 0) r = rep[v->id];
+      else unite(parent, r, rep[v->id]);
+    }
+    rep[op->results[0]->id] = r;
+  }
+  for (int i = 0; i < n; i++) size[find(parent, i)]++;
+  l->n_chosen = 0;
+  for (int i = 0; i < n; i++)
+    if (!l->need_chain || size[find(parent, i)] >= 2) convs[l->n_chosen++] = convs[i];
+  l->chosen = convs;
+  free(parent);
+  free(size);
+  free(rep);
+  return KF_OK;
+}
+
+static bool chosen(const lay *l, const kf_op *op) {
+  for (int i = 0; i < l->n_chosen; i++)
+    if (l->chosen[i] == op) return true;
+  return false;
 }
 
 static bool elementwise(const kf_op *op) {
@@ -215,15 +311,12 @@ static kf_status weight_krsc(lay *l, kf_op *conv, kf_value *w, kf_value **out) {
 }
 
 static kf_status run(lay *l) {
-  kf_status st = KF_OK;
-  bool any = false;
-  for (kf_op *op = l->g->first; op; op = op->next)
-    if (qualifies(l, op)) any = true;
-  if (!any) return KF_OK;
+  kf_status st = chain_convs(l);
+  if (st || l->n_chosen == 0) return st;
   /* the copies made here go right after their operand's definition (or
    * first), which the walk has passed: it never meets them */
   for (kf_op *op = l->g->first; op && !st; op = op->next) {
-    if (qualifies(l, op)) {
+    if (chosen(l, op)) {
       kf_value *x = op->operands[0], *w = op->operands[1];
       if (!is_cl(x) && (st = copy_of(l, x, true, &x)) != KF_OK) break;
       if ((st = weight_krsc(l, op, w, &w)) != KF_OK) break;
@@ -276,9 +369,11 @@ static kf_status channels_last(kf_graph *g, int64_t min_numel, kf_diag *diag) {
   l.g = g;
   l.diag = diag;
   l.min_numel = min_numel;
+  l.need_chain = min_numel > 0;
   kf_status st = kf_namer_init(&l.nm, g);
   if (st == KF_OK) st = run(&l);
   kf_namer_fini(&l.nm);
+  free(l.chosen);
   free(l.to_cl);
   free(l.to_rm);
   return st;
@@ -286,6 +381,6 @@ static kf_status channels_last(kf_graph *g, int64_t min_numel, kf_diag *diag) {
 
 kf_status kf_pass_channels_last(kf_graph *g, kf_diag *diag) { return channels_last(g, CL_MIN_NUMEL, diag); }
 
-/* Every qualifying convolution whatever its size: tests run the layout's
- * kernels on small graphs with it. */
+/* Every qualifying convolution whatever its size, chained or alone: tests
+ * run the layout's kernels on small graphs with it. */
 kf_status kf_pass_channels_last_all(kf_graph *g, kf_diag *diag) { return channels_last(g, 0, diag); }

@@ -382,6 +382,21 @@ int kfr_cudnn_verbose(void) {
   return v && *v && strcmp(v, "0") != 0;
 }
 
+/* How much workspace a graph plan over its step's budget may have for
+ * its timing and, if it wins, for the model's life: a quarter of the
+ * device memory free now, at most 16 GiB. The plan's budget (the compiler's
+ * choice, 256 MiB by default) kept out the fastest plans of large
+ * convolutions: on an H100 (2026-11-25) KernelBench L2 13's transposed
+ * 3-d convolution ran in 9.4 ms with the heuristics' first plan (2.7 GB of
+ * workspace) against 19.8 ms for the fastest within 256 MiB. */
+uint64_t kfr_conv_big_ws_limit(kfuse_model *m) {
+  size_t free_b = 0, total = 0;
+  if (m->cu->cuMemGetInfo(&free_b, &total) != CUDA_SUCCESS)
+    return 0;
+  uint64_t lim = (uint64_t)free_b / 4, cap = (uint64_t)16 << 30;
+  return lim < cap ? lim : cap;
+}
+
 /* One fused convolution call of the search (kfr_time3's call); y is also
  * z, as the step does without a residual. */
 typedef struct fused_call {

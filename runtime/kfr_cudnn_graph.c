@@ -12,10 +12,14 @@
  * the step has (intermediates virtual, in fp32), or for a transposed step
  * the one backward-data operation y = alpha1 conv_transpose(x, w), cuDNN's heuristics (mode
  * A) for engine configurations, an execution plan for each of the first
- * KFR_GRAPH_CANDIDATES that finalises, fits the step's workspace and keeps
- * strict fp32 steps off tensor cores; with search buffers, each plan is
- * timed (one warm-up, median of three) and the fastest kept, else the
- * first. Anything cuDNN refuses leaves the step on the legacy path (the
+ * KFR_GRAPH_CANDIDATES that finalises and keeps strict fp32 steps off
+ * tensor cores; with search buffers, each plan is timed (one warm-up,
+ * median of three) and the fastest kept, else the first that fits the
+ * step's workspace budget. A plan over the budget is timed with a
+ * workspace of its own when the device has the memory
+ * (kfr_conv_big_ws_limit) and wins only when at least 10% faster than the
+ * fastest within the budget (KFR_GRAPH_BIG_GAIN); nothing within the
+ * budget and nothing timed: the heuristics' first plan. Anything cuDNN refuses leaves the step on the legacy path (the
  * caller falls back; KFUSE_CUDNN_VERBOSE=1 says why).
  *
  * At run (kfr_conv_graph_run): a variant pack of the step's pointers,
@@ -67,6 +71,9 @@ enum {
 };
 
 #define KFR_GRAPH_CANDIDATES 8
+/* a plan over the step's workspace budget replaces the fastest within it
+ * when it takes at most this fraction of its time */
+#define KFR_GRAPH_BIG_GAIN 0.9f
 #define KFR_GRAPH_ALIGN 16
 
 /* unique ids of the step's tensors; virtual intermediates from 10 */
@@ -326,6 +333,12 @@ int kfr_conv_graph_prepare(kfuse_model *m, uint32_t s, CUdeviceptr sx, CUdevicep
   int tried = 0;
   void *over = NULL; /* the heuristics' first plan over the budget */
   int64_t over_ws = 0;
+  /* candidates over the plan's budget are timed too, each with a workspace
+   * of its own, when the device has the memory (big_limit) */
+  void *big = NULL;
+  int64_t big_ws = 0;
+  float big_ms = 0;
+  uint64_t big_limit = sx ? kfr_conv_big_ws_limit(m) : 0;
   void *xptr = (void *)(uintptr_t)sx, *wptr = (void *)(uintptr_t)sw, *yptr = (void *)(uintptr_t)sy;
   for (int64_t i = 0; i < n_cfg && i < KFR_GRAPH_CANDIDATES; i++) {
     if (kfr_conv_strict_fp32(c) && !fp32_ok(d, cfgs[i])) continue;
@@ -339,15 +352,18 @@ int kfr_conv_graph_prepare(kfuse_model *m, uint32_t s, CUdeviceptr sx, CUdevicep
       (void)d->cudnnBackendDestroyDescriptor(plan);
       continue;
     }
+    CUdeviceptr own_ws = 0; /* an over-budget candidate's own workspace, for timing */
     if ((uint64_t)ws > c->workspace_bytes) {
-      /* over the search's budget: kept (untimed) only in case nothing fits */
-      if (!over) {
-        over = plan;
-        over_ws = ws;
-      } else {
-        (void)d->cudnnBackendDestroyDescriptor(plan);
+      if (!sx || (uint64_t)ws > big_limit || kfr_scratch_alloc(m, &own_ws, (size_t)ws) != CUDA_SUCCESS) {
+        /* kept (untimed) only in case nothing fits */
+        if (!over) {
+          over = plan;
+          over_ws = ws;
+        } else {
+          (void)d->cudnnBackendDestroyDescriptor(plan);
+        }
+        continue;
       }
-      continue;
     }
     tried++;
     float ms = 0;
@@ -365,14 +381,27 @@ int kfr_conv_graph_prepare(kfuse_model *m, uint32_t s, CUdeviceptr sx, CUdevicep
         uids[n] = UID_Z;
         ptrs[n++] = yptr;
       }
-      void *vp = variant_pack(d, uids, ptrs, n, (void *)(uintptr_t)wsp);
+      void *vp = variant_pack(d, uids, ptrs, n, (void *)(uintptr_t)(own_ws ? own_ws : wsp));
       ms = vp ? time_plan(m, plan, vp) : -1;
       if (vp) (void)d->cudnnBackendDestroyDescriptor(vp);
+      kfr_scratch_free(m, own_ws);
       if (kfr_cudnn_verbose())
-        fprintf(stderr, "kfuse: cuDNN step %u (%s): graph engine config %lld: workspace %lld, %.4f ms\n", s,
-                kfr_step_name(m, s), (long long)i, (long long)ws, ms);
+        fprintf(stderr, "kfuse: cuDNN step %u (%s): graph engine config %lld: workspace %lld%s, %.4f ms\n", s,
+                kfr_step_name(m, s), (long long)i, (long long)ws, own_ws ? " (over the budget)" : "", ms);
       if (ms < 0) {
         (void)d->cudnnBackendDestroyDescriptor(plan);
+        continue;
+      }
+      if (own_ws) {
+        /* the fastest over the budget, weighed against the rest below */
+        if (!big || ms < big_ms) {
+          if (big) (void)d->cudnnBackendDestroyDescriptor(big);
+          big = plan;
+          big_ws = ws;
+          big_ms = ms;
+        } else {
+          (void)d->cudnnBackendDestroyDescriptor(plan);
+        }
         continue;
       }
     }
@@ -386,6 +415,19 @@ int kfr_conv_graph_prepare(kfuse_model *m, uint32_t s, CUdeviceptr sx, CUdevicep
       (void)d->cudnnBackendDestroyDescriptor(plan);
     }
   }
+  if (big && (!best || big_ms < KFR_GRAPH_BIG_GAIN * best_ms)) {
+    /* over the budget, and worth its memory: at least 10% faster */
+    if (kfr_cudnn_verbose())
+      fprintf(stderr, "kfuse: cuDNN step %u (%s): the fastest plan needs %lld bytes of workspace, over the "
+              "%llu-byte budget: %.4f ms against %.4f ms within it\n", s, kfr_step_name(m, s), (long long)big_ws,
+              (unsigned long long)c->workspace_bytes, big_ms, best ? best_ms : -1.0f);
+    if (best) (void)d->cudnnBackendDestroyDescriptor(best);
+    best = big;
+    best_ws = big_ws;
+    best_ms = big_ms;
+    big = NULL;
+  }
+  if (big) (void)d->cudnnBackendDestroyDescriptor(big);
   if (!best && over) {
     /* nothing within the budget: the heuristics' first plan, at the
      * workspace it needs (the budget bounds the search, never the load) */

@@ -55,7 +55,8 @@
   X(cuMemAllocAsync, 11020) X(cuMemFreeAsync, 11020)                        \
   X(cuEventRecordWithFlags, 11010) X(cuStreamGetCaptureInfo, 11030)          \
   X(cuUserObjectCreate, 11030) X(cuUserObjectRelease, 11030)                 \
-  X(cuGraphRetainUserObject, 11030) X(cuModuleGetGlobal, 3020)
+  X(cuGraphRetainUserObject, 11030) X(cuModuleGetGlobal, 3020)              \
+  X(cuMemGetInfo, 3020)
 
 typedef struct kfr_driver {
   /* fields are named by the base name (d->cuMemAlloc) */
@@ -407,6 +408,8 @@ static inline const char *kfr_step_name(const kfuse_model *m, uint32_t s) {
 /* KFUSE_CUDNN_VERBOSE=1: cuDNN's searches and choices on stderr
  * (kfr_cudnn.c) */
 KFR_HIDDEN int kfr_cudnn_verbose(void);
+/* the workspace a graph plan over its step's budget may take (kfr_cudnn.c) */
+KFR_HIDDEN uint64_t kfr_conv_big_ws_limit(kfuse_model *m);
 
 /* Find the model's weights file (kfuse_options.weights_path when given),
  * check it against the plan (size, header, model id, and unless skip_hash

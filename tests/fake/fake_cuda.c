@@ -634,6 +634,17 @@ static CUresult do_free(CUdeviceptr p, const char *call, CUstream s) {
 
 static CUresult f_cuMemAlloc(CUdeviceptr *p, size_t n) { return do_alloc(p, n, "cuMemAlloc", NULL); }
 static CUresult f_cuMemFree(CUdeviceptr p) { return do_free(p, "cuMemFree", NULL); }
+/* 80 GB, all of it free but what the fake's live allocations hold */
+static CUresult f_cuMemGetInfo(size_t *free_b, size_t *total) {
+  size_t used = 0;
+  pthread_mutex_lock(&g_mu);
+  log_line("cuMemGetInfo");
+  for (int i = 0; i < g_nallocs; i++) used += g_allocs[i].n;
+  pthread_mutex_unlock(&g_mu);
+  *total = (size_t)80 << 30;
+  *free_b = *total - used;
+  return CUDA_SUCCESS;
+}
 static CUresult f_cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {
   return do_alloc(p, n, "cuMemAllocAsync", s);
 }
