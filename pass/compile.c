@@ -608,7 +608,7 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   /* NHWC convolutions are a cuDNN choice: the other lowerings (and the
    * fp64 reference) read row-major tensors */
   if (st == KF_OK && !o->no_channels_last && !o->no_cudnn && !o->reference)
-    st = kf_pass_run_pipeline(g, "channels-last", true, diag);
+    st = kf_pass_run_pipeline(g, o->channels_last_all ? "channels-last-unchained" : "channels-last", true, diag);
   phase[0] = now_s() - t;
   if (st) goto done;
 

@@ -363,13 +363,13 @@ static kf_status run(lay *l) {
   return st;
 }
 
-static kf_status channels_last(kf_graph *g, int64_t min_numel, kf_diag *diag) {
+static kf_status channels_last(kf_graph *g, int64_t min_numel, bool need_chain, kf_diag *diag) {
   lay l;
   memset(&l, 0, sizeof l);
   l.g = g;
   l.diag = diag;
   l.min_numel = min_numel;
-  l.need_chain = min_numel > 0;
+  l.need_chain = need_chain;
   kf_status st = kf_namer_init(&l.nm, g);
   if (st == KF_OK) st = run(&l);
   kf_namer_fini(&l.nm);
@@ -379,8 +379,13 @@ static kf_status channels_last(kf_graph *g, int64_t min_numel, kf_diag *diag) {
   return st;
 }
 
-kf_status kf_pass_channels_last(kf_graph *g, kf_diag *diag) { return channels_last(g, CL_MIN_NUMEL, diag); }
+kf_status kf_pass_channels_last(kf_graph *g, kf_diag *diag) { return channels_last(g, CL_MIN_NUMEL, true, diag); }
+
+/* Lone convolutions too (kfuse compile --channels-last-all). */
+kf_status kf_pass_channels_last_unchained(kf_graph *g, kf_diag *diag) {
+  return channels_last(g, CL_MIN_NUMEL, false, diag);
+}
 
 /* Every qualifying convolution whatever its size, chained or alone: tests
  * run the layout's kernels on small graphs with it. */
-kf_status kf_pass_channels_last_all(kf_graph *g, kf_diag *diag) { return channels_last(g, 0, diag); }
+kf_status kf_pass_channels_last_all(kf_graph *g, kf_diag *diag) { return channels_last(g, 0, false, diag); }

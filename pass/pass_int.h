@@ -14,6 +14,7 @@ kf_status kf_pass_sink_reshapes(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_scan_forms(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_channels_last(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_channels_last_all(kf_graph *g, kf_diag *diag);
+kf_status kf_pass_channels_last_unchained(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_fold_reductions(kf_graph *g, kf_diag *diag);
 
 /* True when op's results alias its operand's storage instead of holding

@@ -27,6 +27,8 @@ static const kf_pass_info passes[] = {
                       "convolutions (cuDNN's fast kernels); row-major copies where other ops read them",
      kf_pass_channels_last},
     {"channels-last-all", "channels-last whatever the convolution's size (tests)", kf_pass_channels_last_all},
+    {"channels-last-unchained", "channels-last also for convolutions chained to no other (--channels-last-all)",
+     kf_pass_channels_last_unchained},
 };
 
 static const char *default_pipeline = "simplify,dce";

@@ -41,7 +41,8 @@ static const command commands[] = {
      "compile MODEL -o OUT.so [--emit so|obj] [--target sm_90|sm_90a]\n"
      "          [--precision default|tf32|bf16|fp16] [--report R.json]\n"
      "          [--embed-weights] [--no-fuse] [--no-horizontal] [--no-cudnn]\n"
-     "          [--no-channels-last] [--no-tune] [--reference] [--prefix NAME] [--kernel-option KEY=N ...] [-q]",
+     "          [--no-channels-last] [--channels-last-all] [--no-tune] [--reference] [--prefix NAME]\n"
+     "          [--kernel-option KEY=N ...] [-q]",
      "        compile MODEL into a module linked with the kfuse runtime; weights go\n"
      "        to OUT.so.weights unless embedded; every output is written under a\n"
      "        temporary name and renamed into place (docs/DEPLOY.md); needs no GPU\n"
@@ -49,7 +50,8 @@ static const command commands[] = {
      "        with template choices are timed on it and the fastest matching\n"
      "        candidate kept unless --no-tune; convolutions run on cuDNN (loaded by\n"
      "        the module at create time) unless --no-cudnn, with NHWC activations\n"
-     "        unless --no-channels-last. --kernel-option forces a\n"
+     "        between chained convolutions unless --no-channels-last (and around\n"
+     "        lone ones too with --channels-last-all). --kernel-option forces a\n"
      "        template choice on every group: block=N threads a block, vec=N\n"
      "        elements a vector access, tpr=N threads a row of a reduction,\n"
      "        cache=N values a thread kept in registers by normalisations (-1:\n"

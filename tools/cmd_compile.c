@@ -3,7 +3,7 @@
  *   kfuse compile MODEL -o OUT.so [--emit so|obj] [--target sm_90|sm_90a]
  *                 [--precision default|tf32|bf16|fp16] [--report R.json]
  *                 [--embed-weights] [--no-fuse] [--no-horizontal] [--no-cudnn]
- *                 [--no-channels-last] [--no-tune] [--reference]
+ *                 [--no-channels-last] [--channels-last-all] [--no-tune] [--reference]
  *                 [--prefix NAME] [--kernel-option KEY=N ...] [-q]
  *
  * --kernel-option forces a template choice on every group instead of the
@@ -100,6 +100,8 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
       o.no_tune = true;
     } else if (strcmp(a, "--no-channels-last") == 0) {
       o.no_channels_last = true;
+    } else if (strcmp(a, "--channels-last-all") == 0) {
+      o.channels_last_all = true;
     } else if (strcmp(a, "--no-horizontal") == 0) {
       o.no_horizontal = true;
     } else if (strcmp(a, "--no-cudnn") == 0) {

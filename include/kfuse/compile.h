@@ -42,6 +42,8 @@ typedef struct kf_compile_options {
   bool no_tune;             /* no GPU search even with a GPU here */
   bool no_channels_last;    /* keep 2-d convolutions' activations NCHW
                                (pass/layout.c is skipped) */
+  bool channels_last_all;   /* channels-last also for convolutions chained
+                               to no other (pass/layout.c's chain rule off) */
   bool no_horizontal;       /* no horizontal fusion of sibling element-wise
                                groups (kf_partition_options.horizontal) */
   bool reference;           /* the verification reference: one group per op,

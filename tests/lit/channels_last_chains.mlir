@@ -4,11 +4,13 @@
 // alone on its input, and c5, which reads a max pool (not element-wise) and
 // feeds only the graph output, keep NCHW and need no copies (a lone
 // convolution paid both copies for no cuDNN gain: pass/layout.c,
-// chain_convs). channels-last-all applies the layout to every qualifying
-// convolution (ALL).
+// chain_convs). channels-last-unchained (kfuse compile --channels-last-all)
+// and channels-last-all (tests: any size) apply the layout to every
+// qualifying convolution (ALL).
 //
 // RUN: %kfuse opt -p channels-last,dce %s | FileCheck %s
 // RUN: %kfuse opt -p channels-last-all,dce %s | FileCheck %s --check-prefix=ALL
+// RUN: %kfuse opt -p channels-last-unchained,dce %s | FileCheck %s --check-prefix=ALL
 //
 // CHECK: %x_nhwc = "kf.copy"(%x)
 // CHECK: %c1 = "kf.conv"(%x_nhwc, %w1_nhwc)
