@@ -177,7 +177,11 @@ template <class T, bool MAX> struct red_arg {
   }
   __device__ state init() const { state s; s.v = T(0); s.i = -1; return s; }
   __device__ void add(state &s, T v, long long i) const {
-    if (s.i < 0 || better(v, i, s.v, s.i)) {
+    // strictly better or strictly worse (neither a NaN nor equal) decides
+    // with one comparison each; ties and NaNs take better()'s full test
+    bool take = MAX ? v > s.v : v < s.v;
+    if (!take && !(MAX ? v < s.v : v > s.v)) take = better(v, i, s.v, s.i);
+    if (s.i < 0 || take) {
       s.v = v;
       s.i = i;
     }
