@@ -314,20 +314,47 @@ static kf_status compile_units(unit_slot *slots, int ns, const kf_target *t, boo
   return st;
 }
 
+kf_status kf_compile_passes(kf_graph *g, const kf_compile_options *o, kf_diag *diag) {
+  kf_status st = kf_pass_run_pipeline(
+      g, o->reference ? kf_compile_reference_pipeline() : kf_compile_pipeline(), true, diag);
+  /* NHWC convolutions are a cuDNN choice: the other lowerings (and the
+   * fp64 reference) read row-major tensors */
+  if (st == KF_OK && !o->no_channels_last && !o->no_cudnn && !o->reference)
+    st = kf_pass_run_pipeline(g, o->channels_last_all ? "channels-last-unchained" : "channels-last", true, diag);
+  return st;
+}
+
+kf_status kf_compile_partition(const kf_graph *g, const kf_compile_options *o, kf_partition **out,
+                               kf_diag *diag) {
+  kf_partition_options po;
+  kf_partition_options_init(&po);
+  po.precision = o->precision;
+  po.fuse = o->fuse && !o->reference;
+  po.horizontal = !o->no_horizontal;
+  kf_status st = kf_partition_graph(g, &po, out, diag);
+  /* before any kernel is built for a shape no byte count can hold */
+  if (!st) st = kf_memplan_check_sizes(*out, diag);
+  return st;
+}
+
+void kf_compile_builtin_options(const kf_compile_options *o, kf_builtin_options *bo) {
+  kf_builtin_options_init(bo);
+  bo->target = o->target;
+  bo->precision = o->precision;
+  bo->no_cudnn = o->no_cudnn || o->reference;
+  bo->fp64 = o->reference;
+  bo->block_size = o->block_size;
+  bo->vector_width = o->vector_width;
+  bo->row_threads = o->row_threads;
+  bo->row_cache = o->row_cache;
+  bo->row_occupancy = o->row_occupancy;
+  bo->attn_scratch_bytes = (int64_t)o->attn_scratch_kib << 10;
+}
+
 static kf_status build_units(const kf_partition *p, const kf_compile_options *o, kf_unit ***out_units,
                              unit_slot **out_slots, int *n_slots, tune_state *ts, kf_diag *diag) {
   kf_builtin_options bo;
-  kf_builtin_options_init(&bo);
-  bo.target = o->target;
-  bo.precision = o->precision;
-  bo.no_cudnn = o->no_cudnn || o->reference;
-  bo.fp64 = o->reference;
-  bo.block_size = o->block_size;
-  bo.vector_width = o->vector_width;
-  bo.row_threads = o->row_threads;
-  bo.row_cache = o->row_cache;
-  bo.row_occupancy = o->row_occupancy;
-  bo.attn_scratch_bytes = (int64_t)o->attn_scratch_kib << 10;
+  kf_compile_builtin_options(o, &bo);
   kf_unit **units = calloc((size_t)p->n_groups + 1, sizeof *units);
   unit_slot *slots = calloc((size_t)p->n_groups + 1, sizeof *slots);
   int *slot_of = calloc((size_t)p->n_groups + 1, sizeof *slot_of);
@@ -603,24 +630,12 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   }
 
   t = now_s();
-  st = kf_pass_run_pipeline(g, o->reference ? kf_compile_reference_pipeline() : kf_compile_pipeline(), true,
-                            diag);
-  /* NHWC convolutions are a cuDNN choice: the other lowerings (and the
-   * fp64 reference) read row-major tensors */
-  if (st == KF_OK && !o->no_channels_last && !o->no_cudnn && !o->reference)
-    st = kf_pass_run_pipeline(g, o->channels_last_all ? "channels-last-unchained" : "channels-last", true, diag);
+  st = kf_compile_passes(g, o, diag);
   phase[0] = now_s() - t;
   if (st) goto done;
 
   t = now_s();
-  kf_partition_options po;
-  kf_partition_options_init(&po);
-  po.precision = o->precision;
-  po.fuse = o->fuse && !o->reference;
-  po.horizontal = !o->no_horizontal;
-  st = kf_partition_graph(g, &po, &p, diag);
-  /* before any kernel is built for a shape no byte count can hold */
-  if (!st) st = kf_memplan_check_sizes(p, diag);
+  st = kf_compile_partition(g, o, &p, diag);
   phase[1] = now_s() - t;
   if (st) goto done;
   if (o->progress)

@@ -7,7 +7,21 @@
 #include <stddef.h>
 
 #include "kfuse/agent.h"
+#include "kfuse/compile.h"
 #include "kfuse/partition.h"
+
+/* ---- the compile path's stages, shared by kf_compile_graph and the task
+ * writer (pass/task.c) ---- */
+
+/* The compile pipeline on g (or the reference's), then the layout pass
+ * where o asks for cuDNN's channels-last convolutions. */
+kf_status kf_compile_passes(kf_graph *g, const kf_compile_options *o, kf_diag *diag);
+/* Partition as o says (fusion, precision, horizontal merging), every
+ * group's sizes checked against what a byte count can hold. */
+kf_status kf_compile_partition(const kf_graph *g, const kf_compile_options *o, kf_partition **out,
+                               kf_diag *diag);
+/* The built-in policy's options from o. */
+void kf_compile_builtin_options(const kf_compile_options *o, kf_builtin_options *bo);
 
 typedef struct kf_plan_input {
   const kf_graph *graph;

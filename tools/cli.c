@@ -57,6 +57,17 @@ static const command commands[] = {
      "        cache=N values a thread kept in registers by normalisations (-1:\n"
      "        read the row twice), occ=N resident threads a SM for row kernels,\n"
      "        attn_scratch=N KiB of scores attention's GEMM lowering holds at once\n"},
+    {"task",
+     "task MODEL (--group N | --all) -o DIR [--precision default|tf32|bf16|fp16]\n"
+     "          [--target sm_90|sm_90a] [--no-fuse] [--no-horizontal] [--no-cudnn]\n"
+     "          [--no-channels-last] [-q]",
+     "        write a fusion group (or every group that runs a kernel, in\n"
+     "        DIR/group_<id>, listed in DIR/tasks.json) as a task for a kernel\n"
+     "        policy: task.json (inputs, outputs, ops, key, precision, the bytes\n"
+     "        of its floor), group.mlir (the group alone as kfuse IR),\n"
+     "        canonical.txt and builtin/ (the built-in unit, unit.json +\n"
+     "        unit.cu); the groups are kfuse compile's with the same options;\n"
+     "        DIR must not exist (docs/AGENT.md)\n"},
     {"run-module", "run MODULE.so --io FILE.kfio [--atol A] [--rtol R] [--graph]",
      "        run a compiled module on the GPU on the recorded inputs and compare\n"},
     {"bench", "bench MODULE.so [--iters N] [--warmup N] [--graph]",

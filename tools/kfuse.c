@@ -486,6 +486,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "ops") == 0) return cmd_ops(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "partition") == 0) return cmd_partition(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "compile") == 0) return kf_cmd_compile(argc - 2, argv + 2, &diag);
+  if (strcmp(cmd, "task") == 0) return kf_cmd_task(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "bench") == 0) return kf_cmd_bench(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     if (argc > 2 && kf_cli_is_help(argv[2])) {

@@ -35,6 +35,7 @@ bool kf_cli_int(const char *cmd, const char *opt, const char *s, long long lo, l
                 kf_diag *diag);
 
 int kf_cmd_compile(int argc, char **argv, kf_diag *diag);
+int kf_cmd_task(int argc, char **argv, kf_diag *diag);
 int kf_cmd_run_module(const char *path, const char *io, double atol, double rtol, bool graph,
                       kf_diag *diag);
 int kf_cmd_bench(int argc, char **argv, kf_diag *diag);

@@ -1,0 +1,30 @@
+/* include/kfuse/task.h — a fusion group as a task for a kernel policy
+ * (issue 10's environment): what a policy (the built-in one, an LLM, a
+ * person) gets to write a unit for one group. docs/AGENT.md describes the
+ * directory; pass/task.c writes it. */
+#ifndef KFUSE_TASK_H
+#define KFUSE_TASK_H
+
+#include "kfuse/compile.h"
+#include "kfuse/ir.h"
+#include "kfuse/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Runs the compile passes on g (as kf_compile_graph would, with o's
+ * options), partitions it and writes one task directory per group:
+ * group >= 0 writes that group's task to out_dir itself; group < 0 writes
+ * every group that runs a kernel (view groups run none) to
+ * out_dir/group_<id>. out_dir must not exist (nothing is overwritten); a
+ * task directory is written under a temporary name and renamed into place,
+ * so a reader never sees half of one. g is changed by the passes. */
+KF_API kf_status kf_task_write(kf_graph *g, const kf_compile_options *o, int group, const char *out_dir,
+                               kf_diag *diag);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,425 @@
+/* pass/task.c — a fusion group written out as a task for a kernel policy
+ * (include/kfuse/task.h; the directory is described in docs/AGENT.md).
+ *
+ * A task directory holds:
+ *   task.json      what the group reads and writes (names, dtypes, shapes,
+ *                  strides), its kind, ops, key, the precision policy and
+ *                  target, the bytes it must move at least (its inputs and
+ *                  outputs once each); the roofline floor's times and the
+ *                  baselines are the judge's to measure on a GPU (null
+ *                  here, with the reason);
+ *   group.mlir     the group alone as a kfuse IR function (its inputs the
+ *                  function's arguments, its outputs the results; scalars
+ *                  it reads are copied in), which `kfuse opt` and
+ *                  `kfuse run` read;
+ *   canonical.txt  the group's canonical form, whose BLAKE3 is its key;
+ *   builtin/       the built-in policy's unit for it (unit.json + unit.cu,
+ *                  docs/FORMATS.md "Kernel unit on disk"): the starting
+ *                  point, and the unit a policy's must beat.
+ * Each directory is written under a temporary name and renamed into
+ * place; an existing path is never overwritten. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "kfuse/agent.h"
+#include "kfuse/partition.h"
+#include "kfuse/task.h"
+#include "pass_int.h"
+#include "plan_int.h"
+
+#define TASK_FORMAT "kfuse-task-v1"
+
+/* ---- files ------------------------------------------------------------------ */
+
+static kf_status write_file(const char *path, const char *text, kf_diag *diag) {
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    kf_diag_error(diag, "%s: cannot create: %s", path, strerror(errno));
+    return KF_ERR_IO;
+  }
+  size_t n = strlen(text);
+  bool ok = fwrite(text, 1, n, f) == n;
+  ok = (fclose(f) == 0) && ok;
+  if (!ok) {
+    kf_diag_error(diag, "%s: write failed: %s", path, strerror(errno));
+    return KF_ERR_IO;
+  }
+  return KF_OK;
+}
+
+static char *join(const char *a, const char *b) {
+  size_t n = strlen(a) + strlen(b) + 2;
+  char *s = malloc(n);
+  if (s) snprintf(s, n, "%s/%s", a, b);
+  return s;
+}
+
+static bool exists(const char *path) {
+  struct stat st;
+  return lstat(path, &st) == 0;
+}
+
+/* Removes a temporary task directory and what this file writes into it. */
+static void remove_tmp(const char *dir) {
+  static const char *const files[] = {"task.json", "group.mlir", "canonical.txt", "builtin/unit.json",
+                                      "builtin/unit.cu", "builtin", NULL};
+  for (int i = 0; files[i]; i++) {
+    char *p = join(dir, files[i]);
+    if (p) {
+      if (unlink(p) != 0 && errno == EISDIR) (void)rmdir(p);
+      else if (errno == EISDIR || errno == EPERM) (void)rmdir(p);
+    }
+    free(p);
+  }
+  (void)rmdir(dir);
+}
+
+/* ---- the group alone -------------------------------------------------------- */
+
+/* keeps the first error message (the built-in policy's reason) */
+static void first_error(void *user, kf_diag_level level, const char *msg) {
+  char *buf = user;
+  if (level == KF_DIAG_ERROR && !*buf) snprintf(buf, 400, "%s", msg);
+}
+
+/* A value's name in the source graph, for the group function's argument. */
+static void value_name(const kf_graph *g, const kf_value *v, char *out, size_t n) {
+  if (!v->def) snprintf(out, n, "%s", g->input_names && g->input_names[v->index] ? g->input_names[v->index] : "in");
+  else if (v->def->n_results == 1) snprintf(out, n, "%s", v->def->name);
+  else snprintf(out, n, "%s_%d", v->def->name, v->index);
+}
+
+static kf_op *clone_op(kf_graph *ng, const kf_op *op, kf_value **map) {
+  kf_value **ops = calloc((size_t)op->n_operands + 1, sizeof *ops);
+  kf_type *rt = calloc((size_t)op->n_results + 1, sizeof *rt);
+  if (!ops || !rt) {
+    free(ops);
+    free(rt);
+    return NULL;
+  }
+  for (int i = 0; i < op->n_operands; i++) ops[i] = op->operands[i] ? map[op->operands[i]->id] : NULL;
+  for (int i = 0; i < op->n_results; i++) rt[i] = op->results[i]->type;
+  kf_op *c = kf_graph_append_op(ng, op->code, op->name, ops, op->n_operands, rt, op->n_results);
+  free(ops);
+  free(rt);
+  if (!c) return NULL;
+  /* attribute arrays and strings stay in the source graph's arena, which
+   * outlives this graph (printed, then destroyed) */
+  memcpy(c->attrs, op->attrs, sizeof c->attrs);
+  for (int i = 0; i < op->n_results; i++) map[op->results[i]->id] = c->results[i];
+  return c;
+}
+
+/* The group as a function: its inputs are arguments, except scalars made
+ * outside it (kf.scalar), which are copied in. */
+static kf_status group_text(const kf_graph *g, const kf_group *grp, char **out, kf_diag *diag) {
+  *out = NULL;
+  char name[64];
+  snprintf(name, sizeof name, "group_%d", grp->id);
+  kf_graph *ng = kf_graph_create(name);
+  kf_value **map = calloc((size_t)g->next_value_id + 1, sizeof *map);
+  if (!ng || !map) {
+    kf_graph_destroy(ng);
+    free(map);
+    return KF_ERR_NOMEM;
+  }
+  kf_status st = KF_OK;
+  for (int i = 0; i < grp->n_inputs && !st; i++) {
+    const kf_value *v = grp->inputs[i];
+    if (v->def && v->def->code == KF_OP_SCALAR) {
+      if (!clone_op(ng, v->def, map)) st = KF_ERR_NOMEM;
+      continue;
+    }
+    char vn[256];
+    value_name(g, v, vn, sizeof vn);
+    kf_value *a = kf_graph_add_input(ng, vn, &v->type);
+    if (!a) st = KF_ERR_NOMEM;
+    map[v->id] = a;
+  }
+  for (int i = 0; i < grp->n_ops && !st; i++)
+    if (!clone_op(ng, grp->ops[i], map)) st = KF_ERR_NOMEM;
+  kf_value **outs = calloc((size_t)grp->n_outputs + 1, sizeof *outs);
+  if (!st && !outs) st = KF_ERR_NOMEM;
+  for (int i = 0; i < grp->n_outputs && !st; i++) {
+    outs[i] = map[grp->outputs[i]->id];
+    if (!outs[i]) {
+      kf_diag_error(diag, "task: group %d: output %d is not computed in the group", grp->id, i);
+      st = KF_ERR_INTERNAL;
+    }
+  }
+  if (!st) kf_graph_set_outputs(ng, outs, grp->n_outputs);
+  free(outs);
+  if (!st) st = kf_graph_verify(ng, diag);
+  kf_strbuf b;
+  kf_strbuf_init(&b);
+  if (!st) {
+    st = kf_graph_print(ng, kf_write_strbuf, &b);
+    if (!st && (b.failed || !b.data)) st = KF_ERR_NOMEM;
+  }
+  if (!st) {
+    *out = b.data;
+    b.data = NULL;
+  }
+  kf_strbuf_fini(&b);
+  kf_graph_destroy(ng);
+  free(map);
+  return st;
+}
+
+/* ---- task.json -------------------------------------------------------------- */
+
+static cJSON *ints(const int64_t *v, int n) {
+  cJSON *a = cJSON_CreateArray();
+  for (int i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+  return a;
+}
+
+static int64_t value_bytes(const kf_value *v) {
+  if (v->type.kind != KF_TYPE_TENSOR) return 0;
+  return kf_type_numel(&v->type) * (int64_t)kf_dtype_size(v->type.dtype);
+}
+
+static cJSON *tensor_json(const kf_graph *g, const kf_value *v) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  char vn[256];
+  value_name(g, v, vn, sizeof vn);
+  cJSON_AddStringToObject(o, "name", vn);
+  cJSON_AddStringToObject(o, "dtype", kf_dtype_name(v->type.dtype));
+  if (v->type.kind == KF_TYPE_TENSOR) {
+    cJSON_AddItemToObject(o, "shape", ints(v->type.shape, v->type.rank));
+    cJSON_AddItemToObject(o, "strides", ints(v->type.strides, v->type.rank));
+    cJSON_AddNumberToObject(o, "offset", (double)v->type.offset);
+  } else {
+    cJSON_AddBoolToObject(o, "scalar", true);
+  }
+  /* a weight of the model (a parameter or buffer) rather than data made
+   * by the model at run time */
+  if (v->def && v->def->code == KF_OP_PARAM) {
+    const char *fqn = kf_op_get_str(v->def, "fqn");
+    if (fqn) cJSON_AddStringToObject(o, "weight", fqn);
+  }
+  return o;
+}
+
+static char *task_json(const kf_graph *g, const kf_group *grp, const kf_compile_options *o,
+                       const char *builtin_why) {
+  cJSON *t = cJSON_CreateObject();
+  if (!t) return NULL;
+  cJSON_AddStringToObject(t, "format", TASK_FORMAT);
+  cJSON_AddStringToObject(t, "model", g->name);
+  if (g->origin) cJSON_AddStringToObject(t, "source", g->origin);
+  cJSON_AddNumberToObject(t, "group", grp->id);
+  cJSON_AddStringToObject(t, "kind", kf_group_kind_name(grp->kind));
+  cJSON_AddStringToObject(t, "key", grp->key_hex);
+  cJSON_AddStringToObject(t, "precision", kf_precision_name(o->precision));
+  char target[32];
+  snprintf(target, sizeof target, "sm_%d%s", o->target.sm, o->target.arch_specific ? "a" : "");
+  cJSON_AddStringToObject(t, "target", target);
+  cJSON *ops = cJSON_AddArrayToObject(t, "ops");
+  for (int i = 0; ops && i < grp->n_ops; i++) {
+    cJSON *op = cJSON_CreateObject();
+    cJSON_AddStringToObject(op, "name", grp->ops[i]->name);
+    cJSON_AddStringToObject(op, "op", kf_op_info_get(grp->ops[i]->code)->name);
+    if (grp->ops[i] == grp->anchor) cJSON_AddBoolToObject(op, "anchor", true);
+    cJSON_AddItemToArray(ops, op);
+  }
+  int64_t bytes = 0;
+  cJSON *ins = cJSON_AddArrayToObject(t, "inputs");
+  for (int i = 0; ins && i < grp->n_inputs; i++) {
+    const kf_value *v = grp->inputs[i];
+    if (v->def && v->def->code == KF_OP_SCALAR) continue; /* copied into group.mlir */
+    cJSON_AddItemToArray(ins, tensor_json(g, v));
+    bytes += value_bytes(v);
+  }
+  cJSON *outs = cJSON_AddArrayToObject(t, "outputs");
+  for (int i = 0; outs && i < grp->n_outputs; i++) {
+    cJSON_AddItemToArray(outs, tensor_json(g, grp->outputs[i]));
+    bytes += value_bytes(grp->outputs[i]);
+  }
+  cJSON *floor = cJSON_AddObjectToObject(t, "floor");
+  if (floor) {
+    cJSON_AddNumberToObject(floor, "bytes", (double)bytes);
+    cJSON_AddNullToObject(floor, "ms");
+    cJSON_AddStringToObject(floor, "why",
+                            "bytes: every input read and every output written once; the time is bytes over "
+                            "the bandwidth the judge measures on the GPU (not measured when the task is written)");
+  }
+  cJSON *base = cJSON_AddObjectToObject(t, "baselines");
+  if (base) {
+    cJSON_AddNullToObject(base, "eager_ms");
+    cJSON_AddNullToObject(base, "builtin_ms");
+    cJSON_AddNullToObject(base, "torch_compile_ms");
+    cJSON_AddStringToObject(base, "why", "timed by the judge on a GPU; none was used to write this task");
+  }
+  cJSON_AddStringToObject(t, "ir", "group.mlir");
+  cJSON_AddStringToObject(t, "canonical", "canonical.txt");
+  if (builtin_why) {
+    cJSON_AddNullToObject(t, "builtin_unit");
+    cJSON_AddStringToObject(t, "builtin_why", builtin_why);
+  } else {
+    cJSON_AddStringToObject(t, "builtin_unit", "builtin");
+  }
+  char *s = cJSON_Print(t);
+  cJSON_Delete(t);
+  return s;
+}
+
+/* ---- one task --------------------------------------------------------------- */
+
+static kf_status write_task(const kf_graph *g, const kf_partition *p, const kf_group *grp,
+                            const kf_compile_options *o, const char *dir, kf_diag *diag) {
+  if (exists(dir)) {
+    kf_diag_error(diag, "%s: exists; kfuse task writes a new directory (remove it or choose another)", dir);
+    return KF_ERR_ARG;
+  }
+  size_t n = strlen(dir) + 32;
+  char *tmp = malloc(n);
+  if (!tmp) return KF_ERR_NOMEM;
+  snprintf(tmp, n, "%s.tmp.%ld", dir, (long)getpid());
+  if (mkdir(tmp, 0777) != 0) {
+    kf_diag_error(diag, "%s: cannot create: %s", tmp, strerror(errno));
+    free(tmp);
+    return KF_ERR_IO;
+  }
+  kf_status st = KF_OK;
+  char *ir = NULL, *json = NULL, *path = NULL;
+  st = group_text(g, grp, &ir, diag);
+  if (!st) {
+    path = join(tmp, "group.mlir");
+    st = path ? write_file(path, ir, diag) : KF_ERR_NOMEM;
+    free(path);
+  }
+  if (!st) {
+    path = join(tmp, "canonical.txt");
+    st = path ? write_file(path, grp->canonical, diag) : KF_ERR_NOMEM;
+    free(path);
+  }
+  /* the built-in unit; a group it cannot build still gets its task */
+  char why[512] = "";
+  if (!st) {
+    kf_builtin_options bo;
+    kf_compile_builtin_options(o, &bo);
+    kf_unit *u = NULL;
+    char reason[400] = "";
+    kf_diag quiet;
+    kf_diag_init(&quiet, first_error, reason);
+    kf_status bs = kf_builtin_unit(p, grp, &bo, &u, &quiet);
+    if (bs == KF_OK) {
+      path = join(tmp, "builtin");
+      st = path ? kf_unit_write_dir(u, path, diag) : KF_ERR_NOMEM;
+      free(path);
+    } else if (bs == KF_ERR_NOMEM) {
+      st = bs;
+    } else {
+      snprintf(why, sizeof why, "the built-in policy has no unit for this group: %s",
+               *reason ? reason : kf_status_str(bs));
+    }
+    kf_unit_destroy(u);
+  }
+  if (!st) {
+    json = task_json(g, grp, o, *why ? why : NULL);
+    path = join(tmp, "task.json");
+    st = json && path ? write_file(path, json, diag) : KF_ERR_NOMEM;
+    free(path);
+  }
+  if (!st && rename(tmp, dir) != 0) {
+    kf_diag_error(diag, "%s: cannot rename into place as %s: %s", tmp, dir, strerror(errno));
+    st = KF_ERR_IO;
+  }
+  if (st) remove_tmp(tmp);
+  free(ir);
+  cJSON_free(json);
+  free(tmp);
+  return st;
+}
+
+/* ---- the command's entry ---------------------------------------------------- */
+
+kf_status kf_task_write(kf_graph *g, const kf_compile_options *o, int group, const char *out_dir,
+                        kf_diag *diag) {
+  if (exists(out_dir)) {
+    kf_diag_error(diag, "%s: exists; kfuse task writes a new directory (remove it or choose another)", out_dir);
+    return KF_ERR_ARG;
+  }
+  kf_status st = kf_compile_passes(g, o, diag);
+  kf_partition *p = NULL;
+  if (!st) st = kf_compile_partition(g, o, &p, diag);
+  if (st) {
+    kf_partition_destroy(p);
+    return st;
+  }
+  if (group >= 0) {
+    const kf_group *grp = NULL;
+    for (int i = 0; i < p->n_groups; i++)
+      if (p->groups[i].id == group) grp = &p->groups[i];
+    if (!grp) {
+      kf_diag_error(diag, "--group %d: the model has groups 0 to %d after the compile passes (kfuse partition "
+                    "lists them)", group, p->n_groups - 1);
+      st = KF_ERR_ARG;
+    } else if (grp->kind == KF_GROUP_VIEW) {
+      kf_diag_error(diag, "--group %d is a view group (it runs no kernel; kfuse partition lists the groups)", group);
+      st = KF_ERR_ARG;
+    } else {
+      st = write_task(g, p, grp, o, out_dir, diag);
+    }
+    kf_partition_destroy(p);
+    return st;
+  }
+  if (mkdir(out_dir, 0777) != 0) {
+    kf_diag_error(diag, "%s: cannot create: %s", out_dir, strerror(errno));
+    kf_partition_destroy(p);
+    return KF_ERR_IO;
+  }
+  cJSON *index = cJSON_CreateObject(), *list = index ? cJSON_AddArrayToObject(index, "tasks") : NULL;
+  if (!list) st = KF_ERR_NOMEM;
+  if (!st) {
+    cJSON_AddStringToObject(index, "format", TASK_FORMAT);
+    cJSON_AddStringToObject(index, "model", g->name);
+  }
+  int written = 0;
+  for (int i = 0; i < p->n_groups && !st; i++) {
+    const kf_group *grp = &p->groups[i];
+    if (grp->kind == KF_GROUP_VIEW) continue;
+    char sub[64];
+    snprintf(sub, sizeof sub, "group_%d", grp->id);
+    char *dir = join(out_dir, sub);
+    st = dir ? write_task(g, p, grp, o, dir, diag) : KF_ERR_NOMEM;
+    free(dir);
+    if (st) break;
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddNumberToObject(e, "group", grp->id);
+    cJSON_AddStringToObject(e, "kind", kf_group_kind_name(grp->kind));
+    cJSON_AddStringToObject(e, "key", grp->key_hex);
+    cJSON_AddStringToObject(e, "dir", sub);
+    cJSON_AddItemToArray(list, e);
+    written++;
+  }
+  if (!st) {
+    char *s = cJSON_Print(index);
+    char *path = join(out_dir, "tasks.json"), *tmp = path ? malloc(strlen(path) + 8) : NULL;
+    if (!s || !path || !tmp) st = KF_ERR_NOMEM;
+    if (!st) {
+      snprintf(tmp, strlen(path) + 8, "%s.tmp", path);
+      st = write_file(tmp, s, diag);
+      if (!st && rename(tmp, path) != 0) {
+        kf_diag_error(diag, "%s: cannot rename into place: %s", path, strerror(errno));
+        st = KF_ERR_IO;
+      }
+      if (st) (void)unlink(tmp);
+    }
+    cJSON_free(s);
+    free(path);
+    free(tmp);
+  }
+  if (!st && o->progress) fprintf(stderr, "kfuse: %d tasks written under %s\n", written, out_dir);
+  cJSON_Delete(index);
+  kf_partition_destroy(p);
+  return st;
+}
