@@ -145,6 +145,16 @@ bool kf_cli_double(const char *cmd, const char *opt, const char *s, double lo, d
   return true;
 }
 
+bool kf_cli_target(const char *cmd, const char *s, kf_target *t, kf_diag *diag) {
+  if (strcmp(s, "sm_90") != 0 && strcmp(s, "sm_90a") != 0) {
+    kf_cli_error(cmd, diag, "--target: kfuse builds for sm_90 or sm_90a (Hopper), not '%s'", s);
+    return false;
+  }
+  t->sm = 90;
+  t->arch_specific = strcmp(s, "sm_90a") == 0;
+  return true;
+}
+
 bool kf_cli_int(const char *cmd, const char *opt, const char *s, long long lo, long long hi, long long *out,
                 kf_diag *diag) {
   char *end = NULL;

@@ -75,15 +75,7 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
       else return kf_cli_error("compile", diag, "--emit takes so or obj, not '%s'", v);
     } else if (strcmp(a, "--target") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
-      if (strcmp(v, "sm_90") == 0) {
-        o.target.sm = 90;
-        o.target.arch_specific = false;
-      } else if (strcmp(v, "sm_90a") == 0) {
-        o.target.sm = 90;
-        o.target.arch_specific = true;
-      } else {
-        return kf_cli_error("compile", diag, "--target: kfuse builds for sm_90 or sm_90a (Hopper), not '%s'", v);
-      }
+      if (!kf_cli_target("compile", v, &o.target, diag)) return 2;
     } else if (strcmp(a, "--precision") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
       if (!kf_precision_parse(v, &o.precision))

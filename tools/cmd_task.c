@@ -41,12 +41,7 @@ int kf_cmd_task(int argc, char **argv, kf_diag *diag) {
         return kf_cli_error("task", diag, "--precision takes default, tf32, bf16 or fp16, not '%s'", v);
     } else if (strcmp(a, "--target") == 0) {
       if (!kf_cli_value(argc, argv, &i, "task", &v, diag)) return 2;
-      if (strcmp(v, "sm_90") == 0 || strcmp(v, "sm_90a") == 0) {
-        o.target.sm = 90;
-        o.target.arch_specific = strcmp(v, "sm_90a") == 0;
-      } else {
-        return kf_cli_error("task", diag, "--target: kfuse builds for sm_90 or sm_90a (Hopper), not '%s'", v);
-      }
+      if (!kf_cli_target("task", v, &o.target, diag)) return 2;
     } else if (strcmp(a, "--no-fuse") == 0) {
       o.fuse = false;
     } else if (strcmp(a, "--no-horizontal") == 0) {

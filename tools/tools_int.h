@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "kfuse/agent.h"
 #include "kfuse/status.h"
 
 /* ---- the command line (tools/cli.c) ---- */
@@ -33,6 +34,10 @@ bool kf_cli_double(const char *cmd, const char *opt, const char *s, double lo, d
  * option and false. */
 bool kf_cli_int(const char *cmd, const char *opt, const char *s, long long lo, long long hi, long long *out,
                 kf_diag *diag);
+
+/* --target's value: sm_90 or sm_90a into *t, or an error naming CMD and
+ * false. */
+bool kf_cli_target(const char *cmd, const char *s, kf_target *t, kf_diag *diag);
 
 int kf_cmd_compile(int argc, char **argv, kf_diag *diag);
 int kf_cmd_task(int argc, char **argv, kf_diag *diag);
