@@ -19,6 +19,7 @@
  * Each directory is written under a temporary name and renamed into
  * place; an existing path is never overwritten. */
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,22 +66,16 @@ static bool exists(const char *path) {
   return lstat(path, &st) == 0;
 }
 
-/* Removes a temporary task directory and what this file writes into it. */
-static void remove_tmp(const char *dir) {
-  static const char *const files[] = {"task.json", "group.mlir", "canonical.txt", "builtin/unit.json",
-                                      "builtin/unit.cu", "builtin", NULL};
-  for (int i = 0; files[i]; i++) {
-    char *p = join(dir, files[i]);
-    if (p) {
-      if (unlink(p) != 0 && errno == EISDIR) (void)rmdir(p);
-      else if (errno == EISDIR || errno == EPERM) (void)rmdir(p);
-    }
-    free(p);
-  }
-  (void)rmdir(dir);
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)ftw;
+  (void)(flag == FTW_DP ? rmdir(path) : unlink(path)); /* best effort: go on */
+  return 0;
 }
 
-/* ---- the group alone -------------------------------------------------------- */
+/* Removes a temporary task directory (made by this file, under a name of
+ * its own) and everything in it, links not followed. */
+static void remove_tmp(const char *dir) { (void)nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* keeps the first error message (the built-in policy's reason) */
 static void first_error(void *user, kf_diag_level level, const char *msg) {
