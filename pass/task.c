@@ -180,6 +180,45 @@ static int64_t value_bytes(const kf_value *v) {
   return kf_type_numel(&v->type) * (int64_t)kf_dtype_size(v->type.dtype);
 }
 
+static double prod_from(const kf_type *t, int from) {
+  double p = 1;
+  for (int i = from; i < t->rank; i++) p *= (double)t->shape[i];
+  return p;
+}
+
+/* FLOPs of the ops whose floor can be compute: matrix products,
+ * convolutions and attention, 2 a multiply-add (causal attention half its
+ * score matrix); every other op counts none (its floor is its bytes). */
+static double op_flops(const kf_op *op) {
+  const kf_type *r = &op->results[0]->type;
+  if (r->kind != KF_TYPE_TENSOR) return 0;
+  switch (op->code) {
+  case KF_OP_MM:
+  case KF_OP_BMM:
+  case KF_OP_ADDMM: {
+    const kf_type *a = &op->operands[op->code == KF_OP_ADDMM ? 1 : 0]->type;
+    return 2.0 * (double)kf_type_numel(r) * (double)a->shape[a->rank - 1];
+  }
+  case KF_OP_CONV: {
+    const kf_type *x = &op->operands[0]->type, *w = &op->operands[1]->type;
+    bool tr = kf_op_get_bool(op, "transposed");
+    /* forward: each output element sums Cin/groups x kernel products;
+     * transposed: each input element feeds Cout/groups x kernel ones */
+    return 2.0 * (double)kf_type_numel(tr ? x : r) * prod_from(w, 1);
+  }
+  case KF_OP_SDPA: {
+    const kf_type *q = &op->operands[0]->type, *k = &op->operands[1]->type, *v = &op->operands[2]->type;
+    double lq = (double)q->shape[q->rank - 2], lk = (double)k->shape[k->rank - 2];
+    double d = (double)q->shape[q->rank - 1], dv = (double)v->shape[v->rank - 1];
+    double heads = prod_from(q, 0) / (lq * d);
+    double f = 2.0 * heads * lq * lk * (d + dv);
+    return kf_op_get_bool(op, "is_causal") ? f / 2 : f;
+  }
+  default:
+    return 0;
+  }
+}
+
 static cJSON *tensor_json(const kf_graph *g, const kf_value *v) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
@@ -238,13 +277,18 @@ static char *task_json(const kf_graph *g, const kf_group *grp, const kf_compile_
     cJSON_AddItemToArray(outs, tensor_json(g, grp->outputs[i]));
     bytes += value_bytes(grp->outputs[i]);
   }
+  double flops = 0;
+  for (int i = 0; i < grp->n_ops; i++) flops += op_flops(grp->ops[i]);
   cJSON *floor = cJSON_AddObjectToObject(t, "floor");
   if (floor) {
     cJSON_AddNumberToObject(floor, "bytes", (double)bytes);
+    cJSON_AddNumberToObject(floor, "flops", flops);
     cJSON_AddNullToObject(floor, "ms");
     cJSON_AddStringToObject(floor, "why",
-                            "bytes: every input read and every output written once; the time is bytes over "
-                            "the bandwidth the judge measures on the GPU (not measured when the task is written)");
+                            "bytes: every input read and every output written once; flops: matrix products, "
+                            "convolutions and attention, 2 a multiply-add, other ops none; the time is the larger "
+                            "of bytes over the bandwidth and flops over the peak the judge measures on the GPU "
+                            "(not measured when the task is written)");
   }
   cJSON *base = cJSON_AddObjectToObject(t, "baselines");
   if (base) {

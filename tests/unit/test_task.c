@@ -119,8 +119,14 @@ static void check_task(const char *dir) {
   } else {
     assert_true(cJSON_IsString(cJSON_GetObjectItem(t, "builtin_why")));
   }
-  /* the floor's bytes: inputs and outputs once each */
-  assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "floor"), "bytes")->valuedouble > 0);
+  /* the floor's bytes: inputs and outputs once each; FLOPs for the
+   * groups whose anchor multiplies matrices */
+  cJSON *floor = cJSON_GetObjectItem(t, "floor");
+  assert_true(cJSON_GetObjectItem(floor, "bytes")->valuedouble > 0);
+  const char *kind = cJSON_GetObjectItem(t, "kind")->valuestring;
+  double flops = cJSON_GetObjectItem(floor, "flops")->valuedouble;
+  if (!strcmp(kind, "gemm") || !strcmp(kind, "conv") || !strcmp(kind, "attention")) assert_true(flops > 0);
+  else assert_true(flops == 0);
   cJSON_Delete(t);
 }
 
@@ -183,6 +189,17 @@ static void test_one_and_refusals(void **state) {
   assert_int_equal(kf_task_write(g, &o, 1, out, fresh_diag()), KF_OK);
   kf_graph_destroy(g);
   check_task(out);
+  /* group 1: x [4, 16] @ w^T [16, 32] + bias, relu: 2 x 4 x 32 x 16 FLOPs;
+   * bytes: bias 32, x 64, w 512, out 128 floats */
+  char tj[1200];
+  snprintf(tj, sizeof tj, "%s/task.json", out);
+  char *text = slurp(tj);
+  cJSON *t = cJSON_Parse(text);
+  free(text);
+  cJSON *floor = cJSON_GetObjectItem(t, "floor");
+  assert_int_equal((int64_t)cJSON_GetObjectItem(floor, "flops")->valuedouble, 2 * 4 * 32 * 16);
+  assert_int_equal((int64_t)cJSON_GetObjectItem(floor, "bytes")->valuedouble, (32 + 64 + 512 + 128) * 4);
+  cJSON_Delete(t);
 
   g = load(path);
   assert_int_equal(kf_task_write(g, &o, 1, out, fresh_diag()), KF_ERR_ARG);
