@@ -19,8 +19,9 @@
  * workspace of its own when the device has the memory
  * (kfr_conv_big_ws_limit) and wins only when at least 10% faster than the
  * fastest within the budget (KFR_GRAPH_BIG_GAIN); nothing within the
- * budget and nothing timed: the heuristics' first plan. Anything cuDNN refuses leaves the step on the legacy path (the
- * caller falls back; KFUSE_CUDNN_VERBOSE=1 says why).
+ * budget and nothing timed: the heuristics' first plan. Anything cuDNN
+ * refuses leaves the step on the legacy path (the caller falls back;
+ * KFUSE_CUDNN_VERBOSE=1 says why).
  *
  * At run (kfr_conv_graph_run): a variant pack of the step's pointers,
  * rebuilt only when they change (arena pointers do not; caller inputs and
