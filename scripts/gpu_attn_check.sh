@@ -33,12 +33,8 @@ mkdir -p "$out"
 exec > >(tee "$out/gpu_attn_check.log") 2>&1
 work=$(mktemp -d)
 
-k=dist/kfuse-portable/bin/kfuse
-if [ ! -x "$k" ]; then
-  tar -C "$work" -xJf dist/kfuse-portable-x86_64.tar.xz || { echo "FAIL setup: no dist/kfuse-portable"; exit 1; }
-  k="$work/kfuse-portable/bin/kfuse"
-fi
-k=$(cd "$(dirname "$k")" && pwd)/$(basename "$k")
+. scripts/gpu_env.sh
+k=$(kfuse_bin "$work") || { echo "FAIL setup: no dist/kfuse-portable"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 
 python3 - "$k" "$work" <<'PY'

@@ -31,30 +31,12 @@ tol_tf32=${KFUSE_GPU_TOL_TF32:-2e-3}
 work=$(mktemp -d)
 fail=0
 
-k=dist/kfuse-portable/bin/kfuse
-if [ ! -x "$k" ]; then
-  tar -C "$work" -xJf dist/kfuse-portable-x86_64.tar.xz || { echo "FAIL setup: no dist/kfuse-portable"; exit 1; }
-  k="$work/kfuse-portable/bin/kfuse"
-fi
-k=$(cd "$(dirname "$k")" && pwd)/$(basename "$k")
+. scripts/gpu_env.sh
+k=$(kfuse_bin "$work") || { echo "FAIL setup: no dist/kfuse-portable"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 
 echo "== cuDNN"
-cudnn_dir=$(python3 - <<'PY' 2>/dev/null
-import glob, os
-try:
-    import nvidia.cudnn as c
-    for p in list(getattr(c, "__path__", [])):
-        if glob.glob(os.path.join(p, "lib", "libcudnn.so.9*")):
-            print(os.path.join(p, "lib")); raise SystemExit
-except ImportError:
-    pass
-import torch
-d = os.path.join(os.path.dirname(torch.__file__), "lib")
-if glob.glob(os.path.join(d, "libcudnn.so.9*")):
-    print(d)
-PY
-)
+cudnn_dir=$(cudnn_dir)
 if [ -z "$cudnn_dir" ]; then
   echo "FAIL setup: no libcudnn.so.9 in nvidia.cudnn or torch/lib"; exit 1
 fi

@@ -23,19 +23,9 @@ work=$(mktemp -d)
 tar -C "$work" -xJf dist/kfuse-portable-x86_64.tar.xz || { echo "no dist/kfuse-portable-x86_64.tar.xz"; exit 1; }
 k="$work/kfuse-portable/bin/kfuse"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-# modules with convolutions load cuDNN 9 at create time: the pip package
-# PyTorch depends on (nvidia-cudnn-cu13), else torch's own lib directory
-cudnn_dir=$(python3 -c '
-import glob, os
-try:
-    import nvidia.cudnn as c
-    d = [os.path.join(p, "lib") for p in c.__path__ if glob.glob(os.path.join(p, "lib", "libcudnn.so.9*"))]
-except ImportError:
-    d = []
-if not d:
-    import torch
-    d = [os.path.join(os.path.dirname(torch.__file__), "lib")]
-print(d[0])' 2>/dev/null)
+# modules with convolutions load cuDNN 9 at create time (scripts/gpu_env.sh)
+. scripts/gpu_env.sh
+cudnn_dir=$(cudnn_dir)
 [ -n "$cudnn_dir" ] && export LD_LIBRARY_PATH="$cudnn_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "cuDNN from: ${cudnn_dir:-not found (modules with convolutions will not load)}"
 fail=0
