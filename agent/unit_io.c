@@ -557,47 +557,6 @@ static kf_status read_step(rd *r, const cJSON *o, kf_unit *u) {
   return KF_OK;
 }
 
-static kf_status read_text(const char *path, long max, char **out, kf_diag *diag) {
-  *out = NULL;
-  /* O_NONBLOCK: a FIFO in the unit's place must not hang the reader */
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
-  if (!f) {
-    kf_diag_error(diag, "%s: cannot open: %s", path, strerror(errno));
-    if (fd >= 0) close(fd);
-    return KF_ERR_IO;
-  }
-  struct stat sb;
-  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    kf_diag_error(diag, "%s: not a regular file", path);
-    fclose(f);
-    return KF_ERR_IO;
-  }
-  if (sb.st_size > max) {
-    kf_diag_error(diag, "%s: %lld bytes, over the %ld this format allows", path, (long long)sb.st_size, max);
-    fclose(f);
-    return KF_ERR_LIMIT;
-  }
-  char *b = malloc((size_t)sb.st_size + 1);
-  size_t n = b ? fread(b, 1, (size_t)sb.st_size, f) : 0;
-  bool err = ferror(f);
-  fclose(f);
-  if (!b) return KF_ERR_NOMEM;
-  if (err || n != (size_t)sb.st_size) {
-    kf_diag_error(diag, "%s: read failed", path);
-    free(b);
-    return KF_ERR_IO;
-  }
-  b[n] = '\0';
-  if (memchr(b, '\0', n)) {
-    kf_diag_error(diag, "%s: contains a NUL byte (not text)", path);
-    free(b);
-    return KF_ERR_FORMAT;
-  }
-  *out = b;
-  return KF_OK;
-}
-
 kf_status kf_unit_from_json(const char *json, const char *file, const char *source, kf_unit **out,
                             kf_diag *diag) {
   *out = NULL;
@@ -684,7 +643,7 @@ kf_status kf_unit_read_dir(const char *dir, kf_unit **out, kf_diag *diag) {
     return KF_ERR_ARG;
   }
   char *json = NULL, *src = NULL;
-  kf_status st = read_text(jp, MAX_JSON_BYTES, &json, diag);
+  kf_status st = kf_read_text(jp, MAX_JSON_BYTES, &json, diag);
   if (st) return st;
   /* the source file the JSON names: a plain name in the same directory */
   cJSON *peek = cJSON_Parse(json);
@@ -698,7 +657,7 @@ kf_status kf_unit_read_dir(const char *dir, kf_unit **out, kf_diag *diag) {
       kf_diag_error(diag, "%s/%s: path too long", dir, n);
       st = KF_ERR_ARG;
     } else {
-      st = read_text(cp, MAX_SOURCE_BYTES, &src, diag);
+      st = kf_read_text(cp, MAX_SOURCE_BYTES, &src, diag);
     }
   }
   cJSON_Delete(peek);

@@ -1,8 +1,12 @@
-/* support/status.c — status strings, diagnostic sinks, string buffers and
- * writers (see include/kfuse/status.h). */
+/* support/status.c — status strings, diagnostic sinks, string buffers,
+ * writers and the text-file reader (see include/kfuse/status.h). */
 #include "kfuse/status.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,4 +140,47 @@ int kf_write_strbuf(void *strbuf, const char *data, size_t n) {
 void kf_panic(const char *file, int line, const char *msg) {
   fprintf(stderr, "kfuse: internal error at %s:%d: %s\n", file, line, msg);
   abort();
+}
+
+/* ---- reading a text file ---- */
+
+kf_status kf_read_text(const char *path, long max, char **out, kf_diag *diag) {
+  *out = NULL;
+  /* O_NONBLOCK: a FIFO in the unit's place must not hang the reader */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+  if (!f) {
+    kf_diag_error(diag, "%s: cannot open: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return KF_ERR_IO;
+  }
+  struct stat sb;
+  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    kf_diag_error(diag, "%s: not a regular file", path);
+    fclose(f);
+    return KF_ERR_IO;
+  }
+  if (sb.st_size > max) {
+    kf_diag_error(diag, "%s: %lld bytes, over the %ld this format allows", path, (long long)sb.st_size, max);
+    fclose(f);
+    return KF_ERR_LIMIT;
+  }
+  char *b = malloc((size_t)sb.st_size + 1);
+  size_t n = b ? fread(b, 1, (size_t)sb.st_size, f) : 0;
+  int err = ferror(f);
+  fclose(f);
+  if (!b) return KF_ERR_NOMEM;
+  if (err || n != (size_t)sb.st_size) {
+    kf_diag_error(diag, "%s: read failed", path);
+    free(b);
+    return KF_ERR_IO;
+  }
+  b[n] = '\0';
+  if (memchr(b, '\0', n)) {
+    kf_diag_error(diag, "%s: contains a NUL byte (not text)", path);
+    free(b);
+    return KF_ERR_FORMAT;
+  }
+  *out = b;
+  return KF_OK;
 }

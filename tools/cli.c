@@ -68,6 +68,16 @@ static const command commands[] = {
      "        canonical.txt and builtin/ (the built-in unit, unit.json +\n"
      "        unit.cu); the groups are kfuse compile's with the same options;\n"
      "        DIR must not exist (docs/AGENT.md)\n"},
+    {"judge",
+     "judge TASK_DIR UNIT_DIR [--sets N] [--timeout S] [--max-output BYTES]\n"
+     "          [--min-time MS] [--seed N] [--no-builtin]",
+     "        compile the unit (unit.json + unit.cu) for the task, verify it on\n"
+     "        the GPU against the fp64 reference on N >= 5 fresh random input\n"
+     "        sets (default 5) in poisoned buffers, time it beside the task's\n"
+     "        built-in unit and print the verdict (JSON: correctness, times,\n"
+     "        floor, reward -1/1/2/3, every reason); the GPU work runs in a worker\n"
+     "        process killed after S seconds (default 60) or BYTES of output\n"
+     "        (default 65536); exit 1 when it could not judge (docs/AGENT.md)\n"},
     {"run-module", "run MODULE.so --io FILE.kfio [--atol A] [--rtol R] [--graph]",
      "        run a compiled module on the GPU on the recorded inputs and compare\n"},
     {"bench", "bench MODULE.so [--iters N] [--warmup N] [--graph]",

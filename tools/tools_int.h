@@ -41,6 +41,7 @@ bool kf_cli_target(const char *cmd, const char *s, kf_target *t, kf_diag *diag);
 
 int kf_cmd_compile(int argc, char **argv, kf_diag *diag);
 int kf_cmd_task(int argc, char **argv, kf_diag *diag);
+int kf_cmd_judge(int argc, char **argv, kf_diag *diag);
 int kf_cmd_run_module(const char *path, const char *io, double atol, double rtol, bool graph,
                       kf_diag *diag);
 int kf_cmd_bench(int argc, char **argv, kf_diag *diag);

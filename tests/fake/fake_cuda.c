@@ -58,8 +58,14 @@
  *                               truncating a file in place while create
  *                               reads it)
  *   FAKE_CUDNN_VERSION=N        what cudnnGetVersion reports (default 91000)
+ *   FAKE_CUDA_LAUNCH=ACTION     what every cuLaunchKernel also does, for
+ *                               the judge's worker tests: "hang" never
+ *                               returns (a kernel that does not end),
+ *                               "crash" raises SIGSEGV, "print:N" writes N
+ *                               bytes to stdout (device printf)
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -723,6 +729,17 @@ static CUresult f_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigne
     g_blocked--;
   }
   pthread_mutex_unlock(&g_mu);
+  const char *act = getenv("FAKE_CUDA_LAUNCH");
+  if (!fr && act && strcmp(act, "hang") == 0) {
+    for (;;) pause();
+  } else if (!fr && act && strcmp(act, "crash") == 0) {
+    raise(SIGSEGV);
+  } else if (!fr && act && strncmp(act, "print:", 6) == 0) {
+    static const char line[] = "fake kernel printf\n";
+    for (long left = atol(act + 6); left > 0; left -= (long)sizeof line - 1)
+      if (fwrite(line, 1, left < (long)sizeof line - 1 ? (size_t)left : sizeof line - 1, stdout) == 0) break;
+    fflush(stdout);
+  }
   return (CUresult)fr;
 }
 

@@ -1,0 +1,131 @@
+/* judge/compare.c — a unit's outputs against the fp64 reference.
+ *
+ * Floating outputs: every element within atol * RMS(reference) + rtol *
+ * |reference element|, and the relative error in norm within `norm`; NaN
+ * only where the reference is NaN, an infinity only where it is the same
+ * infinity. The absolute term scales with the output's RMS rather than
+ * being a constant, so a sum whose terms cancel (a reference element near
+ * 0 out of large addends) is held to the rounding its addends allow and a
+ * tiny-valued output is not waved through by a constant. Integer and bool
+ * outputs must be equal.
+ *
+ * Tolerances by precision policy (elements; the norm bound is a quarter of
+ * it): default 1e-4, tf32 2e-3, fp16 1e-2, bf16 2e-2; an f16 output at
+ * least 2e-3 and a bf16 one at least 1.6e-2 (four times their unit
+ * roundoff, what storing an exact result costs). A unit computing an fp32
+ * policy's group in f16 or bf16 or with TF32 products misses the default
+ * bound (relative errors of 3e-4 and more, measured in tests/hacks). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "judge_int.h"
+#include "kfuse/interp.h"
+
+kf_jtol kf_jtol_for(kf_precision p, kf_dtype dt) {
+  double t = 1e-4;
+  switch (p) {
+  case KF_PRECISION_TF32: t = 2e-3; break;
+  case KF_PRECISION_FP16: t = 1e-2; break;
+  case KF_PRECISION_BF16: t = 2e-2; break;
+  default: break;
+  }
+  if (dt == KF_DTYPE_F16 && t < 2e-3) t = 2e-3;
+  if (dt == KF_DTYPE_BF16 && t < 1.6e-2) t = 1.6e-2;
+  kf_jtol r = {t, t, t / 4};
+  return r;
+}
+
+int64_t kf_jelem_offset(const kf_type *t, int64_t i) {
+  int64_t off = 0;
+  for (int d = t->rank - 1; d >= 0; d--) {
+    int64_t s = t->shape[d];
+    if (s <= 0) return 0;
+    off += (i % s) * t->strides[d];
+    i /= s;
+  }
+  return off;
+}
+
+static void index_str(const kf_type *t, int64_t i, char *b, size_t n) {
+  int64_t idx[KF_MAX_RANK];
+  for (int d = t->rank - 1; d >= 0; d--) {
+    idx[d] = t->shape[d] > 0 ? i % t->shape[d] : 0;
+    i = t->shape[d] > 0 ? i / t->shape[d] : 0;
+  }
+  size_t at = (size_t)snprintf(b, n, "[");
+  for (int d = 0; d < t->rank && at < n; d++)
+    at += (size_t)snprintf(b + at, n - at, "%s%lld", d ? ", " : "", (long long)idx[d]);
+  if (at < n) snprintf(b + at, n - at, "]");
+}
+
+static bool is_poison(const unsigned char *p, size_t es, unsigned char poison) {
+  for (size_t k = 0; k < es; k++)
+    if (p[k] != poison) return false;
+  return true;
+}
+
+bool kf_jcompare(const kf_jvalue *v, const void *got, const double *ref, kf_jtol tol, unsigned char poison,
+                 kf_jcmp *c, char *why, size_t n) {
+  memset(c, 0, sizeof *c);
+  why[0] = '\0';
+  const kf_type *t = &v->type;
+  bool fl = kf_dtype_is_float(t->dtype);
+  size_t es = kf_dtype_size(t->dtype);
+  kf_tensor view = {t->dtype, 1, {v->bytes / (int64_t)es}, (void *)got};
+  double ss = 0;
+  int64_t nf = 0;
+  for (int64_t i = 0; fl && i < v->numel; i++)
+    if (isfinite(ref[i])) {
+      ss += ref[i] * ref[i];
+      nf++;
+    }
+  double rms = nf ? sqrt(ss / (double)nf) : 0, num = 0;
+  int64_t first = -1;
+  double fg = 0, fr = 0;
+  for (int64_t i = 0; i < v->numel; i++) {
+    int64_t off = kf_jelem_offset(t, i);
+    double g = kf_tensor_get(&view, off), r = ref[i];
+    bool ok;
+    if (!fl) {
+      ok = g == r;
+    } else if (isnan(r)) {
+      ok = isnan(g);
+    } else if (isinf(r)) {
+      ok = g == r;
+    } else if (!isfinite(g)) {
+      ok = false;
+    } else {
+      double d = fabs(g - r);
+      num += d * d;
+      if (d > c->max_abs) c->max_abs = d;
+      ok = d <= tol.atol * rms + tol.rtol * fabs(r);
+    }
+    if (ok) continue;
+    c->bad++;
+    if (is_poison((const unsigned char *)got + off * (int64_t)es, es, poison)) c->unwritten++;
+    if (first < 0) {
+      first = i;
+      fg = g;
+      fr = r;
+    }
+  }
+  c->rel_norm = ss > 0 ? sqrt(num / ss) : sqrt(num);
+  if (c->bad) {
+    char at[128], unw[96] = "";
+    index_str(t, first, at, sizeof at);
+    if (c->unwritten)
+      snprintf(unw, sizeof unw, " (%lld of them never written: they hold the poison)", (long long)c->unwritten);
+    snprintf(why, n,
+             "output '%s': %lld of %lld elements out of tolerance%s; the first at %s is %.9g, the reference "
+             "%.9g (tolerance %.3g x RMS %.3g + %.3g x |reference|)",
+             v->name, (long long)c->bad, (long long)v->numel, unw, at, fg, fr, tol.atol, rms, tol.rtol);
+    return false;
+  }
+  if (fl && c->rel_norm > tol.norm) {
+    snprintf(why, n, "output '%s': relative error in norm %.3g, over the policy's %.3g", v->name, c->rel_norm,
+             tol.norm);
+    return false;
+  }
+  return true;
+}

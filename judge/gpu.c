@@ -1,0 +1,541 @@
+/* judge/gpu.c — what the judge's worker does on the GPU (judge/worker.c
+ * forks it; nothing here runs in the judging process).
+ *
+ * For each unit (the task's built-in one first, so its baseline survives a
+ * candidate that kills the worker, then the candidate):
+ *   1. for every input set: fresh input, output and scratch buffers (the
+ *      new inputs allocated before the last set's are freed, so no two sets
+ *      share addresses); outputs and scratch poisoned (0xFF: NaN for
+ *      floats, -1 for integers); one run; a device-wide sync; the outputs
+ *      checked against the set's fp64 reference and the inputs against
+ *      their bytes; then again with the poison 0x5A (a large finite value),
+ *      so an element left unwritten fails even where the reference is NaN,
+ *      and the two runs' bits compared (reported as "deterministic");
+ *   2. timing: the last set's inputs copied until inputs and outputs
+ *      together cover twice the L2 cache (at most 32 copies), runs rotated
+ *      over the copies, each between two events on the judge's own stream
+ *      and followed by a device-wide sync; 3 warm-up runs, then at least 10
+ *      and until min_time_ms of GPU time (at most 2000); the median;
+ *   3. one more run on poisoned outputs of the timing buffers, checked.
+ * A CUDA error ends the worker's use of the GPU (errors such as an illegal
+ * address leave the context unusable): the unit fails with the error and
+ * any unit after it is not judged. The report goes to the parent after the
+ * bandwidth measure and after each unit (kf_jgpu_send). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "judge_int.h"
+#include "kfr_int.h"
+
+#define MAX_COPIES 32
+#define MAX_RUNS 2000
+#define POISON_A 0xFF
+#define POISON_B 0x5A
+
+typedef struct jg {
+  const kfr_driver *cu;
+  CUdevice dev;
+  CUcontext ctx;
+  CUstream s;
+  CUevent e0, e1;
+  bool dead; /* a CUDA error: stop using the GPU */
+  char *why;
+  size_t n;
+} jg;
+
+static bool ok(jg *g, CUresult r, const char *call) {
+  if (r == CUDA_SUCCESS) return true;
+  char d[200];
+  snprintf(g->why, g->n, "%s: %s", call, kfr_cu_describe(g->cu, r, d, sizeof d));
+  g->dead = true;
+  return false;
+}
+
+static void report_send(kf_jreport *r); /* worker.c's pipe, below */
+
+/* ---- buffers ---- */
+
+typedef struct jbufs {
+  int n_in, n_out, n_scr;
+  CUdeviceptr *in, *out, *scr;
+} jbufs;
+
+static void bufs_free(jg *g, jbufs *b) {
+  for (int i = 0; i < b->n_in; i++)
+    if (b->in[i]) g->cu->cuMemFree(b->in[i]);
+  for (int i = 0; i < b->n_out; i++)
+    if (b->out[i]) g->cu->cuMemFree(b->out[i]);
+  for (int i = 0; i < b->n_scr; i++)
+    if (b->scr[i]) g->cu->cuMemFree(b->scr[i]);
+  free(b->in);
+  free(b->out);
+  free(b->scr);
+  memset(b, 0, sizeof *b);
+}
+
+/* Every buffer the unit needs (inputs when with_inputs), unfilled */
+static bool bufs_alloc(jg *g, const kf_jtask *t, const kf_unit *u, bool with_inputs, jbufs *b) {
+  memset(b, 0, sizeof *b);
+  b->n_in = t->n_in;
+  b->n_out = t->n_out;
+  b->n_scr = u->n_scratch;
+  b->in = calloc((size_t)b->n_in + 1, sizeof *b->in);
+  b->out = calloc((size_t)b->n_out + 1, sizeof *b->out);
+  b->scr = calloc((size_t)b->n_scr + 1, sizeof *b->scr);
+  if (!b->in || !b->out || !b->scr) {
+    snprintf(g->why, g->n, "out of host memory");
+    return false;
+  }
+  for (int i = 0; with_inputs && i < t->n_in; i++)
+    if (t->in[i].bytes && !ok(g, g->cu->cuMemAlloc(&b->in[i], (size_t)t->in[i].bytes), "cuMemAlloc")) return false;
+  for (int i = 0; i < t->n_out; i++)
+    if (t->out[i].bytes && !ok(g, g->cu->cuMemAlloc(&b->out[i], (size_t)t->out[i].bytes), "cuMemAlloc")) return false;
+  for (int i = 0; i < u->n_scratch; i++)
+    if (u->scratch_bytes[i] && !ok(g, g->cu->cuMemAlloc(&b->scr[i], (size_t)u->scratch_bytes[i]), "cuMemAlloc"))
+      return false;
+  return true;
+}
+
+static bool poison(jg *g, const kf_jtask *t, const kf_unit *u, const jbufs *b, unsigned char v) {
+  for (int i = 0; i < t->n_out; i++)
+    if (t->out[i].bytes && !ok(g, g->cu->cuMemsetD8Async(b->out[i], v, (size_t)t->out[i].bytes, g->s), "cuMemsetD8Async"))
+      return false;
+  for (int i = 0; i < u->n_scratch; i++)
+    if (u->scratch_bytes[i] &&
+        !ok(g, g->cu->cuMemsetD8Async(b->scr[i], v, (size_t)u->scratch_bytes[i], g->s), "cuMemsetD8Async"))
+      return false;
+  return true;
+}
+
+/* ---- a unit's module and its runs ---- */
+
+typedef struct jmod {
+  CUmodule mod;
+  CUfunction *fn;   /* per step (launches) */
+  kfr_value **vals; /* per step: its arguments */
+  void ***params;
+} jmod;
+
+static void mod_free(jg *g, const kf_unit *u, jmod *m) {
+  for (int s = 0; s < u->n_steps; s++) {
+    if (m->vals) free(m->vals[s]);
+    if (m->params) free(m->params[s]);
+  }
+  free(m->vals);
+  free(m->params);
+  free(m->fn);
+  if (m->mod && !g->dead) g->cu->cuModuleUnload(m->mod);
+  memset(m, 0, sizeof *m);
+}
+
+static bool mod_load(jg *g, const kf_unit *u, jmod *m) {
+  memset(m, 0, sizeof *m);
+  int n = u->n_steps;
+  m->fn = calloc((size_t)n + 1, sizeof *m->fn);
+  m->vals = calloc((size_t)n + 1, sizeof *m->vals);
+  m->params = calloc((size_t)n + 1, sizeof *m->params);
+  if (!m->fn || !m->vals || !m->params) return false;
+  for (int s = 0; s < n; s++) {
+    const kf_unit_step *st = &u->steps[s];
+    m->vals[s] = calloc((size_t)st->n_args + 1, sizeof **m->vals);
+    m->params[s] = calloc((size_t)st->n_args + 1, sizeof **m->params);
+    if (!m->vals[s] || !m->params[s]) return false;
+    for (int i = 0; i < st->n_args; i++) m->params[s][i] = &m->vals[s][i];
+  }
+  if (u->cubin && !ok(g, g->cu->cuModuleLoadDataEx(&m->mod, u->cubin, 0, NULL, NULL), "cuModuleLoadDataEx"))
+    return false;
+  for (int s = 0; s < n; s++) {
+    const kf_unit_step *st = &u->steps[s];
+    if (st->kind != KF_USTEP_LAUNCH) continue;
+    char call[200];
+    snprintf(call, sizeof call, "cuModuleGetFunction(\"%s\")", st->kernel);
+    if (!ok(g, g->cu->cuModuleGetFunction(&m->fn[s], m->mod, st->kernel), call)) return false;
+    if (st->smem > 48 * 1024 &&
+        !ok(g, g->cu->cuFuncSetAttribute(m->fn[s], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)st->smem),
+            "cuFuncSetAttribute"))
+      return false;
+  }
+  return true;
+}
+
+static CUdeviceptr arg_ptr(const kf_unit_arg *a, const jbufs *b) {
+  switch (a->kind) {
+  case KF_UARG_INPUT: return b->in[a->index] + (CUdeviceptr)a->i;
+  case KF_UARG_OUTPUT: return b->out[a->index] + (CUdeviceptr)a->i;
+  case KF_UARG_SCRATCH: return b->scr[a->index] + (CUdeviceptr)a->i;
+  default: return 0;
+  }
+}
+
+/* One run of the unit over b, queued on the judge's stream (the static
+ * checks, judge/check.c, already hold every index and range) */
+static bool run(jg *g, const kf_unit *u, jmod *m, const jbufs *b) {
+  for (int s = 0; s < u->n_steps; s++) {
+    const kf_unit_step *st = &u->steps[s];
+    for (int i = 0; i < st->n_args; i++) {
+      const kf_unit_arg *a = &st->args[i];
+      kfr_value *v = &m->vals[s][i];
+      switch (a->kind) {
+      case KF_UARG_I64: v->i64 = a->i; break;
+      case KF_UARG_I32: v->i32 = (int32_t)a->i; break;
+      case KF_UARG_F32: v->f32 = (float)a->f; break;
+      case KF_UARG_F64: v->f64 = a->f; break;
+      default: v->ptr = arg_ptr(a, b); break;
+      }
+    }
+    char call[200];
+    switch (st->kind) {
+    case KF_USTEP_MEMSET:
+      if (!ok(g, g->cu->cuMemsetD8Async(m->vals[s][0].ptr, 0, (size_t)st->args[1].i, g->s), "cuMemsetD8Async"))
+        return false;
+      break;
+    case KF_USTEP_COPY:
+      if (!ok(g, g->cu->cuMemcpyDtoDAsync(m->vals[s][0].ptr, m->vals[s][1].ptr, (size_t)st->args[2].i, g->s),
+              "cuMemcpyDtoDAsync"))
+        return false;
+      break;
+    case KF_USTEP_LAUNCH:
+      snprintf(call, sizeof call, "step %d: cuLaunchKernel(\"%s\")", s, st->kernel);
+      if (!ok(g, g->cu->cuLaunchKernel(m->fn[s], st->grid[0], st->grid[1], st->grid[2], st->block[0], st->block[1],
+                                       st->block[2], st->smem, g->s, st->n_args ? m->params[s] : NULL, NULL),
+              call))
+        return false;
+      break;
+    default: snprintf(g->why, g->n, "step %d: not a step the judge runs", s); return false;
+    }
+  }
+  return true;
+}
+
+/* ---- checks of one run ---- */
+
+/* The outputs in b against set's references; host: scratch of the largest
+ * output's size. Fills the result's error figures. */
+static bool outputs_ok(jg *g, const kf_jwork *w, const kf_jset *set, const jbufs *b, unsigned char pv,
+                       void **host, kf_jresult *res, char *why, size_t n) {
+  const kf_jtask *t = w->task;
+  for (int i = 0; i < t->n_out; i++) {
+    const kf_jvalue *v = &t->out[i];
+    if (v->bytes && !ok(g, g->cu->cuMemcpyDtoH(host[i], b->out[i], (size_t)v->bytes), "cuMemcpyDtoH")) {
+      snprintf(why, n, "%s", g->why);
+      return false;
+    }
+    kf_jcmp c;
+    bool good = kf_jcompare(v, host[i], set->ref[i], kf_jtol_for(t->precision, v->type.dtype), pv, &c, why, n);
+    if (c.max_abs > res->max_abs) res->max_abs = c.max_abs;
+    if (c.rel_norm > res->max_rel_norm) res->max_rel_norm = c.rel_norm;
+    if (!good) return false;
+  }
+  return true;
+}
+
+static bool inputs_ok(jg *g, const kf_jtask *t, const kf_jset *set, const jbufs *b, void *host, char *why, size_t n) {
+  for (int i = 0; i < t->n_in; i++) {
+    const kf_jvalue *v = &t->in[i];
+    if (!v->bytes) continue;
+    if (!ok(g, g->cu->cuMemcpyDtoH(host, b->in[i], (size_t)v->bytes), "cuMemcpyDtoH")) {
+      snprintf(why, n, "%s", g->why);
+      return false;
+    }
+    if (memcmp(host, set->in[i], (size_t)v->bytes) != 0) {
+      int64_t k = 0;
+      while (((unsigned char *)host)[k] == ((unsigned char *)set->in[i])[k]) k++;
+      snprintf(why, n, "input '%s' was modified (its first changed byte is at offset %lld): inputs are read-only",
+               v->name, (long long)k);
+      return false;
+    }
+  }
+  return true;
+}
+
+static int cmp_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* ---- one unit ---- */
+
+static void judge_unit(jg *g, const kf_jwork *w, const kf_unit *u, int64_t l2, kf_jresult *res) {
+  const kf_jtask *t = w->task;
+  memset(res, 0, sizeof *res);
+  res->ran = 1;
+  jmod m;
+  memset(&m, 0, sizeof m);
+  char *why = res->reason;
+  size_t n = sizeof res->reason;
+  jbufs cur, prev;
+  memset(&cur, 0, sizeof cur);
+  memset(&prev, 0, sizeof prev);
+  jbufs *copies = NULL;
+  int n_copies = 0;
+  float *times = NULL;
+  int64_t big = 1;
+  for (int i = 0; i < t->n_out; i++) big = t->out[i].bytes > big ? t->out[i].bytes : big;
+  for (int i = 0; i < t->n_in; i++) big = t->in[i].bytes > big ? t->in[i].bytes : big;
+  void **host = calloc((size_t)t->n_out + 1, sizeof *host), *first = NULL, *inhost = malloc((size_t)big);
+  for (int i = 0; host && i < t->n_out; i++) host[i] = malloc((size_t)(t->out[i].bytes ? t->out[i].bytes : 1));
+  if (!host || !inhost || (t->n_out && !host[t->n_out - 1])) {
+    snprintf(why, n, "the worker ran out of host memory");
+    goto done;
+  }
+  int64_t out_total = 0;
+  for (int i = 0; i < t->n_out; i++) out_total += t->out[i].bytes;
+  first = malloc((size_t)(out_total ? out_total : 1));
+  if (!first) {
+    snprintf(why, n, "the worker ran out of host memory");
+    goto done;
+  }
+  if (!mod_load(g, u, &m)) {
+    snprintf(why, n, "loading the unit: %s", g->why);
+    goto done;
+  }
+  res->deterministic = 1;
+  for (int k = 0; k < w->n_sets; k++) {
+    const kf_jset *set = &w->sets[k];
+    jbufs nb;
+    if (!bufs_alloc(g, t, u, true, &nb)) {
+      snprintf(why, n, "set %d: %s", k + 1, g->why);
+      bufs_free(g, &nb);
+      goto done;
+    }
+    bufs_free(g, &prev);
+    prev = cur;
+    cur = nb;
+    for (int i = 0; i < t->n_in; i++)
+      if (t->in[i].bytes && !ok(g, g->cu->cuMemcpyHtoD(cur.in[i], set->in[i], (size_t)t->in[i].bytes), "cuMemcpyHtoD")) {
+        snprintf(why, n, "set %d: %s", k + 1, g->why);
+        goto done;
+      }
+    for (int rep = 0; rep < 2; rep++) {
+      unsigned char pv = rep ? POISON_B : POISON_A;
+      if (!poison(g, t, u, &cur, pv) || !run(g, u, &m, &cur) || !ok(g, g->cu->cuCtxSynchronize(), "cuCtxSynchronize")) {
+        snprintf(why, n, "set %d, run %d: %s", k + 1, rep + 1, g->why);
+        goto done;
+      }
+      char w2[KF_JREASON - 64];
+      if (!outputs_ok(g, w, set, &cur, pv, host, res, w2, sizeof w2)) {
+        snprintf(why, n, "set %d, run %d: %s", k + 1, rep + 1, w2);
+        goto done;
+      }
+      if (!inputs_ok(g, t, set, &cur, inhost, w2, sizeof w2)) {
+        snprintf(why, n, "set %d, run %d: %s", k + 1, rep + 1, w2);
+        goto done;
+      }
+      int64_t at = 0;
+      for (int i = 0; i < t->n_out; i++) {
+        if (rep == 0) memcpy((char *)first + at, host[i], (size_t)t->out[i].bytes);
+        else if (memcmp((char *)first + at, host[i], (size_t)t->out[i].bytes) != 0) res->deterministic = 0;
+        at += t->out[i].bytes;
+      }
+    }
+    res->sets_passed++;
+  }
+  bufs_free(g, &prev);
+
+  /* timing over copies of the last set's inputs */
+  int64_t per = out_total;
+  for (int i = 0; i < t->n_in; i++) per += t->in[i].bytes;
+  size_t free_b = 0, total_b = 0;
+  if (!ok(g, g->cu->cuMemGetInfo(&free_b, &total_b), "cuMemGetInfo")) {
+    snprintf(why, n, "timing: %s", g->why);
+    goto done;
+  }
+  n_copies = per > 0 ? (int)((2 * l2 + per - 1) / per) : 1;
+  if (n_copies > MAX_COPIES) n_copies = MAX_COPIES;
+  while (n_copies > 1 && (int64_t)n_copies * per > (int64_t)(free_b / 4)) n_copies--;
+  if (n_copies < 1) n_copies = 1;
+  copies = calloc((size_t)n_copies, sizeof *copies);
+  times = malloc(sizeof *times * MAX_RUNS);
+  if (!copies || !times) {
+    snprintf(why, n, "the worker ran out of host memory");
+    goto done;
+  }
+  copies[0] = cur; /* the last set's own buffers are copy 0 */
+  memset(&cur, 0, sizeof cur);
+  for (int c = 1; c < n_copies; c++) {
+    if (!bufs_alloc(g, t, u, true, &copies[c])) {
+      bufs_free(g, &copies[c]);
+      n_copies = c; /* fewer copies: what memory allows */
+      g->dead = false;
+      break;
+    }
+    free(copies[c].scr); /* scratch is shared with copy 0 */
+    copies[c].scr = copies[0].scr;
+    copies[c].n_scr = 0;
+    for (int i = 0; i < t->n_in; i++)
+      if (t->in[i].bytes &&
+          !ok(g, g->cu->cuMemcpyDtoDAsync(copies[c].in[i], copies[0].in[i], (size_t)t->in[i].bytes, g->s),
+              "cuMemcpyDtoDAsync")) {
+        snprintf(why, n, "timing: %s", g->why);
+        goto done;
+      }
+  }
+  res->copies = n_copies;
+  for (int r = 0; r < 3; r++)
+    if (!run(g, u, &m, &copies[r % n_copies])) {
+      snprintf(why, n, "timing: %s", g->why);
+      goto done;
+    }
+  if (!ok(g, g->cu->cuCtxSynchronize(), "cuCtxSynchronize")) {
+    snprintf(why, n, "timing: %s", g->why);
+    goto done;
+  }
+  double total = 0;
+  int runs = 0;
+  while (runs < MAX_RUNS && (runs < 10 || total < w->opt->min_time_ms)) {
+    float f = 0;
+    if (!ok(g, g->cu->cuEventRecord(g->e0, g->s), "cuEventRecord") || !run(g, u, &m, &copies[runs % n_copies]) ||
+        !ok(g, g->cu->cuEventRecord(g->e1, g->s), "cuEventRecord") ||
+        !ok(g, g->cu->cuCtxSynchronize(), "cuCtxSynchronize") ||
+        !ok(g, g->cu->cuEventElapsedTime(&f, g->e0, g->e1), "cuEventElapsedTime")) {
+      snprintf(why, n, "timing, run %d: %s", runs + 1, g->why);
+      goto done;
+    }
+    times[runs++] = f;
+    total += f;
+  }
+  qsort(times, (size_t)runs, sizeof *times, cmp_float);
+  res->runs = runs;
+  res->ms = times[runs / 2];
+  res->min_ms = times[0];
+  res->max_ms = times[runs - 1];
+
+  /* the timing buffers verified: the last copy used, its outputs poisoned */
+  {
+    const jbufs *b = &copies[(runs - 1) % n_copies];
+    char w2[KF_JREASON - 64];
+    if (!poison(g, t, u, b, POISON_A) || !run(g, u, &m, b) || !ok(g, g->cu->cuCtxSynchronize(), "cuCtxSynchronize")) {
+      snprintf(why, n, "after timing: %s", g->why);
+      goto done;
+    }
+    if (!outputs_ok(g, w, &w->sets[w->n_sets - 1], b, POISON_A, host, res, w2, sizeof w2)) {
+      snprintf(why, n, "after timing, on the timing buffers: %s", w2);
+      goto done;
+    }
+  }
+  res->ok = 1;
+done:
+  if (!g->dead) {
+    for (int c = 1; copies && c < n_copies; c++) copies[c].scr = NULL;
+    for (int c = 0; copies && c < n_copies; c++) bufs_free(g, &copies[c]);
+    bufs_free(g, &cur);
+    bufs_free(g, &prev);
+    mod_free(g, u, &m);
+  }
+  free(copies);
+  free(times);
+  for (int i = 0; host && i < t->n_out; i++) free(host[i]);
+  free(host);
+  free(first);
+  free(inhost);
+}
+
+/* ---- the device ---- */
+
+static bool open_device(jg *g, const kf_jtask *t, kf_jreport *r) {
+  if (kfr_driver_load(&g->cu, g->why, g->n) != KFUSE_OK) return false;
+  int count = 0, major = 0, minor = 0, l2 = 0;
+  const kfr_driver *cu = g->cu;
+  if (!ok(g, cu->cuDeviceGetCount(&count), "cuDeviceGetCount")) return false;
+  if (count < 1) {
+    snprintf(g->why, g->n, "no CUDA device");
+    return false;
+  }
+  if (!ok(g, cu->cuDeviceGet(&g->dev, 0), "cuDeviceGet") ||
+      !ok(g, cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev), "cuDeviceGetAttribute") ||
+      !ok(g, cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev), "cuDeviceGetAttribute") ||
+      !ok(g, cu->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, g->dev), "cuDeviceGetAttribute") ||
+      !ok(g, cu->cuDeviceGetName(r->device, (int)sizeof r->device, g->dev), "cuDeviceGetName"))
+    return false;
+  if (major * 10 + minor != t->target.sm) {
+    snprintf(g->why, g->n, "device 0 is sm_%d%d, the task's target sm_%d", major, minor, t->target.sm);
+    return false;
+  }
+  r->l2_bytes = l2 > 0 ? l2 : 50 << 20; /* H100's, when the driver does not say */
+  if (!ok(g, cu->cuDevicePrimaryCtxRetain(&g->ctx, g->dev), "cuDevicePrimaryCtxRetain") ||
+      !ok(g, cu->cuCtxPushCurrent(g->ctx), "cuCtxPushCurrent") ||
+      !ok(g, cu->cuStreamCreate(&g->s, CU_STREAM_NON_BLOCKING), "cuStreamCreate") ||
+      !ok(g, cu->cuEventCreate(&g->e0, CU_EVENT_DEFAULT), "cuEventCreate") ||
+      !ok(g, cu->cuEventCreate(&g->e1, CU_EVENT_DEFAULT), "cuEventCreate"))
+    return false;
+  return true;
+}
+
+/* Device-to-device copy bandwidth (read + write) in GB/s: the best of 5
+ * copies of 256 MiB, or what a quarter of the free memory allows */
+static double bandwidth(jg *g) {
+  size_t free_b = 0, total_b = 0;
+  if (!ok(g, g->cu->cuMemGetInfo(&free_b, &total_b), "cuMemGetInfo")) return 0;
+  size_t bytes = (size_t)256 << 20;
+  while (bytes > ((size_t)1 << 20) && 2 * bytes > free_b / 4) bytes /= 2;
+  CUdeviceptr a = 0, b = 0;
+  double best = 0;
+  if (ok(g, g->cu->cuMemAlloc(&a, bytes), "cuMemAlloc") && ok(g, g->cu->cuMemAlloc(&b, bytes), "cuMemAlloc")) {
+    for (int i = 0; i < 6; i++) {
+      float f = 0;
+      if (!ok(g, g->cu->cuEventRecord(g->e0, g->s), "cuEventRecord") ||
+          !ok(g, g->cu->cuMemcpyDtoDAsync(b, a, bytes, g->s), "cuMemcpyDtoDAsync") ||
+          !ok(g, g->cu->cuEventRecord(g->e1, g->s), "cuEventRecord") ||
+          !ok(g, g->cu->cuEventSynchronize(g->e1), "cuEventSynchronize") ||
+          !ok(g, g->cu->cuEventElapsedTime(&f, g->e0, g->e1), "cuEventElapsedTime"))
+        break;
+      double gbs = f > 0 ? 2.0 * (double)bytes / ((double)f * 1e6) : 0;
+      if (i > 0 && gbs > best) best = gbs; /* the first warms up */
+    }
+  }
+  if (a && !g->dead) g->cu->cuMemFree(a);
+  if (b && !g->dead) g->cu->cuMemFree(b);
+  return best;
+}
+
+void kf_jgpu_run(const kf_jwork *w, kf_jreport *r) {
+  memset(r, 0, sizeof *r);
+  r->magic = KF_JREPORT_MAGIC;
+  jg g;
+  memset(&g, 0, sizeof g);
+  g.why = r->gpu_error;
+  g.n = sizeof r->gpu_error;
+  if (!open_device(&g, w->task, r)) {
+    report_send(r);
+    return;
+  }
+  r->gpu_ok = 1;
+  r->bw_gbs = bandwidth(&g);
+  if (g.dead) {
+    r->gpu_ok = 0;
+    report_send(r);
+    return;
+  }
+  report_send(r);
+  char why[512];
+  g.why = why;
+  g.n = sizeof why;
+  for (int k = KF_JUNITS - 1; k >= 0; k--) {
+    if (!w->units[k]) continue;
+    if (g.dead) {
+      snprintf(r->res[k].reason, sizeof r->res[k].reason,
+               "not judged: the worker's CUDA context was lost to the unit before it");
+      continue;
+    }
+    judge_unit(&g, w, w->units[k], r->l2_bytes, &r->res[k]);
+    report_send(r);
+  }
+  /* the context is dropped with the process */
+}
+
+int kf_jreport_fd = -1;
+
+static void report_send(kf_jreport *r) {
+  if (kf_jreport_fd < 0) return;
+  const char *p = (const char *)r;
+  size_t left = sizeof *r;
+  while (left) {
+    ssize_t k = write(kf_jreport_fd, p, left);
+    if (k <= 0) return;
+    p += k;
+    left -= (size_t)k;
+  }
+}

@@ -1,0 +1,497 @@
+/* judge/judge.c — kf_judge_unit: one unit for one task, start to verdict.
+ *
+ *   1. read the task (task_read.c) and the unit (agent/unit_io.c, strict);
+ *   2. static checks (check.c); a unit that fails them is not compiled;
+ *   3. NVRTC for the task's target, the log verbatim on failure;
+ *   4. `sets` input sets drawn here, each from its own value range (see
+ *      draw()), and their fp64 references from the CPU interpreter
+ *      (interp/), in the judging process;
+ *   5. the worker (worker.c, gpu.c) verifies and times the built-in unit
+ *      and the candidate on the GPU;
+ *   6. the floor, the reward and the verdict.
+ * The seed of the input sets is drawn from the OS unless the caller fixes
+ * it, and never appears in the verdict: a policy that sees verdicts cannot
+ * learn the inputs it will be checked on. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "judge_int.h"
+#include "kfuse/interp.h"
+
+/* A candidate faster than this fraction of the floor is impossible: the
+ * floor's bandwidth is a device-to-device copy's, which a kernel that only
+ * reads can beat by a little (measured: below 10% on H100), never by 25%. */
+#define FLOOR_SLACK 0.75
+/* reward 2 and 3: at least 5% faster than the baseline */
+#define SPEEDUP_NEEDED 1.05
+
+void kf_judge_options_init(kf_judge_options *o) {
+  memset(o, 0, sizeof *o);
+  o->sets = 5;
+  o->timeout_s = 60;
+  o->max_output_bytes = 64 << 10;
+  o->max_scratch_bytes = (int64_t)4 << 30;
+  o->builtin = true;
+  o->min_time_ms = 200;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- input sets ---- */
+
+static uint64_t next(uint64_t *s) { /* splitmix64 */
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static double u01(uint64_t *s) { return (double)(next(s) >> 11) / (double)(1ULL << 53); }
+
+/* Set k's floating values: [-1, 1), [0, 1), [-4, 4), (-1, 0], then random
+ * signs over six decades (1e-3 to 1e3), repeating; so results keyed on
+ * values, sign assumptions and range assumptions all meet a set that
+ * breaks them. Integers and bools: 0 or 1 (valid indices of any dim the
+ * group indexes, which has at least two entries). */
+static double draw(int k, uint64_t *s) {
+  double u = u01(s);
+  switch (k % 5) {
+  case 0: return 2 * u - 1;
+  case 1: return u;
+  case 2: return 8 * u - 4;
+  case 3: return -u;
+  default: return (next(s) & 1 ? -1 : 1) * pow(10.0, 6 * u - 3);
+  }
+}
+
+static void fill(const kf_jvalue *v, void *p, int k, uint64_t *s) {
+  int64_t es = (int64_t)kf_dtype_size(v->type.dtype), n = v->bytes / es;
+  kf_tensor t = {v->type.dtype, 1, {n}, p};
+  bool fl = kf_dtype_is_float(v->type.dtype);
+  for (int64_t i = 0; i < n; i++) kf_tensor_set(&t, i, fl ? draw(k, s) : (double)(next(s) & 1));
+}
+
+static void sets_free(const kf_jtask *t, kf_jset *sets, int n) {
+  for (int k = 0; sets && k < n; k++) {
+    for (int i = 0; sets[k].in && i < t->n_in; i++) free(sets[k].in[i]);
+    for (int i = 0; sets[k].ref && i < t->n_out; i++) free(sets[k].ref[i]);
+    free(sets[k].in);
+    free(sets[k].ref);
+  }
+  free(sets);
+}
+
+/* Inputs of every set and their references (the interpreter's fp64) */
+static kf_status make_sets(const kf_jtask *t, int n, uint64_t seed, kf_jset **out, kf_diag *diag) {
+  kf_jset *sets = calloc((size_t)n, sizeof *sets);
+  kf_tensor *in = calloc((size_t)t->n_in + 1, sizeof *in), *res = calloc((size_t)t->n_out + 1, sizeof *res);
+  kf_status st = sets && in && res ? KF_OK : KF_ERR_NOMEM;
+  for (int k = 0; k < n && !st; k++) {
+    kf_jset *s = &sets[k];
+    s->in = calloc((size_t)t->n_in + 1, sizeof *s->in);
+    s->ref = calloc((size_t)t->n_out + 1, sizeof *s->ref);
+    if (!s->in || !s->ref) {
+      st = KF_ERR_NOMEM;
+      break;
+    }
+    uint64_t rs = seed ^ (0x6b667573ULL * (uint64_t)(k + 1));
+    for (int i = 0; i < t->n_in && !st; i++) {
+      const kf_jvalue *v = &t->in[i];
+      s->in[i] = malloc((size_t)(v->bytes ? v->bytes : 1));
+      in[i].dtype = v->type.dtype;
+      in[i].rank = v->type.rank;
+      memcpy(in[i].shape, v->type.shape, sizeof in[i].shape);
+      if (!s->in[i] || kf_tensor_alloc(&in[i]) != KF_OK) {
+        st = KF_ERR_NOMEM;
+        break;
+      }
+      fill(v, s->in[i], k, &rs);
+      /* the interpreter takes contiguous tensors: gather the extent */
+      size_t es = kf_dtype_size(v->type.dtype);
+      for (int64_t e = 0; e < v->numel; e++)
+        memcpy((char *)in[i].data + e * (int64_t)es, (char *)s->in[i] + kf_jelem_offset(&v->type, e) * (int64_t)es, es);
+    }
+    if (st) break;
+    kf_interp_options io = {0};
+    st = kf_interp_run(t->graph, in, t->n_in, res, &io, diag);
+    if (st) {
+      kf_diag_error(diag, "judge: the fp64 reference (the CPU interpreter) cannot run this task");
+      break;
+    }
+    for (int i = 0; i < t->n_out && !st; i++) {
+      if (kf_tensor_numel(&res[i]) != t->out[i].numel) {
+        kf_diag_error(diag, "judge: the reference's output %d has %lld elements, the task's %lld", i,
+                      (long long)kf_tensor_numel(&res[i]), (long long)t->out[i].numel);
+        st = KF_ERR_INTERNAL;
+        break;
+      }
+      s->ref[i] = malloc(sizeof(double) * (size_t)(t->out[i].numel ? t->out[i].numel : 1));
+      if (!s->ref[i]) {
+        st = KF_ERR_NOMEM;
+        break;
+      }
+      for (int64_t e = 0; e < t->out[i].numel; e++) s->ref[i][e] = kf_tensor_get(&res[i], e);
+    }
+    for (int i = 0; i < t->n_out; i++) kf_tensor_fini(&res[i]);
+    for (int i = 0; i < t->n_in; i++) kf_tensor_fini(&in[i]);
+  }
+  for (int i = 0; in && i < t->n_in; i++) kf_tensor_fini(&in[i]);
+  for (int i = 0; res && i < t->n_out; i++) kf_tensor_fini(&res[i]);
+  free(in);
+  free(res);
+  if (st) {
+    if (st == KF_ERR_NOMEM) kf_diag_error(diag, "judge: out of memory for the input sets");
+    sets_free(t, sets, n);
+    return st;
+  }
+  *out = sets;
+  return KF_OK;
+}
+
+static uint64_t os_seed(void) {
+  uint64_t s = 0;
+  if (getrandom(&s, sizeof s, 0) != (ssize_t)sizeof s || !s) s = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+  return s;
+}
+
+/* ---- messages into a buffer (compile logs, read errors) ---- */
+
+static void to_buf(void *user, kf_diag_level level, const char *msg) {
+  kf_strbuf *b = user;
+  kf_strbuf_printf(b, "%s%s\n", level == KF_DIAG_ERROR ? "" : level == KF_DIAG_WARNING ? "warning: " : "note: ", msg);
+}
+
+/* ---- the floor ---- */
+
+/* Data-sheet dense peak of an H100/H200 SXM for the policy's matmul math
+ * (FLOP/s): not measured (docs/AGENT.md says why) */
+static double peak_flops(kf_precision p) {
+  switch (p) {
+  case KF_PRECISION_TF32: return 494.7e12;
+  case KF_PRECISION_BF16:
+  case KF_PRECISION_FP16: return 989.4e12;
+  default: return 66.9e12;
+  }
+}
+
+/* ---- the verdict ---- */
+
+static void add_reason(cJSON *reasons, const char *fmt, ...) KF_PRINTF(2, 3);
+static void add_reason(cJSON *reasons, const char *fmt, ...) {
+  char b[KF_JREASON + 256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(b, sizeof b, fmt, ap);
+  va_end(ap);
+  cJSON_AddItemToArray(reasons, cJSON_CreateString(b));
+}
+
+static void add_num_or_null(cJSON *o, const char *k, double v, bool have) {
+  if (have) cJSON_AddNumberToObject(o, k, v);
+  else cJSON_AddNullToObject(o, k);
+}
+
+static cJSON *result_json(const kf_jresult *r, int sets) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddBoolToObject(o, "correct", r->ok);
+  cJSON_AddNumberToObject(o, "sets", sets);
+  cJSON_AddNumberToObject(o, "sets_passed", r->sets_passed);
+  cJSON_AddNumberToObject(o, "max_abs_error", r->max_abs);
+  cJSON_AddNumberToObject(o, "max_rel_error_norm", r->max_rel_norm);
+  cJSON_AddBoolToObject(o, "deterministic", r->deterministic && r->sets_passed == sets);
+  add_num_or_null(o, "ms", r->ms, r->runs > 0);
+  add_num_or_null(o, "min_ms", r->min_ms, r->runs > 0);
+  add_num_or_null(o, "max_ms", r->max_ms, r->runs > 0);
+  cJSON_AddNumberToObject(o, "runs", r->runs);
+  cJSON_AddNumberToObject(o, "input_copies", r->copies);
+  if (r->reason[0]) cJSON_AddStringToObject(o, "why", r->reason);
+  return o;
+}
+
+/* What became of the worker, as a reason (empty when it ended normally) */
+static void worker_fate(const kf_jproc *p, const kf_judge_options *o, char *b, size_t n) {
+  b[0] = '\0';
+  if (p->timed_out)
+    snprintf(b, n, "the worker ran past the judge's %g s limit and was killed (a kernel that does not end?)",
+             o->timeout_s);
+  else if (p->flooded)
+    snprintf(b, n, "the worker printed more than %lld bytes and was killed (a printf flood)",
+             (long long)o->max_output_bytes);
+  else if (p->signal)
+    snprintf(b, n, "the worker died of signal %d (%s)", p->signal, strsignal(p->signal));
+  else if (p->exit_code != 0)
+    snprintf(b, n, "the worker exited with status %d", p->exit_code);
+  else if (!p->reported)
+    snprintf(b, n, "the worker exited without a report");
+}
+
+typedef struct unit_state {
+  kf_unit *u;
+  bool read, checked, compiled;
+  kf_strbuf log; /* read errors, static-check reasons, compile log */
+} unit_state;
+
+/* Read, check and compile the unit in dir */
+static void prepare(const char *dir, const kf_jtask *t, const kf_judge_options *o, unit_state *s) {
+  kf_strbuf_init(&s->log);
+  kf_diag d;
+  kf_diag_init(&d, to_buf, &s->log);
+  if (kf_unit_read_dir(dir, &s->u, &d) != KF_OK) return;
+  s->read = true;
+  if (!kf_junit_check(t, s->u, o, &s->log)) return;
+  s->checked = true;
+  if (kf_unit_compile(s->u, &t->target, &d) != KF_OK) return;
+  s->compiled = true;
+}
+
+static void unit_state_fini(unit_state *s) {
+  kf_unit_destroy(s->u);
+  kf_strbuf_fini(&s->log);
+}
+
+static void emit(cJSON *v, kf_strbuf *out) {
+  char *s = cJSON_Print(v);
+  if (s) {
+    kf_strbuf_printf(out, "%s\n", s);
+    cJSON_free(s);
+  }
+}
+
+/* A verdict that judges nothing: why, and what is known */
+static kf_status not_judged(cJSON *v, kf_strbuf *out, kf_status st, const char *why) {
+  cJSON_AddBoolToObject(v, "judged", false);
+  cJSON_AddStringToObject(v, "why", why);
+  emit(v, out);
+  cJSON_Delete(v);
+  return st;
+}
+
+kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_judge_options *opt, kf_strbuf *out,
+                        kf_diag *diag) {
+  kf_judge_options o;
+  if (opt) o = *opt;
+  else kf_judge_options_init(&o);
+  if (o.sets < 5) o.sets = 5;
+  double t0 = now_s();
+  cJSON *v = cJSON_CreateObject();
+  if (!v) return KF_ERR_NOMEM;
+  cJSON_AddStringToObject(v, "format", "kfuse-verdict-v1");
+  cJSON_AddStringToObject(v, "task", task_dir);
+  cJSON_AddStringToObject(v, "unit", unit_dir);
+
+  kf_jtask t;
+  kf_strbuf tlog;
+  kf_strbuf_init(&tlog);
+  kf_diag td;
+  kf_diag_init(&td, to_buf, &tlog);
+  kf_status st = kf_jtask_read(task_dir, &t, &td);
+  if (st) {
+    kf_diag_error(diag, "%s", tlog.data ? tlog.data : "judge: cannot read the task");
+    st = not_judged(v, out, st, tlog.data ? tlog.data : "the task cannot be read");
+    kf_strbuf_fini(&tlog);
+    return st;
+  }
+  kf_strbuf_fini(&tlog);
+  cJSON_AddStringToObject(v, "key", t.key);
+  cJSON_AddNumberToObject(v, "group", t.group);
+  cJSON_AddStringToObject(v, "precision", kf_precision_name(t.precision));
+
+  unit_state cand, base;
+  memset(&cand, 0, sizeof cand);
+  memset(&base, 0, sizeof base);
+  cJSON *reasons = cJSON_CreateArray();
+  kf_jset *sets = NULL;
+  double t_compile = now_s();
+  prepare(unit_dir, &t, &o, &cand);
+  t_compile = now_s() - t_compile;
+  if (cand.u) {
+    cJSON_AddStringToObject(v, "name", cand.u->name ? cand.u->name : "");
+    cJSON_AddStringToObject(v, "policy", cand.u->policy ? cand.u->policy : "");
+  }
+  if (cand.read && !cand.checked && kf_junit_has_library_steps(cand.u)) {
+    cJSON_Delete(reasons);
+    kf_diag_error(diag, "judge: %s: %s", unit_dir, cand.log.data);
+    st = not_judged(v, out, KF_ERR_UNSUPPORTED, cand.log.data);
+    goto done_early;
+  }
+  cJSON_AddBoolToObject(v, "compiled", cand.compiled);
+  if (cand.u && cand.u->compile_log && cand.u->compile_log[0])
+    cJSON_AddStringToObject(v, "compile_log", cand.u->compile_log);
+  if (!cand.compiled) {
+    /* reward -1: not readable, refused by the static checks or by NVRTC */
+    cJSON_AddBoolToObject(v, "judged", true);
+    cJSON_AddBoolToObject(v, "correct", false);
+    cJSON_AddNumberToObject(v, "reward", -1);
+    add_reason(reasons, "%s: %s", !cand.read ? "the unit cannot be read" : !cand.checked ? "refused before compiling"
+                                                                                        : "does not compile",
+               cand.log.data ? cand.log.data : "");
+    cJSON_AddItemToObject(v, "reasons", reasons);
+    emit(v, out);
+    cJSON_Delete(v);
+    st = KF_OK;
+    goto done_early;
+  }
+  if (o.builtin && t.has_builtin) {
+    char bdir[4096];
+    snprintf(bdir, sizeof bdir, "%s/builtin", task_dir);
+    prepare(bdir, &t, &o, &base);
+  }
+
+  double t_ref = now_s();
+  kf_strbuf rlog;
+  kf_strbuf_init(&rlog);
+  kf_diag rd;
+  kf_diag_init(&rd, to_buf, &rlog);
+  st = make_sets(&t, o.sets, o.seed ? o.seed : os_seed(), &sets, &rd);
+  t_ref = now_s() - t_ref;
+  if (st) {
+    cJSON_Delete(reasons);
+    kf_diag_error(diag, "%s", rlog.data ? rlog.data : "judge: no reference");
+    st = not_judged(v, out, st, rlog.data ? rlog.data : "no reference");
+    kf_strbuf_fini(&rlog);
+    goto done_early;
+  }
+  kf_strbuf_fini(&rlog);
+
+  kf_jwork w = {&t, &o, {cand.u, base.compiled ? base.u : NULL}, o.sets, sets};
+  kf_jreport r;
+  kf_jproc p;
+  double t_gpu = now_s();
+  st = kf_jproc_run(&w, &r, &p, diag);
+  t_gpu = now_s() - t_gpu;
+  if (st) {
+    cJSON_Delete(reasons);
+    st = not_judged(v, out, st, "the worker could not be started");
+    goto done_early;
+  }
+  char fate[256];
+  worker_fate(&p, &o, fate, sizeof fate);
+  if (!p.reported || !r.gpu_ok) {
+    cJSON_Delete(reasons);
+    char why[1024];
+    snprintf(why, sizeof why, "no GPU to judge on: %s", p.reported ? r.gpu_error : fate);
+    kf_diag_error(diag, "judge: %s", why);
+    st = not_judged(v, out, KF_ERR_UNSUPPORTED, why);
+    goto done_early;
+  }
+  cJSON_AddStringToObject(v, "device", r.device);
+  kf_jresult *c = &r.res[0], *b = &r.res[1];
+  if (!c->ran) {
+    /* the worker died before the candidate: in the built-in unit, if it was
+     * being judged; then the candidate was not judged at all */
+    if (w.units[1] && !(b->ok || b->reason[0])) {
+      cJSON_Delete(reasons);
+      char why[512];
+      snprintf(why, sizeof why, "the built-in unit, judged first, ended the worker: %s", fate);
+      st = not_judged(v, out, KF_ERR_INTERNAL, why);
+      goto done_early;
+    }
+    snprintf(c->reason, sizeof c->reason, "%s", fate[0] ? fate : "the worker did not judge the candidate");
+  } else if (!c->ok && fate[0] && !c->reason[0]) {
+    snprintf(c->reason, sizeof c->reason, "%s", fate);
+  } else if (fate[0]) {
+    char tmp[KF_JREASON + sizeof fate + 4];
+    snprintf(tmp, sizeof tmp, "%s (%s)", c->reason, fate);
+    snprintf(c->reason, sizeof c->reason, "%.*s", (int)sizeof c->reason - 1, tmp);
+    c->ok = 0;
+  }
+  cJSON_AddBoolToObject(v, "judged", true);
+
+  /* floor, reward */
+  double floor_ms = 0;
+  if (r.bw_gbs > 0) floor_ms = (double)t.floor_bytes / (r.bw_gbs * 1e6);
+  double fl_ms = t.floor_flops / peak_flops(t.precision) * 1e3;
+  if (fl_ms > floor_ms) floor_ms = fl_ms;
+  bool correct = c->ok;
+  int reward = -1;
+  double base_ms = -1;
+  const char *base_name = NULL;
+  if (!correct) {
+    add_reason(reasons, "incorrect: %s", c->reason);
+  } else if (floor_ms > 0 && c->ms < FLOOR_SLACK * floor_ms) {
+    add_reason(reasons,
+               "rejected: %.4g ms is below %.2f of the roofline floor (%.4g ms): faster than the device can move "
+               "the bytes, so the timing cannot be real",
+               c->ms, FLOOR_SLACK, floor_ms);
+    correct = false;
+  } else {
+    reward = 1;
+    add_reason(reasons, "correct on %d input sets (twice each) and on the timing buffers", o.sets);
+    if (t.eager_ms >= 0) {
+      if (c->ms * SPEEDUP_NEEDED <= t.eager_ms) reward = 2;
+      add_reason(reasons, "%.3fx the eager baseline (%.4g ms)%s", t.eager_ms / c->ms, t.eager_ms,
+                 reward >= 2 ? ": reward 2" : "");
+    } else {
+      add_reason(reasons, "no eager baseline in the task: reward 2 not assessed");
+    }
+    if (t.compile_ms >= 0) {
+      base_ms = t.compile_ms;
+      base_name = "torch.compile";
+    } else if (w.units[1] && b->ok) {
+      base_ms = b->ms;
+      base_name = "the built-in unit";
+    }
+    if (base_name) {
+      if (c->ms * SPEEDUP_NEEDED <= base_ms) reward = 3;
+      add_reason(reasons, "%.3fx %s (%.4g ms)%s", base_ms / c->ms, base_name, base_ms, reward == 3 ? ": reward 3" : "");
+    } else {
+      add_reason(reasons, "no torch.compile time and no judged built-in unit: reward 3 not assessed");
+    }
+  }
+  if (w.units[1] && !b->ok) add_reason(reasons, "the built-in unit failed: %s", b->reason);
+  if (!base.compiled && o.builtin && t.has_builtin)
+    add_reason(reasons, "the built-in unit was not judged: %s", base.log.data ? base.log.data : "");
+  if (p.output_bytes) add_reason(reasons, "the worker printed %lld bytes", (long long)p.output_bytes);
+  cJSON_AddBoolToObject(v, "correct", correct);
+  cJSON_AddNumberToObject(v, "reward", reward);
+  cJSON_AddItemToObject(v, "reasons", reasons);
+  cJSON_AddItemToObject(v, "candidate", result_json(c, o.sets));
+  if (w.units[1]) cJSON_AddItemToObject(v, "builtin", result_json(b, o.sets));
+  cJSON *tol = cJSON_AddObjectToObject(v, "tolerance");
+  kf_jtol tl = kf_jtol_for(t.precision, t.out[0].type.dtype);
+  cJSON_AddNumberToObject(tol, "atol_x_rms", tl.atol);
+  cJSON_AddNumberToObject(tol, "rtol", tl.rtol);
+  cJSON_AddNumberToObject(tol, "rel_error_norm", tl.norm);
+  cJSON *fj = cJSON_AddObjectToObject(v, "floor");
+  cJSON_AddNumberToObject(fj, "bytes", (double)t.floor_bytes);
+  cJSON_AddNumberToObject(fj, "flops", t.floor_flops);
+  cJSON_AddNumberToObject(fj, "bandwidth_gbs", r.bw_gbs);
+  cJSON_AddNumberToObject(fj, "peak_tflops", peak_flops(t.precision) / 1e12);
+  cJSON_AddNumberToObject(fj, "ms", floor_ms);
+  add_num_or_null(fj, "fraction", c->runs && floor_ms > 0 ? floor_ms / c->ms : 0, c->runs > 0 && floor_ms > 0);
+  cJSON *bj = cJSON_AddObjectToObject(v, "baselines");
+  add_num_or_null(bj, "eager_ms", t.eager_ms, t.eager_ms >= 0);
+  add_num_or_null(bj, "torch_compile_ms", t.compile_ms, t.compile_ms >= 0);
+  add_num_or_null(bj, "builtin_ms", b->ms, w.units[1] && b->ok);
+  cJSON *wj = cJSON_AddObjectToObject(v, "worker");
+  cJSON_AddNumberToObject(wj, "wall_s", p.wall_s);
+  cJSON_AddNumberToObject(wj, "output_bytes", (double)p.output_bytes);
+  if (p.output_bytes) cJSON_AddStringToObject(wj, "output_start", p.excerpt);
+  if (fate[0]) cJSON_AddStringToObject(wj, "fate", fate);
+  cJSON *sj = cJSON_AddObjectToObject(v, "seconds");
+  cJSON_AddNumberToObject(sj, "compile", t_compile);
+  cJSON_AddNumberToObject(sj, "reference", t_ref);
+  cJSON_AddNumberToObject(sj, "gpu", t_gpu);
+  cJSON_AddNumberToObject(sj, "total", now_s() - t0);
+  emit(v, out);
+  cJSON_Delete(v);
+  st = KF_OK;
+done_early:
+  sets_free(&t, sets, o.sets);
+  unit_state_fini(&cand);
+  unit_state_fini(&base);
+  kf_jtask_fini(&t);
+  return st;
+}

@@ -1,0 +1,153 @@
+/* judge/judge_int.h — private to the judge (include/kfuse/judge.h).
+ *
+ * The judge is split by where code runs:
+ *   task.c     the task directory read back (task.json + group.mlir)
+ *   check.c    static checks of a unit against its task, before any GPU
+ *   compare.c  outputs against the fp64 reference, the tolerances
+ *   worker.c   the worker process: fork, limits, its report through a pipe
+ *   gpu.c      what the worker does on the GPU (only ever in the worker)
+ *   judge.c    the protocol: inputs, references, the worker, reward, verdict
+ * The judging process itself never creates a CUDA context: everything on
+ * the GPU happens in a forked worker, so a fault there cannot take the
+ * caller down (docs/AGENT.md "Isolation"). */
+#ifndef KFUSE_JUDGE_INT_H
+#define KFUSE_JUDGE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kfuse/agent.h"
+#include "kfuse/ir.h"
+#include "kfuse/judge.h"
+#include "kfuse/partition.h"
+
+/* ---- the task (task.c) ---- */
+
+typedef struct kf_jvalue {
+  char name[96];
+  kf_type type;  /* dtype, shape, strides and offset as the unit sees them */
+  int64_t numel;
+  int64_t bytes; /* from the first element to one past the last */
+} kf_jvalue;
+
+typedef struct kf_jtask {
+  kf_graph *graph; /* group.mlir */
+  int n_in, n_out;
+  kf_jvalue *in, *out;
+  kf_precision precision;
+  kf_target target;
+  int group;
+  char key[80];
+  char kind[32];
+  int64_t floor_bytes;
+  double floor_flops;
+  double eager_ms, compile_ms; /* baselines written into the task; < 0: none */
+  bool has_builtin;            /* task_dir/builtin holds the built-in unit */
+} kf_jtask;
+
+kf_status kf_jtask_read(const char *dir, kf_jtask *t, kf_diag *diag);
+void kf_jtask_fini(kf_jtask *t);
+
+/* ---- static checks (check.c) ---- */
+
+/* Every reason u cannot run as t's unit, one line each into *why (launch
+ * shapes over the device's limits, arguments naming a value or buffer that
+ * does not exist or lying outside it, scratch over the limit, library
+ * steps). True when there is none. */
+bool kf_junit_check(const kf_jtask *t, const kf_unit *u, const kf_judge_options *o, kf_strbuf *why);
+/* Whether u has a step the worker does not run (GEMM, CONV: library steps) */
+bool kf_junit_has_library_steps(const kf_unit *u);
+
+/* ---- comparison (compare.c) ---- */
+
+typedef struct kf_jtol {
+  double atol; /* times the RMS of the reference output */
+  double rtol; /* times |reference element| */
+  double norm; /* relative error in norm */
+} kf_jtol;
+
+/* The precision policy's tolerance for an output of dtype dt. */
+kf_jtol kf_jtol_for(kf_precision p, kf_dtype dt);
+
+/* Offset in elements of logical element i of t from its first element. */
+int64_t kf_jelem_offset(const kf_type *t, int64_t i);
+
+typedef struct kf_jcmp {
+  double max_abs, rel_norm;
+  int64_t bad;       /* elements out of tolerance */
+  int64_t unwritten; /* of them, still holding the poison pattern */
+} kf_jcmp;
+
+/* got: v's extent as the GPU left it; ref: v.numel doubles in logical
+ * order. poison: the byte the extent was filled with before the run.
+ * False with the first bad element and the counts in why. */
+bool kf_jcompare(const kf_jvalue *v, const void *got, const double *ref, kf_jtol tol, unsigned char poison,
+                 kf_jcmp *c, char *why, size_t n);
+
+/* ---- what the worker gets and gives back ---- */
+
+typedef struct kf_jset {
+  void **in;    /* per input: v.bytes of random values (the extent) */
+  double **ref; /* per output: numel doubles, the fp64 reference */
+} kf_jset;
+
+#define KF_JUNITS 2 /* [0] the candidate, [1] the task's built-in unit */
+
+typedef struct kf_jwork {
+  const kf_jtask *task;
+  const kf_judge_options *opt;
+  const kf_unit *units[KF_JUNITS]; /* compiled; [1] may be NULL */
+  int n_sets;
+  const kf_jset *sets;
+} kf_jwork;
+
+#define KF_JREASON 1536
+
+typedef struct kf_jresult {
+  int ran;           /* reached the GPU */
+  int ok;            /* verified on every set, twice, and after timing */
+  int sets_passed;
+  int deterministic; /* the repeat runs gave the same bits */
+  double max_abs, max_rel_norm;
+  double ms, min_ms, max_ms; /* timed runs: median, fastest, slowest */
+  int runs, copies;          /* timed runs; input copies rotated over */
+  char reason[KF_JREASON];   /* why not ok ("" when ok) */
+} kf_jresult;
+
+#define KF_JREPORT_MAGIC 0x6b666a72
+
+typedef struct kf_jreport {
+  int magic;
+  int gpu_ok; /* a device of the task's arch was opened */
+  char device[96];
+  char gpu_error[512];
+  double bw_gbs;    /* device-to-device copy bandwidth, measured */
+  int64_t l2_bytes;
+  kf_jresult res[KF_JUNITS];
+} kf_jreport;
+
+/* In the worker only: everything on the GPU, results into *r, each
+ * stage's report also written whole to kf_jreport_fd when it is >= 0 (the
+ * pipe to the judging process; worker.c sets it). */
+void kf_jgpu_run(const kf_jwork *w, kf_jreport *r);
+extern int kf_jreport_fd;
+
+/* ---- the worker process (worker.c) ---- */
+
+typedef struct kf_jproc {
+  bool reported;    /* a whole report came back */
+  bool timed_out;   /* killed at the wall-time limit */
+  bool flooded;     /* killed for printing more than allowed */
+  int exit_code;    /* when it exited, else -1 */
+  int signal;       /* when a signal ended it, else 0 */
+  int64_t output_bytes;
+  char excerpt[2048]; /* the start of what it printed */
+  double wall_s;
+} kf_jproc;
+
+/* Run kf_jgpu_run(w) in a forked worker with w->opt's limits; *r is its
+ * report when p->reported. KF_OK whenever the worker ran (whatever
+ * happened to it); an error when it could not be started. */
+kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *diag);
+
+#endif

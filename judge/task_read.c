@@ -1,0 +1,172 @@
+/* judge/task_read.c — a task directory (pass/task.c writes it; docs/AGENT.md)
+ * read back for the judge: task.json for the policy, the precision, the
+ * target, the floor and the baselines; group.mlir for the graph the
+ * reference runs. The values a unit sees are the graph's arguments and
+ * results, which must agree with task.json's inputs and outputs (dtype,
+ * shape, strides, offset): a task whose files disagree is refused. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "judge_int.h"
+#include "kfuse/frontend.h"
+
+#define MAX_TASK_JSON (16L << 20)
+
+static const cJSON *field(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+
+/* A time in the task's "baselines": a number >= 0, else -1 (null, absent) */
+static double opt_ms(const cJSON *o, const char *k) {
+  const cJSON *v = o ? field(o, k) : NULL;
+  return cJSON_IsNumber(v) && v->valuedouble >= 0 ? v->valuedouble : -1;
+}
+
+static bool ints_equal(const cJSON *a, const int64_t *v, int n) {
+  if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != n) return false;
+  int i = 0;
+  for (const cJSON *e = a->child; e; e = e->next, i++)
+    if (!cJSON_IsNumber(e) || (int64_t)e->valuedouble != v[i]) return false;
+  return true;
+}
+
+static int64_t extent_bytes(const kf_type *t) {
+  int64_t hi = 0;
+  for (int i = 0; i < t->rank; i++) {
+    if (t->shape[i] == 0) return 0;
+    hi += (t->shape[i] - 1) * t->strides[i];
+  }
+  return (hi + 1) * (int64_t)kf_dtype_size(t->dtype);
+}
+
+/* v from the graph's value gv, checked against task.json's entry e */
+static kf_status value(const char *path, const char *what, int i, const cJSON *e, const kf_value *gv,
+                       kf_jvalue *v, kf_diag *diag) {
+  const kf_type *t = &gv->type;
+  const cJSON *name = field(e, "name"), *dt = field(e, "dtype");
+  if (!cJSON_IsObject(e) || !cJSON_IsString(name) || !cJSON_IsString(dt)) {
+    kf_diag_error(diag, "%s: %s[%d]: needs \"name\" and \"dtype\"", path, what, i);
+    return KF_ERR_FORMAT;
+  }
+  if (t->kind != KF_TYPE_TENSOR) {
+    kf_diag_error(diag, "%s: %s[%d] '%s' is a scalar: the judge takes tensor values only", path, what, i,
+                  name->valuestring);
+    return KF_ERR_UNSUPPORTED;
+  }
+  if (strcmp(dt->valuestring, kf_dtype_name(t->dtype)) != 0 || !ints_equal(field(e, "shape"), t->shape, t->rank) ||
+      !ints_equal(field(e, "strides"), t->strides, t->rank) || !cJSON_IsNumber(field(e, "offset")) ||
+      (int64_t)field(e, "offset")->valuedouble != t->offset) {
+    char ty[160];
+    kf_type_str(t, ty, sizeof ty);
+    kf_diag_error(diag, "%s: %s[%d] '%s' disagrees with group.mlir, where it is %s (offset %lld)", path, what, i,
+                  name->valuestring, ty, (long long)t->offset);
+    return KF_ERR_FORMAT;
+  }
+  for (int d = 0; d < t->rank; d++)
+    if (t->strides[d] < 0) {
+      kf_diag_error(diag, "%s: %s[%d] '%s' has a negative stride", path, what, i, name->valuestring);
+      return KF_ERR_UNSUPPORTED;
+    }
+  snprintf(v->name, sizeof v->name, "%s", name->valuestring);
+  v->type = *t;
+  v->numel = kf_type_numel(t);
+  v->bytes = extent_bytes(t);
+  return KF_OK;
+}
+
+static kf_status values(const char *path, const char *what, const cJSON *arr, kf_value **gv, int n,
+                        kf_jvalue **out, kf_diag *diag) {
+  if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != n) {
+    kf_diag_error(diag, "%s: \"%s\" must list the %d %s of group.mlir", path, what, n, what);
+    return KF_ERR_FORMAT;
+  }
+  *out = calloc((size_t)n + 1, sizeof **out);
+  if (!*out) return KF_ERR_NOMEM;
+  int i = 0;
+  for (const cJSON *e = arr->child; e; e = e->next, i++) {
+    kf_status st = value(path, what, i, e, gv[i], &(*out)[i], diag);
+    if (st) return st;
+  }
+  return KF_OK;
+}
+
+kf_status kf_jtask_read(const char *dir, kf_jtask *t, kf_diag *diag) {
+  memset(t, 0, sizeof *t);
+  t->eager_ms = t->compile_ms = -1;
+  char path[4096], ir[4096];
+  snprintf(path, sizeof path, "%s/task.json", dir);
+  char *text = NULL;
+  kf_status st = kf_read_text(path, MAX_TASK_JSON, &text, diag);
+  if (st) return st;
+  cJSON *j = cJSON_Parse(text);
+  free(text);
+  if (!j) {
+    kf_diag_error(diag, "%s: not JSON", path);
+    return KF_ERR_FORMAT;
+  }
+  const cJSON *fmt = field(j, "format"), *prec = field(j, "precision"), *tgt = field(j, "target"),
+              *irf = field(j, "ir"), *grp = field(j, "group"), *key = field(j, "key"), *kind = field(j, "kind"),
+              *floor = field(j, "floor"), *base = field(j, "baselines"), *bu = field(j, "builtin_unit");
+  st = KF_ERR_FORMAT;
+  if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "kfuse-task-v1") != 0) {
+    kf_diag_error(diag, "%s: \"format\" is not \"kfuse-task-v1\"", path);
+    goto out;
+  }
+  if (!cJSON_IsString(prec) || !kf_precision_parse(prec->valuestring, &t->precision)) {
+    kf_diag_error(diag, "%s: \"precision\" must be default, tf32, bf16 or fp16", path);
+    goto out;
+  }
+  if (!cJSON_IsString(tgt) || (strcmp(tgt->valuestring, "sm_90") != 0 && strcmp(tgt->valuestring, "sm_90a") != 0)) {
+    kf_diag_error(diag, "%s: \"target\" must be sm_90 or sm_90a", path);
+    goto out;
+  }
+  t->target.sm = 90;
+  t->target.arch_specific = strcmp(tgt->valuestring, "sm_90a") == 0;
+  /* the IR file must be a plain name inside the task directory */
+  if (!cJSON_IsString(irf) || !irf->valuestring[0] || strchr(irf->valuestring, '/') ||
+      strcmp(irf->valuestring, "..") == 0) {
+    kf_diag_error(diag, "%s: \"ir\" must name a file of the task directory", path);
+    goto out;
+  }
+  if (!cJSON_IsObject(floor) || !cJSON_IsNumber(field(floor, "bytes")) || !cJSON_IsNumber(field(floor, "flops"))) {
+    kf_diag_error(diag, "%s: \"floor\" needs \"bytes\" and \"flops\"", path);
+    goto out;
+  }
+  t->floor_bytes = (int64_t)field(floor, "bytes")->valuedouble;
+  t->floor_flops = field(floor, "flops")->valuedouble;
+  t->eager_ms = opt_ms(base, "eager_ms");
+  t->compile_ms = opt_ms(base, "torch_compile_ms");
+  t->group = cJSON_IsNumber(grp) ? (int)grp->valuedouble : -1;
+  snprintf(t->key, sizeof t->key, "%s", cJSON_IsString(key) ? key->valuestring : "");
+  snprintf(t->kind, sizeof t->kind, "%s", cJSON_IsString(kind) ? kind->valuestring : "");
+  t->has_builtin = cJSON_IsString(bu);
+
+  snprintf(ir, sizeof ir, "%s/%s", dir, irf->valuestring);
+  kf_load_options lo;
+  kf_load_options_init(&lo);
+  st = kf_model_load(ir, &lo, &t->graph, diag);
+  if (st) goto out;
+  st = kf_graph_verify(t->graph, diag);
+  if (st) goto out;
+  st = values(path, "inputs", field(j, "inputs"), t->graph->inputs, t->graph->n_inputs, &t->in, diag);
+  if (!st) t->n_in = t->graph->n_inputs;
+  if (!st) st = values(path, "outputs", field(j, "outputs"), t->graph->outputs, t->graph->n_outputs, &t->out, diag);
+  if (!st) t->n_out = t->graph->n_outputs;
+  if (!st && t->n_out == 0) {
+    kf_diag_error(diag, "%s: the group has no outputs", path);
+    st = KF_ERR_FORMAT;
+  }
+out:
+  cJSON_Delete(j);
+  if (st) kf_jtask_fini(t);
+  return st;
+}
+
+void kf_jtask_fini(kf_jtask *t) {
+  kf_graph_destroy(t->graph);
+  free(t->in);
+  free(t->out);
+  memset(t, 0, sizeof *t);
+}
