@@ -4,13 +4,16 @@
  * For each unit (the task's built-in one first, so its baseline survives a
  * candidate that kills the worker, then the candidate):
  *   1. for every input set: fresh input, output and scratch buffers (the
- *      new inputs allocated before the last set's are freed, so no two sets
- *      share addresses); outputs and scratch poisoned (0xFF: NaN for
- *      floats, -1 for integers); one run; a device-wide sync; the outputs
- *      checked against the set's fp64 reference and the inputs against
- *      their bytes; then again with the poison 0x5A (a large finite value),
- *      so an element left unwritten fails even where the reference is NaN,
- *      and the two runs' bits compared (reported as "deterministic");
+ *      new ones allocated before the last set's are freed, so no two sets
+ *      share addresses); three runs, each on poisoned outputs and scratch
+ *      and followed by a device-wide sync, its outputs checked against the
+ *      fp64 reference of its inputs and its inputs against their bytes:
+ *      values A (poison 0xFF: NaN for floats, -1 for integers); values B,
+ *      A with one element in eight redrawn, in the same buffers (poison
+ *      0x5A, a large finite value: an element left unwritten fails even
+ *      where the reference is NaN; a result cached by pointer, or by a
+ *      sample of the content, is stale); A again, whose bits must equal
+ *      the first run's to be reported "deterministic";
  *   2. timing: the last set's inputs copied until inputs and outputs
  *      together cover twice the L2 cache (at most 32 copies), runs rotated
  *      over the copies, each between two events on the judge's own stream
@@ -294,7 +297,6 @@ static void judge_unit(jg *g, const kf_jwork *w, const kf_unit *u, int64_t l2, k
   }
   res->deterministic = 1;
   for (int k = 0; k < w->n_sets; k++) {
-    const kf_jset *set = &w->sets[k];
     jbufs nb;
     if (!bufs_alloc(g, t, u, true, &nb)) {
       snprintf(why, n, "set %d: %s", k + 1, g->why);
@@ -304,20 +306,29 @@ static void judge_unit(jg *g, const kf_jwork *w, const kf_unit *u, int64_t l2, k
     bufs_free(g, &prev);
     prev = cur;
     cur = nb;
-    for (int i = 0; i < t->n_in; i++)
-      if (t->in[i].bytes && !ok(g, g->cu->cuMemcpyHtoD(cur.in[i], set->in[i], (size_t)t->in[i].bytes), "cuMemcpyHtoD")) {
-        snprintf(why, n, "set %d: %s", k + 1, g->why);
-        goto done;
-      }
-    for (int rep = 0; rep < 2; rep++) {
-      unsigned char pv = rep ? POISON_B : POISON_A;
+    /* A, then B in the same buffers (a result cached by pointer or by part
+     * of the content is stale there), then A again (must repeat) */
+    static const struct {
+      int variant;
+      unsigned char poison;
+    } runs3[3] = {{0, POISON_A}, {1, POISON_B}, {0, POISON_B}};
+    for (int rep = 0; rep < 3; rep++) {
+      const kf_jset *set = &w->sets[2 * k + runs3[rep].variant];
+      unsigned char pv = runs3[rep].poison;
+      char w2[KF_JREASON - 64];
+      for (int i = 0; i < t->n_in; i++)
+        if (t->in[i].bytes &&
+            !ok(g, g->cu->cuMemcpyHtoD(cur.in[i], set->in[i], (size_t)t->in[i].bytes), "cuMemcpyHtoD")) {
+          snprintf(why, n, "set %d: %s", k + 1, g->why);
+          goto done;
+        }
       if (!poison(g, t, u, &cur, pv) || !run(g, u, &m, &cur) || !ok(g, g->cu->cuCtxSynchronize(), "cuCtxSynchronize")) {
         snprintf(why, n, "set %d, run %d: %s", k + 1, rep + 1, g->why);
         goto done;
       }
-      char w2[KF_JREASON - 64];
       if (!outputs_ok(g, w, set, &cur, pv, host, res, w2, sizeof w2)) {
-        snprintf(why, n, "set %d, run %d: %s", k + 1, rep + 1, w2);
+        snprintf(why, n, "set %d, run %d%s: %s", k + 1, rep + 1,
+                 rep == 1 ? " (new values in the same buffers)" : rep == 2 ? " (the first values again)" : "", w2);
         goto done;
       }
       if (!inputs_ok(g, t, set, &cur, inhost, w2, sizeof w2)) {
@@ -325,7 +336,7 @@ static void judge_unit(jg *g, const kf_jwork *w, const kf_unit *u, int64_t l2, k
         goto done;
       }
       int64_t at = 0;
-      for (int i = 0; i < t->n_out; i++) {
+      for (int i = 0; i < t->n_out && rep != 1; i++) {
         if (rep == 0) memcpy((char *)first + at, host[i], (size_t)t->out[i].bytes);
         else if (memcmp((char *)first + at, host[i], (size_t)t->out[i].bytes) != 0) res->deterministic = 0;
         at += t->out[i].bytes;
@@ -411,7 +422,7 @@ static void judge_unit(jg *g, const kf_jwork *w, const kf_unit *u, int64_t l2, k
       snprintf(why, n, "after timing: %s", g->why);
       goto done;
     }
-    if (!outputs_ok(g, w, &w->sets[w->n_sets - 1], b, POISON_A, host, res, w2, sizeof w2)) {
+    if (!outputs_ok(g, w, &w->sets[2 * (w->n_sets - 1)], b, POISON_A, host, res, w2, sizeof w2)) {
       snprintf(why, n, "after timing, on the timing buffers: %s", w2);
       goto done;
     }

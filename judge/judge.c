@@ -84,6 +84,7 @@ static void fill(const kf_jvalue *v, void *p, int k, uint64_t *s) {
 }
 
 static void sets_free(const kf_jtask *t, kf_jset *sets, int n) {
+  n *= 2;
   for (int k = 0; sets && k < n; k++) {
     for (int i = 0; sets[k].in && i < t->n_in; i++) free(sets[k].in[i]);
     for (int i = 0; sets[k].ref && i < t->n_out; i++) free(sets[k].ref[i]);
@@ -93,8 +94,19 @@ static void sets_free(const kf_jtask *t, kf_jset *sets, int n) {
   free(sets);
 }
 
-/* Inputs of every set and their references (the interpreter's fp64) */
+/* B from A: one element in eight redrawn, at random positions */
+static void redraw(const kf_jvalue *v, void *p, int k, uint64_t *s) {
+  int64_t es = (int64_t)kf_dtype_size(v->type.dtype), n = v->bytes / es;
+  kf_tensor t = {v->type.dtype, 1, {n}, p};
+  bool fl = kf_dtype_is_float(v->type.dtype);
+  for (int64_t i = 0; i < n; i++)
+    if ((next(s) & 7) == 0) kf_tensor_set(&t, i, fl ? draw(k, s) : (double)(next(s) & 1));
+}
+
+/* Inputs of every set, A and B, and their references (the interpreter's
+ * fp64): 2n variants */
 static kf_status make_sets(const kf_jtask *t, int n, uint64_t seed, kf_jset **out, kf_diag *diag) {
+  n *= 2;
   kf_jset *sets = calloc((size_t)n, sizeof *sets);
   kf_tensor *in = calloc((size_t)t->n_in + 1, sizeof *in), *res = calloc((size_t)t->n_out + 1, sizeof *res);
   kf_status st = sets && in && res ? KF_OK : KF_ERR_NOMEM;
@@ -117,7 +129,12 @@ static kf_status make_sets(const kf_jtask *t, int n, uint64_t seed, kf_jset **ou
         st = KF_ERR_NOMEM;
         break;
       }
-      fill(v, s->in[i], k, &rs);
+      if (k % 2 == 0) {
+        fill(v, s->in[i], k / 2, &rs);
+      } else {
+        memcpy(s->in[i], sets[k - 1].in[i], (size_t)v->bytes);
+        redraw(v, s->in[i], k / 2, &rs);
+      }
       /* the interpreter takes contiguous tensors: gather the extent */
       size_t es = kf_dtype_size(v->type.dtype);
       for (int64_t e = 0; e < v->numel; e++)
@@ -153,7 +170,7 @@ static kf_status make_sets(const kf_jtask *t, int n, uint64_t seed, kf_jset **ou
   free(res);
   if (st) {
     if (st == KF_ERR_NOMEM) kf_diag_error(diag, "judge: out of memory for the input sets");
-    sets_free(t, sets, n);
+    sets_free(t, sets, n / 2);
     return st;
   }
   *out = sets;

@@ -86,6 +86,8 @@ bool kf_jcompare(const kf_jvalue *v, const void *got, const double *ref, kf_jtol
 
 /* ---- what the worker gets and gives back ---- */
 
+/* One input variant: sets[2k] is set k's values A, sets[2k + 1] its
+ * values B (A with one element in eight redrawn) */
 typedef struct kf_jset {
   void **in;    /* per input: v.bytes of random values (the extent) */
   double **ref; /* per output: numel doubles, the fp64 reference */
@@ -97,8 +99,8 @@ typedef struct kf_jwork {
   const kf_jtask *task;
   const kf_judge_options *opt;
   const kf_unit *units[KF_JUNITS]; /* compiled; [1] may be NULL */
-  int n_sets;
-  const kf_jset *sets;
+  int n_sets;          /* input sets */
+  const kf_jset *sets; /* 2 * n_sets variants */
 } kf_jwork;
 
 #define KF_JREASON 1536

@@ -62,7 +62,8 @@
  *                               the judge's worker tests: "hang" never
  *                               returns (a kernel that does not end),
  *                               "crash" raises SIGSEGV, "print:N" writes N
- *                               bytes to stdout (device printf)
+ *                               bytes to stdout (device printf); with
+ *                               "@NAME" after it, only launches of kernel NAME
  */
 #include <pthread.h>
 #include <signal.h>
@@ -729,12 +730,21 @@ static CUresult f_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigne
     g_blocked--;
   }
   pthread_mutex_unlock(&g_mu);
-  const char *act = getenv("FAKE_CUDA_LAUNCH");
-  if (!fr && act && strcmp(act, "hang") == 0) {
+  const char *env = getenv("FAKE_CUDA_LAUNCH");
+  char act[64] = "";
+  if (env) {
+    snprintf(act, sizeof act, "%s", env);
+    char *at = strchr(act, '@');
+    if (at) {
+      *at = 0;
+      if (strcmp(at + 1, f->name) != 0) act[0] = 0;
+    }
+  }
+  if (!fr && strcmp(act, "hang") == 0) {
     for (;;) pause();
-  } else if (!fr && act && strcmp(act, "crash") == 0) {
+  } else if (!fr && strcmp(act, "crash") == 0) {
     raise(SIGSEGV);
-  } else if (!fr && act && strncmp(act, "print:", 6) == 0) {
+  } else if (!fr && strncmp(act, "print:", 6) == 0) {
     static const char line[] = "fake kernel printf\n";
     for (long left = atol(act + 6); left > 0; left -= (long)sizeof line - 1)
       if (fwrite(line, 1, left < (long)sizeof line - 1 ? (size_t)left : sizeof line - 1, stdout) == 0) break;
