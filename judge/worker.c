@@ -1,23 +1,30 @@
 /* judge/worker.c — the judge's worker process.
  *
- * kf_jproc_run forks; the child is the worker: its own process group, its
- * own CUDA context (the judging process never makes one, so the fork
- * inherits none), stdin from /dev/null, stdout and stderr (where the
- * driver prints device printf) into a pipe the parent counts, no core
- * files, and SIGKILL when the parent dies. It runs kf_jgpu_run, which
- * writes its report whole down a second pipe after each stage; the parent
- * keeps the last whole one, so a worker that dies half-way still leaves
- * what it finished (the baseline, when the candidate kills it).
+ * kf_jproc_run writes the work (the task's values, the units with their
+ * cubins, every input set and its reference) into an anonymous memory
+ * file, then forks and execs a fresh worker image: the kfuse binary
+ * (/proc/self/exe, or kf_judge_options.worker_exe for other programs)
+ * with the hidden command `judge-worker`, which maps the work and runs
+ * kf_jgpu_run. The exec is not optional: once a process has compiled with
+ * NVRTC (CUDA 13), cuInit in a child it forks fails with
+ * CUDA_ERROR_NOT_INITIALIZED (measured on the H100 machine, 2026-11-25,
+ * .kb probe: plain fork 0, after nvrtcCompileProgram 3), and the judging
+ * process always has. A fresh image also inherits no threads or locks.
  *
- * The parent kills the worker's process group when it
+ * The worker: its own process group, stdin /dev/null, stdout and stderr
+ * (where the driver prints device printf) into a pipe the parent counts,
+ * the report pipe on fd 3, the work on fd 4, no core files, SIGKILL when
+ * the parent dies. kf_jgpu_run writes its report whole after each stage;
+ * the parent keeps the last whole one, so a worker that dies half-way
+ * still leaves what it finished (the baseline, when the candidate kills
+ * it). The parent kills the worker's process group when it
  *   - runs past the wall-time limit (a kernel that never ends: killing the
  *     process is what frees the GPU from it),
  *   - prints more than the output limit (a printf flood),
  * and reports a worker that exits without a whole report (a crash, a
- * signal) with its exit status. The fork shares the parent's memory, so
- * the inputs and the references (large) are not copied through a pipe.
- * A worker serves one judge call: CUDA's start-up (about 0.2 s) is paid per
- * call; reusing healthy workers across calls is not built yet. */
+ * signal) with its exit status. A worker serves one judge call: CUDA's
+ * start-up (about 0.2 s) is paid per call; reusing healthy workers across
+ * calls is not built yet. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -26,7 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,22 +48,177 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void child(const kf_jwork *w, int rep_fd, int out_fd, pid_t parent) {
-  setpgid(0, 0);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(3); /* the parent is already gone */
-  struct rlimit rl = {0, 0};
-  setrlimit(RLIMIT_CORE, &rl);
-  int dn = open("/dev/null", O_RDONLY);
-  if (dn >= 0) dup2(dn, 0);
-  dup2(out_fd, 1);
-  dup2(out_fd, 2);
-  kf_jreport_fd = rep_fd;
-  kf_jreport r;
-  kf_jgpu_run(w, &r);
+/* ---- the work, in a memory file ----
+ * header, the task's values (kf_jvalue, raw: the same binary reads them),
+ * per unit slot its JSON, source and cubin (lengths first; JSON length 0
+ * for an empty slot), then per input variant every input's extent and
+ * every output's reference. */
+
+#define WORK_MAGIC 0x6b66776bu
+#define REPORT_FD 3
+#define WORK_FD 4
+
+typedef struct work_hdr {
+  uint32_t magic, size_check;
+  int32_t n_in, n_out, n_sets, precision, sm, arch_specific;
+  double min_time_ms;
+} work_hdr;
+
+static bool put(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n) {
+    ssize_t k = write(fd, c, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    c += k;
+    n -= (size_t)k;
+  }
+  return true;
+}
+
+static bool put_blob(int fd, const void *p, uint64_t n) { return put(fd, &n, sizeof n) && (!n || put(fd, p, n)); }
+
+static kf_status work_write(int fd, const kf_jwork *w, kf_diag *diag) {
+  const kf_jtask *t = w->task;
+  work_hdr h = {WORK_MAGIC, (uint32_t)sizeof(kf_jvalue), t->n_in, t->n_out, w->n_sets, (int32_t)t->precision,
+                t->target.sm, t->target.arch_specific, w->opt->min_time_ms};
+  bool ok = put(fd, &h, sizeof h) && put(fd, t->in, sizeof *t->in * (size_t)t->n_in) &&
+            put(fd, t->out, sizeof *t->out * (size_t)t->n_out);
+  for (int k = 0; ok && k < KF_JUNITS; k++) {
+    const kf_unit *u = w->units[k];
+    if (!u) {
+      ok = put_blob(fd, NULL, 0);
+      continue;
+    }
+    kf_strbuf js;
+    kf_strbuf_init(&js);
+    if (kf_unit_to_json(u, u->source ? "unit.cu" : NULL, &js, diag) != KF_OK || js.failed) {
+      kf_strbuf_fini(&js);
+      return KF_ERR_INTERNAL;
+    }
+    ok = put_blob(fd, js.data, js.len) && put_blob(fd, u->source, u->source ? strlen(u->source) : 0) &&
+         put_blob(fd, u->cubin, u->cubin ? u->cubin_bytes : 0);
+    kf_strbuf_fini(&js);
+  }
+  for (int v = 0; ok && v < 2 * w->n_sets; v++) {
+    for (int i = 0; ok && i < t->n_in; i++) ok = put(fd, w->sets[v].in[i], (size_t)t->in[i].bytes);
+    for (int i = 0; ok && i < t->n_out; i++) ok = put(fd, w->sets[v].ref[i], sizeof(double) * (size_t)t->out[i].numel);
+  }
+  if (!ok) {
+    kf_diag_error(diag, "judge: writing the worker's input: %s", strerror(errno));
+    return KF_ERR_IO;
+  }
+  return KF_OK;
+}
+
+typedef struct rdr {
+  const char *p;
+  size_t left;
+} rdr;
+
+static const void *take(rdr *r, size_t n) {
+  if (n > r->left) return NULL;
+  const void *p = r->p;
+  r->p += n;
+  r->left -= n;
+  return p;
+}
+
+static const char *take_blob(rdr *r, uint64_t *n) {
+  const uint64_t *len = take(r, sizeof *len);
+  if (!len) return NULL;
+  *n = *len;
+  return *n ? take(r, (size_t)*n) : "";
+}
+
+static char *dup_n(const char *p, uint64_t n) {
+  char *d = malloc((size_t)n + 1);
+  if (d) {
+    memcpy(d, p, (size_t)n);
+    d[n] = 0;
+  }
+  return d;
+}
+
+static void quiet(void *user, kf_diag_level level, const char *msg) {
+  (void)user;
+  if (level == KF_DIAG_ERROR) fprintf(stderr, "judge-worker: %s\n", msg);
+}
+
+int kf_judge_worker_main(void) {
+  struct stat sb;
+  if (fstat(WORK_FD, &sb) != 0 || sb.st_size < (off_t)sizeof(work_hdr)) {
+    fprintf(stderr, "judge-worker: no work on fd %d (this command is the judge's, not for use by hand)\n", WORK_FD);
+    return 2;
+  }
+  const char *base = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, WORK_FD, 0);
+  if (base == MAP_FAILED) {
+    fprintf(stderr, "judge-worker: mmap: %s\n", strerror(errno));
+    return 2;
+  }
+  rdr r = {base, (size_t)sb.st_size};
+  const work_hdr *h = take(&r, sizeof *h);
+  if (!h || h->magic != WORK_MAGIC || h->size_check != sizeof(kf_jvalue) || h->n_in < 0 || h->n_out < 1 ||
+      h->n_sets < 1) {
+    fprintf(stderr, "judge-worker: malformed work\n");
+    return 2;
+  }
+  kf_jtask t;
+  memset(&t, 0, sizeof t);
+  t.n_in = h->n_in;
+  t.n_out = h->n_out;
+  t.precision = (kf_precision)h->precision;
+  t.target.sm = h->sm;
+  t.target.arch_specific = h->arch_specific;
+  t.in = (kf_jvalue *)take(&r, sizeof(kf_jvalue) * (size_t)t.n_in);
+  t.out = (kf_jvalue *)take(&r, sizeof(kf_jvalue) * (size_t)t.n_out);
+  kf_judge_options o;
+  kf_judge_options_init(&o);
+  o.min_time_ms = h->min_time_ms;
+  kf_jwork w = {&t, &o, {NULL, NULL}, h->n_sets, NULL};
+  kf_unit *units[KF_JUNITS] = {NULL, NULL};
+  kf_diag d;
+  kf_diag_init(&d, quiet, NULL);
+  bool ok = (t.n_in == 0 || t.in) && t.out;
+  for (int k = 0; ok && k < KF_JUNITS; k++) {
+    uint64_t nj = 0, ns = 0, nc = 0;
+    const char *js = take_blob(&r, &nj);
+    if (!js) ok = false;
+    if (!ok || !nj) continue;
+    const char *src = take_blob(&r, &ns), *cubin = src ? take_blob(&r, &nc) : NULL;
+    char *jd = dup_n(js, nj), *sd = src && ns ? dup_n(src, ns) : NULL;
+    ok = cubin && jd && kf_unit_from_json(jd, "unit.json", sd, &units[k], &d) == KF_OK;
+    free(jd);
+    free(sd);
+    if (ok && nc) {
+      units[k]->cubin = malloc((size_t)nc);
+      ok = units[k]->cubin != NULL;
+      if (ok) memcpy(units[k]->cubin, cubin, (size_t)nc);
+      units[k]->cubin_bytes = (size_t)nc;
+    }
+    w.units[k] = units[k];
+  }
+  kf_jset *sets = calloc((size_t)(2 * h->n_sets), sizeof *sets);
+  ok = ok && sets;
+  for (int v = 0; ok && v < 2 * h->n_sets; v++) {
+    sets[v].in = calloc((size_t)t.n_in + 1, sizeof *sets[v].in);
+    sets[v].ref = calloc((size_t)t.n_out + 1, sizeof *sets[v].ref);
+    ok = sets[v].in && sets[v].ref;
+    for (int i = 0; ok && i < t.n_in; i++) ok = (sets[v].in[i] = (void *)take(&r, (size_t)t.in[i].bytes)) != NULL || !t.in[i].bytes;
+    for (int i = 0; ok && i < t.n_out; i++)
+      ok = (sets[v].ref[i] = (double *)take(&r, sizeof(double) * (size_t)t.out[i].numel)) != NULL || !t.out[i].numel;
+  }
+  if (!ok) {
+    fprintf(stderr, "judge-worker: malformed work\n");
+    return 2;
+  }
+  w.sets = sets;
+  kf_jreport_fd = REPORT_FD;
+  kf_jreport rep;
+  kf_jgpu_run(&w, &rep);
   fflush(stdout);
   fflush(stderr);
-  _exit(0);
+  return 0;
 }
 
 kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *diag) {
@@ -75,21 +239,50 @@ kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *d
   fflush(stdout);
   fflush(stderr);
   double t0 = now_s();
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    kf_diag_error(diag, "judge: cannot start the worker: fork: %s", strerror(errno));
+  if (getenv("KFUSE_JUDGE_NO_WORKER")) {
+    /* debugging the judge itself: everything in this process, no limits */
     close(rp[0]);
     close(rp[1]);
     close(op[0]);
     close(op[1]);
-    return KF_ERR_INTERNAL;
+    kf_jgpu_run(w, r);
+    p->reported = true;
+    p->exit_code = 0;
+    p->wall_s = now_s() - t0;
+    return KF_OK;
+  }
+  int mfd = memfd_create("kfuse-judge-work", MFD_CLOEXEC);
+  kf_status st = mfd < 0 ? KF_ERR_INTERNAL : work_write(mfd, w, diag);
+  if (mfd < 0) kf_diag_error(diag, "judge: memfd_create: %s", strerror(errno));
+  pid_t parent = getpid(), pid = st ? -1 : fork();
+  if (pid < 0) {
+    if (!st) kf_diag_error(diag, "judge: cannot start the worker: fork: %s", strerror(errno));
+    close(rp[0]);
+    close(rp[1]);
+    close(op[0]);
+    close(op[1]);
+    if (mfd >= 0) close(mfd);
+    return st ? st : KF_ERR_INTERNAL;
   }
   if (pid == 0) {
-    close(rp[0]);
-    close(op[0]);
-    child(w, rp[1], op[1], parent);
+    /* only async-signal-safe calls until the exec */
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(3); /* the parent is already gone */
+    struct rlimit rl = {0, 0};
+    setrlimit(RLIMIT_CORE, &rl);
+    int dn = open("/dev/null", O_RDONLY);
+    if (dn < 0 || dup2(dn, 0) < 0 || dup2(op[1], 1) < 0 || dup2(op[1], 2) < 0 || dup2(rp[1], REPORT_FD) < 0 ||
+        dup2(mfd, WORK_FD) < 0)
+      _exit(4);
+    const char *exe = w->opt->worker_exe ? w->opt->worker_exe : "/proc/self/exe";
+    char *const argv[] = {"kfuse", "judge-worker", NULL};
+    execv(exe, argv);
+    static const char msg[] = "judge: cannot start the worker image\n";
+    if (write(2, msg, sizeof msg - 1) < 0) _exit(5);
+    _exit(5);
   }
+  close(mfd);
   setpgid(pid, pid); /* also done by the child: whichever runs first */
   close(rp[1]);
   close(op[1]);

@@ -25,6 +25,8 @@ typedef struct kf_judge_options {
   uint64_t seed;             /* 0: fresh from the OS (and never reported) */
   bool builtin;              /* also judge the task's built-in unit, the baseline */
   double min_time_ms;        /* GPU time spent timing each unit, at least */
+  const char *worker_exe;    /* the kfuse binary, run as the worker; NULL:
+                                this process's own (right for kfuse) */
 } kf_judge_options;
 
 /* sets 5, timeout 60 s, output 64 KiB, scratch 4 GiB, seed 0, builtin on,
@@ -39,6 +41,11 @@ KF_API void kf_judge_options_init(kf_judge_options *o);
  * diag and also written as a verdict with "judged": false and the reason. */
 KF_API kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_judge_options *o,
                                kf_strbuf *verdict, kf_diag *diag);
+
+/* The worker's entry (`kfuse judge-worker`, which kf_judge_unit starts;
+ * not for use by hand): reads its work from fd 4, reports on fd 3. Returns
+ * the process exit status. */
+KF_API int kf_judge_worker_main(void);
 
 #ifdef __cplusplus
 }

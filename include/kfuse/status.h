@@ -92,6 +92,12 @@ KF_API void kf_strbuf_append(kf_strbuf *b, const char *s, size_t n);
 KF_API void kf_strbuf_printf(kf_strbuf *b, const char *fmt, ...) KF_PRINTF(2, 3);
 KF_API int kf_write_strbuf(void *strbuf, const char *data, size_t n);
 
+/* The whole of the regular file at path, NUL-terminated, into *out
+ * (malloc'd): an error naming the file when it cannot be opened, is not a
+ * regular file (a FIFO does not block), is larger than max bytes or holds a
+ * NUL byte. */
+KF_API kf_status kf_read_text(const char *path, long max, char **out, kf_diag *diag);
+
 /* Abort with file and line: for broken internal invariants only. */
 KF_API void kf_panic(const char *file, int line, const char *msg)
     __attribute__((noreturn));
