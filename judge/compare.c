@@ -65,6 +65,15 @@ static bool is_poison(const unsigned char *p, size_t es, unsigned char poison) {
   return true;
 }
 
+/* The reference as the output's dtype holds it: a value past the dtype's
+ * largest finite one (after rounding) is an infinity there, as PyTorch's
+ * exp(100.0) in f32 is */
+static double in_range(double r, kf_dtype dt) {
+  double lim = dt == KF_DTYPE_F32 ? 3.4028235677973366e38 : dt == KF_DTYPE_F16 ? 65520.0
+             : dt == KF_DTYPE_BF16 ? 3.3961775292304023e38 : INFINITY;
+  return fabs(r) >= lim ? copysign(INFINITY, r) : r;
+}
+
 bool kf_jcompare(const kf_jvalue *v, const void *got, const double *ref, kf_jtol tol, unsigned char poison,
                  kf_jcmp *c, char *why, size_t n) {
   memset(c, 0, sizeof *c);
@@ -73,19 +82,26 @@ bool kf_jcompare(const kf_jvalue *v, const void *got, const double *ref, kf_jtol
   bool fl = kf_dtype_is_float(t->dtype);
   size_t es = kf_dtype_size(t->dtype);
   kf_tensor view = {t->dtype, 1, {v->bytes / (int64_t)es}, (void *)got};
-  double ss = 0;
+  /* sums of squares scaled by the largest finite magnitude: no overflow */
+  double big = 0, ss = 0, num = 0;
   int64_t nf = 0;
-  for (int64_t i = 0; fl && i < v->numel; i++)
-    if (isfinite(ref[i])) {
-      ss += ref[i] * ref[i];
+  for (int64_t i = 0; fl && i < v->numel; i++) {
+    double r = in_range(ref[i], t->dtype);
+    if (isfinite(r) && fabs(r) > big) big = fabs(r);
+  }
+  for (int64_t i = 0; fl && big > 0 && i < v->numel; i++) {
+    double r = in_range(ref[i], t->dtype);
+    if (isfinite(r)) {
+      ss += (r / big) * (r / big);
       nf++;
     }
-  double rms = nf ? sqrt(ss / (double)nf) : 0, num = 0;
+  }
+  double rms = nf ? big * sqrt(ss / (double)nf) : 0;
   int64_t first = -1;
   double fg = 0, fr = 0;
   for (int64_t i = 0; i < v->numel; i++) {
     int64_t off = kf_jelem_offset(t, i);
-    double g = kf_tensor_get(&view, off), r = ref[i];
+    double g = kf_tensor_get(&view, off), r = fl ? in_range(ref[i], t->dtype) : ref[i];
     bool ok;
     if (!fl) {
       ok = g == r;
@@ -97,7 +113,7 @@ bool kf_jcompare(const kf_jvalue *v, const void *got, const double *ref, kf_jtol
       ok = false;
     } else {
       double d = fabs(g - r);
-      num += d * d;
+      if (big > 0) num += (d / big) * (d / big);
       if (d > c->max_abs) c->max_abs = d;
       ok = d <= tol.atol * rms + tol.rtol * fabs(r);
     }
@@ -110,7 +126,7 @@ bool kf_jcompare(const kf_jvalue *v, const void *got, const double *ref, kf_jtol
       fr = r;
     }
   }
-  c->rel_norm = ss > 0 ? sqrt(num / ss) : sqrt(num);
+  c->rel_norm = ss > 0 ? sqrt(num / ss) : big > 0 ? sqrt(num) : 0;
   if (c->bad) {
     char at[128], unw[96] = "";
     index_str(t, first, at, sizeof at);

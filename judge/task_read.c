@@ -24,11 +24,14 @@ static double opt_ms(const cJSON *o, const char *k) {
   return cJSON_IsNumber(v) && v->valuedouble >= 0 ? v->valuedouble : -1;
 }
 
-static bool ints_equal(const cJSON *a, const int64_t *v, int n) {
+/* a's numbers equal v's; with shape, only where shape[i] > 1 (the stride
+ * of a dim of size 1 is never used, and the IR prints such a tensor as
+ * contiguous) */
+static bool ints_equal(const cJSON *a, const int64_t *v, int n, const int64_t *shape) {
   if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != n) return false;
   int i = 0;
   for (const cJSON *e = a->child; e; e = e->next, i++)
-    if (!cJSON_IsNumber(e) || (int64_t)e->valuedouble != v[i]) return false;
+    if (!cJSON_IsNumber(e) || ((int64_t)e->valuedouble != v[i] && (!shape || shape[i] > 1))) return false;
   return true;
 }
 
@@ -55,8 +58,8 @@ static kf_status value(const char *path, const char *what, int i, const cJSON *e
                   name->valuestring);
     return KF_ERR_UNSUPPORTED;
   }
-  if (strcmp(dt->valuestring, kf_dtype_name(t->dtype)) != 0 || !ints_equal(field(e, "shape"), t->shape, t->rank) ||
-      !ints_equal(field(e, "strides"), t->strides, t->rank) || !cJSON_IsNumber(field(e, "offset")) ||
+  if (strcmp(dt->valuestring, kf_dtype_name(t->dtype)) != 0 || !ints_equal(field(e, "shape"), t->shape, t->rank, NULL) ||
+      !ints_equal(field(e, "strides"), t->strides, t->rank, t->shape) || !cJSON_IsNumber(field(e, "offset")) ||
       (int64_t)field(e, "offset")->valuedouble != t->offset) {
     char ty[160];
     kf_type_str(t, ty, sizeof ty);

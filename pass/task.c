@@ -167,6 +167,28 @@ static kf_status group_text(const kf_graph *g, const kf_group *grp, char **out, 
   return st;
 }
 
+/* The unit's input arguments renumbered as task.json's inputs, which leave
+ * out the group's scalar inputs (copied into group.mlir): a unit reads
+ * task input k where the compiler's unit reads group input j. A unit that
+ * reads a scalar input through a pointer has no task form. */
+static kf_status task_inputs(const kf_group *grp, kf_unit *u, char *why, size_t n) {
+  for (int s = 0; s < u->n_steps; s++)
+    for (int a = 0; a < u->steps[s].n_args; a++) {
+      kf_unit_arg *arg = &u->steps[s].args[a];
+      if (arg->kind != KF_UARG_INPUT || arg->index < 0 || arg->index >= grp->n_inputs) continue;
+      int k = 0;
+      for (int i = 0; i < arg->index; i++)
+        if (!(grp->inputs[i]->def && grp->inputs[i]->def->code == KF_OP_SCALAR)) k++;
+      const kf_value *v = grp->inputs[arg->index];
+      if (v->def && v->def->code == KF_OP_SCALAR) {
+        snprintf(why, n, "its unit reads scalar input %d through a pointer", arg->index);
+        return KF_ERR_UNSUPPORTED;
+      }
+      arg->index = k;
+    }
+  return KF_OK;
+}
+
 /* ---- task.json -------------------------------------------------------------- */
 
 static cJSON *ints(const int64_t *v, int n) {
@@ -350,6 +372,7 @@ static kf_status write_task(const kf_graph *g, const kf_partition *p, const kf_g
     kf_diag quiet;
     kf_diag_init(&quiet, first_error, reason);
     kf_status bs = kf_builtin_unit(p, grp, &bo, &u, &quiet);
+    if (bs == KF_OK) bs = task_inputs(grp, u, reason, sizeof reason);
     if (bs == KF_OK) {
       path = join(tmp, "builtin");
       st = path ? kf_unit_write_dir(u, path, diag) : KF_ERR_NOMEM;

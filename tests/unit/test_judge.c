@@ -1,0 +1,199 @@
+/* tests/unit/test_judge.c — the judge's parts that need no GPU
+ * (judge/compare.c, judge/check.c, judge/task_read.c): the comparison of
+ * outputs against the fp64 reference (tolerances by policy and dtype, NaN
+ * and infinity rules, overflow of the reference past the dtype, strided
+ * outputs, poisoned elements counted as unwritten), the static checks of a
+ * unit against its task, and the task read back from `kfuse task`'s
+ * output. tests/hacks/run.py --ci runs the whole judge on the fake driver. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "judge_int.h"
+#include "kfuse/frontend.h"
+#include "kfuse/task.h"
+
+static kf_jvalue f32_value(int64_t rows, int64_t cols, int64_t row_stride) {
+  kf_jvalue v;
+  memset(&v, 0, sizeof v);
+  snprintf(v.name, sizeof v.name, "y");
+  v.type.kind = KF_TYPE_TENSOR;
+  v.type.dtype = KF_DTYPE_F32;
+  v.type.rank = 2;
+  v.type.shape[0] = rows;
+  v.type.shape[1] = cols;
+  v.type.strides[0] = row_stride;
+  v.type.strides[1] = 1;
+  v.numel = rows * cols;
+  v.bytes = ((rows - 1) * row_stride + cols) * 4;
+  return v;
+}
+
+static void test_compare_basic(void **state) {
+  (void)state;
+  kf_jvalue v = f32_value(2, 3, 3);
+  float got[6] = {1, 2, 3, 4, 5, 6};
+  double ref[6] = {1, 2, 3, 4, 5, 6.0000001};
+  kf_jcmp c;
+  char why[512];
+  kf_jtol tol = kf_jtol_for(KF_PRECISION_DEFAULT, KF_DTYPE_F32);
+  assert_true(kf_jcompare(&v, got, ref, tol, 0xff, &c, why, sizeof why));
+  ref[4] = 5.01; /* 2e-3 relative: over 1e-4 */
+  assert_false(kf_jcompare(&v, got, ref, tol, 0xff, &c, why, sizeof why));
+  assert_int_equal(c.bad, 1);
+  assert_int_equal(c.unwritten, 0);
+  assert_non_null(strstr(why, "[1, 1]"));
+  /* the same error passes the bf16 policy */
+  assert_true(kf_jcompare(&v, got, ref, kf_jtol_for(KF_PRECISION_BF16, KF_DTYPE_F32), 0xff, &c, why, sizeof why));
+}
+
+static void test_compare_poison_nan_inf(void **state) {
+  (void)state;
+  kf_jvalue v = f32_value(1, 4, 4);
+  float got[4];
+  memset(got, 0xff, sizeof got); /* poisoned: NaN */
+  got[0] = 1;
+  double ref[4] = {1, 2, NAN, 4};
+  kf_jcmp c;
+  char why[512];
+  kf_jtol tol = kf_jtol_for(KF_PRECISION_DEFAULT, KF_DTYPE_F32);
+  assert_false(kf_jcompare(&v, got, ref, tol, 0xff, &c, why, sizeof why));
+  /* [1] and [3] unwritten; [2] is NaN where the reference is NaN: equal */
+  assert_int_equal(c.bad, 2);
+  assert_int_equal(c.unwritten, 2);
+  assert_non_null(strstr(why, "never written"));
+  /* f32 overflow: the reference 1e50 is inf in f32 */
+  float g2[4] = {INFINITY, -INFINITY, 1, 2};
+  double r2[4] = {1e50, -1e300, 1, 2};
+  assert_true(kf_jcompare(&v, g2, r2, tol, 0xff, &c, why, sizeof why));
+  /* an infinity where the reference is finite fails */
+  g2[2] = INFINITY;
+  assert_false(kf_jcompare(&v, g2, r2, tol, 0xff, &c, why, sizeof why));
+}
+
+static void test_compare_strided_and_scale(void **state) {
+  (void)state;
+  /* rows 5 floats apart: the elements between them are not compared */
+  kf_jvalue v = f32_value(2, 2, 5);
+  float got[7] = {1, 2, 99, 99, 99, 3, 4};
+  double ref[4] = {1, 2, 3, 4};
+  kf_jcmp c;
+  char why[512];
+  kf_jtol tol = kf_jtol_for(KF_PRECISION_DEFAULT, KF_DTYPE_F32);
+  assert_true(kf_jcompare(&v, got, ref, tol, 0xff, &c, why, sizeof why));
+  /* a near-zero reference element among large ones: held to atol x RMS */
+  kf_jvalue w = f32_value(1, 2, 2);
+  float g3[2] = {1000, 0.01f};
+  double r3[2] = {1000, 0};
+  assert_true(kf_jcompare(&w, g3, r3, tol, 0xff, &c, why, sizeof why));
+  g3[1] = 1.0f; /* 1 > 1e-4 x RMS(707) */
+  assert_false(kf_jcompare(&w, g3, r3, tol, 0xff, &c, why, sizeof why));
+}
+
+static void test_tolerances(void **state) {
+  (void)state;
+  kf_jtol d = kf_jtol_for(KF_PRECISION_DEFAULT, KF_DTYPE_F32);
+  assert_true(d.atol == 1e-4 && d.norm == 2.5e-5);
+  assert_true(kf_jtol_for(KF_PRECISION_DEFAULT, KF_DTYPE_F16).rtol == 2e-3);
+  assert_true(kf_jtol_for(KF_PRECISION_DEFAULT, KF_DTYPE_BF16).rtol == 1.6e-2);
+  assert_true(kf_jtol_for(KF_PRECISION_TF32, KF_DTYPE_F32).rtol == 2e-3);
+}
+
+/* a task from the hack suite's model, read back */
+static char g_dir[256];
+
+static int make_task(void **state) {
+  (void)state;
+  const char *fx = getenv("KFUSE_HACKS_MODEL");
+  if (!fx) return -1;
+  snprintf(g_dir, sizeof g_dir, "/tmp/kfuse_test_judge_%d", (int)getpid());
+  kf_diag d;
+  kf_diag_init(&d, NULL, NULL);
+  kf_load_options lo;
+  kf_load_options_init(&lo);
+  kf_graph *g = NULL;
+  if (kf_model_load(fx, &lo, &g, &d)) return -1;
+  kf_compile_options o;
+  kf_compile_options_init(&o);
+  kf_status st = kf_task_write(g, &o, 0, g_dir, &d);
+  kf_graph_destroy(g);
+  return st ? -1 : 0;
+}
+
+static int remove_task(void **state) {
+  (void)state;
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_task_and_checks(void **state) {
+  (void)state;
+  kf_diag d;
+  kf_diag_init(&d, NULL, NULL);
+  kf_jtask t;
+  assert_int_equal(kf_jtask_read(g_dir, &t, &d), KF_OK);
+  assert_int_equal(t.n_in, 1);
+  assert_int_equal(t.n_out, 1);
+  assert_int_equal(t.in[0].bytes, 2048 * 1024 * 4);
+  assert_int_equal(t.floor_bytes, 2 * 2048 * 1024 * 4);
+  char bdir[300];
+  snprintf(bdir, sizeof bdir, "%s/builtin", g_dir);
+  kf_unit *u = NULL;
+  assert_int_equal(kf_unit_read_dir(bdir, &u, &d), KF_OK);
+  kf_judge_options o;
+  kf_judge_options_init(&o);
+  kf_strbuf why;
+  kf_strbuf_init(&why);
+  assert_true(kf_junit_check(&t, u, &o, &why));
+  /* an oversized block, an input that does not exist, a memset of an input */
+  u->steps[0].block[0] = 2048;
+  u->steps[0].args[0].index = 3;
+  assert_false(kf_junit_check(&t, u, &o, &why));
+  assert_non_null(strstr(why.data, "block (2048, 1, 1)"));
+  assert_non_null(strstr(why.data, "input 3, which does not exist"));
+  u->steps[0].block[0] = 256;
+  u->steps[0].args[0].index = 0;
+  u->steps[0].args[0].i = 2048 * 1024 * 4; /* one past the end */
+  kf_strbuf_fini(&why);
+  kf_strbuf_init(&why);
+  assert_false(kf_junit_check(&t, u, &o, &why));
+  assert_non_null(strstr(why.data, "points 8388608 bytes into input 0"));
+  kf_strbuf_fini(&why);
+  kf_unit_destroy(u);
+  kf_jtask_fini(&t);
+  /* a task.json that disagrees with group.mlir is refused */
+  char p[300];
+  snprintf(p, sizeof p, "%s/task.json", g_dir);
+  FILE *f = fopen(p, "r+");
+  assert_non_null(f);
+  char buf[8192];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  char *s = strstr(buf, "2048, 1024");
+  assert_non_null(s);
+  s[0] = '4'; /* 4048 rows */
+  rewind(f);
+  fwrite(buf, 1, n, f);
+  fclose(f);
+  assert_int_not_equal(kf_jtask_read(g_dir, &t, &d), KF_OK);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_compare_basic),
+      cmocka_unit_test(test_compare_poison_nan_inf),
+      cmocka_unit_test(test_compare_strided_and_scale),
+      cmocka_unit_test(test_tolerances),
+      cmocka_unit_test_setup_teardown(test_task_and_checks, make_task, remove_task),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
