@@ -99,9 +99,11 @@ bool kf_jcompare(const kf_jvalue *v, const void *got, const double *ref, kf_jtol
   double rms = nf ? big * sqrt(ss / (double)nf) : 0;
   int64_t first = -1;
   double fg = 0, fr = 0;
+  bool dense = kf_type_is_contiguous(t), f32 = t->dtype == KF_DTYPE_F32;
   for (int64_t i = 0; i < v->numel; i++) {
-    int64_t off = kf_jelem_offset(t, i);
-    double g = kf_tensor_get(&view, off), r = fl ? in_range(ref[i], t->dtype) : ref[i];
+    int64_t off = dense ? i : kf_jelem_offset(t, i);
+    double g = f32 ? (double)((const float *)got)[off] : kf_tensor_get(&view, off);
+    double r = fl ? in_range(ref[i], t->dtype) : ref[i];
     bool ok;
     if (!fl) {
       ok = g == r;

@@ -98,6 +98,9 @@ def gpu(kfuse, tmp):
         print(f"{'ok  ' if ok else 'FAIL'} {name:24} expect {exp!r:40} reward {v.get('reward') if v else None}"
               f"  {sec if sec is None else round(sec, 2)} s")
         print(f"       {reasons(v)[:600] if v else err.strip()[:600]}")
+        if v and "seconds" in v:
+            print(f"       seconds: {json.dumps(v['seconds'])}; candidate {v.get('candidate', {}).get('ms')} ms, "
+                  f"built-in {v.get('baselines', {}).get('builtin_ms')} ms, floor {v.get('floor', {}).get('ms')} ms")
     # the milestones: the same honest units against baselines in the task
     slow_eager = with_baselines(task, tmp, "eager", eager_ms=1e6)
     fast_compile = with_baselines(task, tmp, "compiled", eager_ms=1e6, torch_compile_ms=1e6)
