@@ -9,12 +9,14 @@
  * tiny-valued output is not waved through by a constant. Integer and bool
  * outputs must be equal.
  *
- * Tolerances by precision policy (elements; the norm bound is a quarter of
- * it): default 1e-4, tf32 2e-3, fp16 1e-2, bf16 2e-2; an f16 output at
+ * Tolerances by precision policy (elements and the norm alike): default 1e-4, tf32 2e-3, fp16 1e-2, bf16 2e-2; an f16 output at
  * least 2e-3 and a bf16 one at least 1.6e-2 (four times their unit
  * roundoff, what storing an exact result costs). A unit computing an fp32
  * policy's group in f16 or bf16 or with TF32 products misses the default
- * bound (relative errors of 3e-4 and more, measured in tests/hacks). */
+ * bound (relative errors of 3e-4 and more, measured in tests/hacks). The
+ * norm bound is no tighter than the elements': a product over many factors
+ * (KernelBench-like prod reductions with inputs over six decades) carries
+ * fp32 rounding of 6e-5 in norm, honestly (H100, 2026-11-25). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,7 +34,7 @@ kf_jtol kf_jtol_for(kf_precision p, kf_dtype dt) {
   }
   if (dt == KF_DTYPE_F16 && t < 2e-3) t = 2e-3;
   if (dt == KF_DTYPE_BF16 && t < 1.6e-2) t = 1.6e-2;
-  kf_jtol r = {t, t, t / 4};
+  kf_jtol r = {t, t, t};
   return r;
 }
 

@@ -13,6 +13,7 @@
  * it, and never appears in the verdict: a policy that sees verdicts cannot
  * learn the inputs it will be checked on. */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,11 +77,27 @@ static double draw(int k, uint64_t *s) {
   }
 }
 
-static void fill(const kf_jvalue *v, void *p, int k, uint64_t *s) {
+/* Integers and bools by attempt: {1, 2} first (a divisor is never 0),
+ * then {0, 1} (every index of a dim of two or more entries is valid), then
+ * all 1; the first the reference accepts is kept */
+static double draw_int(int attempt, uint64_t *s) {
+  return attempt == 0 ? (double)(1 + (next(s) & 1)) : attempt == 1 ? (double)(next(s) & 1) : 1.0;
+}
+
+static void fill(const kf_jvalue *v, void *p, int k, int attempt, uint64_t *s) {
   int64_t es = (int64_t)kf_dtype_size(v->type.dtype), n = v->bytes / es;
   kf_tensor t = {v->type.dtype, 1, {n}, p};
   bool fl = kf_dtype_is_float(v->type.dtype);
-  for (int64_t i = 0; i < n; i++) kf_tensor_set(&t, i, fl ? draw(k, s) : (double)(next(s) & 1));
+  for (int64_t i = 0; i < n; i++) kf_tensor_set(&t, i, fl ? draw(k, s) : draw_int(attempt, s));
+}
+
+/* B from A: one element in eight redrawn, at random positions */
+static void redraw(const kf_jvalue *v, void *p, int k, int attempt, uint64_t *s) {
+  int64_t es = (int64_t)kf_dtype_size(v->type.dtype), n = v->bytes / es;
+  kf_tensor t = {v->type.dtype, 1, {n}, p};
+  bool fl = kf_dtype_is_float(v->type.dtype);
+  for (int64_t i = 0; i < n; i++)
+    if ((next(s) & 7) == 0) kf_tensor_set(&t, i, fl ? draw(k, s) : draw_int(attempt, s));
 }
 
 static void sets_free(const kf_jtask *t, kf_jset *sets, int n) {
@@ -94,83 +111,143 @@ static void sets_free(const kf_jtask *t, kf_jset *sets, int n) {
   free(sets);
 }
 
-/* B from A: one element in eight redrawn, at random positions */
-static void redraw(const kf_jvalue *v, void *p, int k, uint64_t *s) {
-  int64_t es = (int64_t)kf_dtype_size(v->type.dtype), n = v->bytes / es;
-  kf_tensor t = {v->type.dtype, 1, {n}, p};
-  bool fl = kf_dtype_is_float(v->type.dtype);
-  for (int64_t i = 0; i < n; i++)
-    if ((next(s) & 7) == 0) kf_tensor_set(&t, i, fl ? draw(k, s) : (double)(next(s) & 1));
-}
+static void to_buf(void *user, kf_diag_level level, const char *msg);
 
-/* Inputs of every set, A and B, and their references (the interpreter's
- * fp64): 2n variants */
-static kf_status make_sets(const kf_jtask *t, int n, uint64_t seed, kf_jset **out, kf_diag *diag) {
-  n *= 2;
-  kf_jset *sets = calloc((size_t)n, sizeof *sets);
+/* Input sets first, first + step, ...: each one's values A (sets[2p]) and
+ * B (sets[2p + 1]) and their references; the job of one thread */
+typedef struct pair_job {
+  const kf_jtask *t;
+  kf_jset *sets;
+  int first, step, n_pairs;
+  uint64_t seed;
+  kf_status st;
+  kf_strbuf log;
+} pair_job;
+
+static kf_status variant(const kf_jtask *t, kf_jset *sets, int k, int attempt, uint64_t seed, kf_diag *diag) {
+  kf_jset *s = &sets[k];
   kf_tensor *in = calloc((size_t)t->n_in + 1, sizeof *in), *res = calloc((size_t)t->n_out + 1, sizeof *res);
-  kf_status st = sets && in && res ? KF_OK : KF_ERR_NOMEM;
-  for (int k = 0; k < n && !st; k++) {
-    kf_jset *s = &sets[k];
-    s->in = calloc((size_t)t->n_in + 1, sizeof *s->in);
-    s->ref = calloc((size_t)t->n_out + 1, sizeof *s->ref);
-    if (!s->in || !s->ref) {
+  kf_status st = in && res ? KF_OK : KF_ERR_NOMEM;
+  uint64_t rs = seed ^ (0x6b667573ULL * (uint64_t)(k + 1));
+  for (int i = 0; i < t->n_in && !st; i++) {
+    const kf_jvalue *v = &t->in[i];
+    if (!s->in[i]) s->in[i] = malloc((size_t)(v->bytes ? v->bytes : 1));
+    in[i].dtype = v->type.dtype;
+    in[i].rank = v->type.rank;
+    memcpy(in[i].shape, v->type.shape, sizeof in[i].shape);
+    if (!s->in[i] || kf_tensor_alloc(&in[i]) != KF_OK) {
       st = KF_ERR_NOMEM;
       break;
     }
-    uint64_t rs = seed ^ (0x6b667573ULL * (uint64_t)(k + 1));
-    for (int i = 0; i < t->n_in && !st; i++) {
-      const kf_jvalue *v = &t->in[i];
-      s->in[i] = malloc((size_t)(v->bytes ? v->bytes : 1));
-      in[i].dtype = v->type.dtype;
-      in[i].rank = v->type.rank;
-      memcpy(in[i].shape, v->type.shape, sizeof in[i].shape);
-      if (!s->in[i] || kf_tensor_alloc(&in[i]) != KF_OK) {
-        st = KF_ERR_NOMEM;
-        break;
-      }
-      if (k % 2 == 0) {
-        fill(v, s->in[i], k / 2, &rs);
-      } else {
-        memcpy(s->in[i], sets[k - 1].in[i], (size_t)v->bytes);
-        redraw(v, s->in[i], k / 2, &rs);
-      }
-      /* the interpreter takes contiguous tensors: gather the extent */
-      size_t es = kf_dtype_size(v->type.dtype);
-      for (int64_t e = 0; e < v->numel; e++)
-        memcpy((char *)in[i].data + e * (int64_t)es, (char *)s->in[i] + kf_jelem_offset(&v->type, e) * (int64_t)es, es);
+    if (k % 2 == 0) {
+      fill(v, s->in[i], k / 2, attempt, &rs);
+    } else {
+      memcpy(s->in[i], sets[k - 1].in[i], (size_t)v->bytes);
+      redraw(v, s->in[i], k / 2, attempt, &rs);
     }
-    if (st) break;
-    kf_interp_options io = {0};
-    st = kf_interp_run(t->graph, in, t->n_in, res, &io, diag);
-    if (st) {
-      kf_diag_error(diag, "judge: the fp64 reference (the CPU interpreter) cannot run this task");
+    /* the interpreter takes contiguous tensors: gather the extent */
+    size_t es = kf_dtype_size(v->type.dtype);
+    for (int64_t e = 0; e < v->numel; e++)
+      memcpy((char *)in[i].data + e * (int64_t)es, (char *)s->in[i] + kf_jelem_offset(&v->type, e) * (int64_t)es, es);
+  }
+  kf_interp_options io = {0};
+  if (!st) st = kf_interp_run(t->graph, in, t->n_in, res, &io, diag);
+  for (int i = 0; i < t->n_out && !st; i++) {
+    if (kf_tensor_numel(&res[i]) != t->out[i].numel) {
+      kf_diag_error(diag, "judge: the reference's output %d has %lld elements, the task's %lld", i,
+                    (long long)kf_tensor_numel(&res[i]), (long long)t->out[i].numel);
+      st = KF_ERR_INTERNAL;
       break;
     }
-    for (int i = 0; i < t->n_out && !st; i++) {
-      if (kf_tensor_numel(&res[i]) != t->out[i].numel) {
-        kf_diag_error(diag, "judge: the reference's output %d has %lld elements, the task's %lld", i,
-                      (long long)kf_tensor_numel(&res[i]), (long long)t->out[i].numel);
-        st = KF_ERR_INTERNAL;
-        break;
-      }
-      s->ref[i] = malloc(sizeof(double) * (size_t)(t->out[i].numel ? t->out[i].numel : 1));
-      if (!s->ref[i]) {
-        st = KF_ERR_NOMEM;
-        break;
-      }
-      for (int64_t e = 0; e < t->out[i].numel; e++) s->ref[i][e] = kf_tensor_get(&res[i], e);
+    free(s->ref[i]);
+    s->ref[i] = malloc(sizeof(double) * (size_t)(t->out[i].numel ? t->out[i].numel : 1));
+    if (!s->ref[i]) {
+      st = KF_ERR_NOMEM;
+      break;
     }
-    for (int i = 0; i < t->n_out; i++) kf_tensor_fini(&res[i]);
-    for (int i = 0; i < t->n_in; i++) kf_tensor_fini(&in[i]);
+    for (int64_t e = 0; e < t->out[i].numel; e++) s->ref[i][e] = kf_tensor_get(&res[i], e);
   }
-  for (int i = 0; in && i < t->n_in; i++) kf_tensor_fini(&in[i]);
   for (int i = 0; res && i < t->n_out; i++) kf_tensor_fini(&res[i]);
+  for (int i = 0; in && i < t->n_in; i++) kf_tensor_fini(&in[i]);
   free(in);
   free(res);
+  return st;
+}
+
+static bool has_int_inputs(const kf_jtask *t) {
+  for (int i = 0; i < t->n_in; i++)
+    if (!kf_dtype_is_float(t->in[i].type.dtype)) return true;
+  return false;
+}
+
+static void *pair_main(void *arg) {
+  pair_job *j = arg;
+  const kf_jtask *t = j->t;
+  for (int p = j->first; p < j->n_pairs && !j->st; p += j->step) {
+    for (int k = 2 * p; k <= 2 * p + 1 && !j->st; k++) {
+      kf_jset *s = &j->sets[k];
+      s->in = calloc((size_t)t->n_in + 1, sizeof *s->in);
+      s->ref = calloc((size_t)t->n_out + 1, sizeof *s->ref);
+      if (!s->in || !s->ref) j->st = KF_ERR_NOMEM;
+    }
+    if (j->st) break;
+    int attempts = has_int_inputs(t) ? 3 : 1;
+    for (int a = 0; a < attempts; a++) {
+      kf_strbuf_fini(&j->log);
+      kf_strbuf_init(&j->log);
+      kf_diag d;
+      kf_diag_init(&d, to_buf, &j->log);
+      j->st = variant(t, j->sets, 2 * p, a, j->seed, &d);
+      if (!j->st) j->st = variant(t, j->sets, 2 * p + 1, a, j->seed, &d);
+      if (!j->st || j->st == KF_ERR_NOMEM) break;
+    }
+  }
+  return NULL;
+}
+
+/* Inputs of every set, A and B, and their references (the interpreter's
+ * fp64; it keeps no state between runs): 2n variants, the sets spread over
+ * threads (one per CPU, at most one per set) */
+static kf_status make_sets(const kf_jtask *t, int n, uint64_t seed, kf_jset **out, kf_diag *diag) {
+  kf_jset *sets = calloc((size_t)(2 * n), sizeof *sets);
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int nt = (int)(cpus < 1 ? 1 : cpus > n ? n : cpus);
+  pair_job *jobs = calloc((size_t)nt, sizeof *jobs);
+  pthread_t *th = calloc((size_t)nt, sizeof *th);
+  bool *started = calloc((size_t)nt, sizeof *started);
+  if (!sets || !jobs || !th || !started) {
+    free(sets);
+    free(jobs);
+    free(th);
+    free(started);
+    kf_diag_error(diag, "judge: out of memory for the input sets");
+    return KF_ERR_NOMEM;
+  }
+  for (int i = 0; i < nt; i++) {
+    jobs[i] = (pair_job){t, sets, i, nt, n, seed, KF_OK, {0}};
+    kf_strbuf_init(&jobs[i].log);
+    started[i] = i > 0 && pthread_create(&th[i], NULL, pair_main, &jobs[i]) == 0;
+  }
+  pair_main(&jobs[0]);
+  for (int i = 1; i < nt; i++) {
+    if (started[i]) pthread_join(th[i], NULL);
+    else pair_main(&jobs[i]); /* no thread for it: here */
+  }
+  kf_status st = KF_OK;
+  for (int i = 0; i < nt; i++) {
+    if (jobs[i].st && !st) {
+      st = jobs[i].st;
+      if (jobs[i].log.data) kf_diag_error(diag, "%s", jobs[i].log.data);
+      kf_diag_error(diag, st == KF_ERR_NOMEM ? "judge: out of memory for the input sets"
+                                             : "judge: the fp64 reference (the CPU interpreter) cannot run this task");
+    }
+    kf_strbuf_fini(&jobs[i].log);
+  }
+  free(jobs);
+  free(th);
+  free(started);
   if (st) {
-    if (st == KF_ERR_NOMEM) kf_diag_error(diag, "judge: out of memory for the input sets");
-    sets_free(t, sets, n / 2);
+    sets_free(t, sets, n);
     return st;
   }
   *out = sets;
