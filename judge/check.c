@@ -3,7 +3,8 @@
  * y and z <= 65535, blocks of at most 1024 threads with z <= 64, at most
  * 227 KiB of dynamic shared memory), arguments naming a value or buffer
  * the task does not have or pointing outside it, memsets and copies
- * writing an input or running past their buffer, scratch over the limit.
+ * writing an input or running past their buffer, library steps' operands
+ * naming buffers that do not exist, scratch over the limit.
  * Each reason is one line of the verdict. Pointers inside their buffer
  * can still be indexed past it by the kernel: that is the worker's to
  * catch (an illegal address) or the verification's (poisoned buffers). */
@@ -86,8 +87,16 @@ bool kf_junit_check(const kf_jtask *t, const kf_unit *u, const kf_judge_options 
     switch (st->kind) {
     case KF_USTEP_GEMM:
     case KF_USTEP_CONV:
-      why_line(why, &n, "step %d is a library step (%s), which the judge does not run yet", s,
-               st->kind == KF_USTEP_GEMM ? "cuBLASLt GEMM" : "cuDNN convolution");
+      /* the runtime checks the operands against the step's shape */
+      for (int k = 0; k < st->n_args; k++) {
+        const kf_unit_arg *a = &st->args[k];
+        if (!is_ptr(a->kind)) continue;
+        int64_t bb = arg_buffer(t, u, a);
+        if (bb < 0) why_line(why, &n, "step %d: argument %d names %s %d, which does not exist", s, k, arg_kind(a->kind), a->index);
+        else if (a->i < 0 || (a->i >= bb && !(a->i == 0 && bb == 0)))
+          why_line(why, &n, "step %d: argument %d points %lld bytes into %s %d, which has %lld", s, k, (long long)a->i,
+                   arg_kind(a->kind), a->index, (long long)bb);
+      }
       break;
     case KF_USTEP_MEMSET:
       if (st->n_args != 2 || st->args[1].kind != KF_UARG_I64) why_line(why, &n, "step %d: memset needs (buffer, I64 bytes)", s);

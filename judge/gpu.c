@@ -20,6 +20,9 @@
  *      and followed by a device-wide sync; 3 warm-up runs, then at least 10
  *      and until min_time_ms of GPU time (at most 2000); the median;
  *   3. one more run on poisoned outputs of the timing buffers, checked.
+ * A unit with library steps runs through the runtime (kfuse_model_run on
+ * the judge's stream) from its one-group plan (plan.c); its scratch is the
+ * runtime's arena and is not poisoned.
  * A CUDA error ends the worker's use of the GPU (errors such as an illegal
  * address leave the context unusable): the unit fails with the error and
  * any unit after it is not judged. The report goes to the parent after the
@@ -32,6 +35,7 @@
 
 #include "judge_int.h"
 #include "kfr_int.h"
+#include "kfuse_runtime.h"
 
 #define MAX_COPIES 32
 #define MAX_RUNS 2000
@@ -79,12 +83,13 @@ static void bufs_free(jg *g, jbufs *b) {
   memset(b, 0, sizeof *b);
 }
 
-/* Every buffer the unit needs (inputs when with_inputs), unfilled */
-static bool bufs_alloc(jg *g, const kf_jtask *t, const kf_unit *u, bool with_inputs, jbufs *b) {
+/* Every buffer the unit needs (inputs when with_inputs), unfilled; no
+ * scratch for a unit the runtime runs (its arena holds it) */
+static bool bufs_alloc(jg *g, const kf_jtask *t, const kf_unit *u, bool with_inputs, bool runtime, jbufs *b) {
   memset(b, 0, sizeof *b);
   b->n_in = t->n_in;
   b->n_out = t->n_out;
-  b->n_scr = u->n_scratch;
+  b->n_scr = runtime ? 0 : u->n_scratch;
   b->in = calloc((size_t)b->n_in + 1, sizeof *b->in);
   b->out = calloc((size_t)b->n_out + 1, sizeof *b->out);
   b->scr = calloc((size_t)b->n_scr + 1, sizeof *b->scr);
@@ -96,7 +101,7 @@ static bool bufs_alloc(jg *g, const kf_jtask *t, const kf_unit *u, bool with_inp
     if (t->in[i].bytes && !ok(g, g->cu->cuMemAlloc(&b->in[i], (size_t)t->in[i].bytes), "cuMemAlloc")) return false;
   for (int i = 0; i < t->n_out; i++)
     if (t->out[i].bytes && !ok(g, g->cu->cuMemAlloc(&b->out[i], (size_t)t->out[i].bytes), "cuMemAlloc")) return false;
-  for (int i = 0; i < u->n_scratch; i++)
+  for (int i = 0; i < b->n_scr; i++)
     if (u->scratch_bytes[i] && !ok(g, g->cu->cuMemAlloc(&b->scr[i], (size_t)u->scratch_bytes[i]), "cuMemAlloc"))
       return false;
   return true;
@@ -106,7 +111,7 @@ static bool poison(jg *g, const kf_jtask *t, const kf_unit *u, const jbufs *b, u
   for (int i = 0; i < t->n_out; i++)
     if (t->out[i].bytes && !ok(g, g->cu->cuMemsetD8Async(b->out[i], v, (size_t)t->out[i].bytes, g->s), "cuMemsetD8Async"))
       return false;
-  for (int i = 0; i < u->n_scratch; i++)
+  for (int i = 0; i < b->n_scr; i++)
     if (u->scratch_bytes[i] &&
         !ok(g, g->cu->cuMemsetD8Async(b->scr[i], v, (size_t)u->scratch_bytes[i], g->s), "cuMemsetD8Async"))
       return false;
@@ -116,6 +121,7 @@ static bool poison(jg *g, const kf_jtask *t, const kf_unit *u, const jbufs *b, u
 /* ---- a unit's module and its runs ---- */
 
 typedef struct jmod {
+  kfuse_model *mdl; /* a unit with library steps: the runtime runs it */
   CUmodule mod;
   CUfunction *fn;   /* per step (launches) */
   kfr_value **vals; /* per step: its arguments */
@@ -131,6 +137,7 @@ static void mod_free(jg *g, const kf_unit *u, jmod *m) {
   free(m->params);
   free(m->fn);
   if (m->mod && !g->dead) g->cu->cuModuleUnload(m->mod);
+  if (m->mdl && !g->dead) kfuse_model_destroy(m->mdl);
   memset(m, 0, sizeof *m);
 }
 
@@ -176,6 +183,11 @@ static CUdeviceptr arg_ptr(const kf_unit_arg *a, const jbufs *b) {
 /* One run of the unit over b, queued on the judge's stream (the static
  * checks, judge/check.c, already hold every index and range) */
 static bool run(jg *g, const kf_unit *u, jmod *m, const jbufs *b) {
+  if (m->mdl) {
+    int rc = kfuse_model_run(m->mdl, (void *)g->s, (const void *const *)b->in, (void *const *)b->out);
+    if (rc != KFUSE_OK) snprintf(g->why, g->n, "kfuse_model_run: %s", kfuse_model_error(m->mdl));
+    return rc == KFUSE_OK;
+  }
   for (int s = 0; s < u->n_steps; s++) {
     const kf_unit_step *st = &u->steps[s];
     for (int i = 0; i < st->n_args; i++) {
@@ -261,8 +273,10 @@ static int cmp_float(const void *a, const void *b) {
 
 /* ---- one unit ---- */
 
-static void judge_unit(jg *g, const kf_jwork *w, const kf_unit *u, int64_t l2, kf_jresult *res) {
+static void judge_unit(jg *g, const kf_jwork *w, int unit, int64_t l2, kf_jresult *res) {
   const kf_jtask *t = w->task;
+  const kf_unit *u = w->units[unit];
+  const bool rt = w->plans[unit] != NULL;
   memset(res, 0, sizeof *res);
   res->ran = 1;
   jmod m;
@@ -291,14 +305,25 @@ static void judge_unit(jg *g, const kf_jwork *w, const kf_unit *u, int64_t l2, k
     snprintf(why, n, "the worker ran out of host memory");
     goto done;
   }
-  if (!mod_load(g, u, &m)) {
+  if (rt) {
+    kfuse_options ko;
+    kfuse_options_init(&ko);
+    int rc = kfr_model_create(w->plans[unit], w->plan_bytes[unit], &ko, &m.mdl);
+    if (rc != KFUSE_OK) {
+      /* a library or driver missing is this machine's problem, not the unit's */
+      res->env_error = rc == KFUSE_ELIBRARY || rc == KFUSE_ENODRIVER;
+      snprintf(why, n, "the runtime cannot create the unit's module: %s", kfuse_last_error());
+      m.mdl = NULL;
+      goto done;
+    }
+  } else if (!mod_load(g, u, &m)) {
     snprintf(why, n, "loading the unit: %s", g->why);
     goto done;
   }
   res->deterministic = 1;
   for (int k = 0; k < w->n_sets; k++) {
     jbufs nb;
-    if (!bufs_alloc(g, t, u, true, &nb)) {
+    if (!bufs_alloc(g, t, u, true, rt, &nb)) {
       snprintf(why, n, "set %d: %s", k + 1, g->why);
       bufs_free(g, &nb);
       goto done;
@@ -367,7 +392,7 @@ static void judge_unit(jg *g, const kf_jwork *w, const kf_unit *u, int64_t l2, k
   copies[0] = cur; /* the last set's own buffers are copy 0 */
   memset(&cur, 0, sizeof cur);
   for (int c = 1; c < n_copies; c++) {
-    if (!bufs_alloc(g, t, u, true, &copies[c])) {
+    if (!bufs_alloc(g, t, u, true, rt, &copies[c])) {
       bufs_free(g, &copies[c]);
       n_copies = c; /* fewer copies: what memory allows */
       g->dead = false;
@@ -531,7 +556,7 @@ void kf_jgpu_run(const kf_jwork *w, kf_jreport *r) {
                "not judged: the worker's CUDA context was lost to the unit before it");
       continue;
     }
-    judge_unit(&g, w, w->units[k], r->l2_bytes, &r->res[k]);
+    judge_unit(&g, w, k, r->l2_bytes, &r->res[k]);
     report_send(r);
   }
   /* the context is dropped with the process */

@@ -334,6 +334,9 @@ static void worker_fate(const kf_jproc *p, const kf_judge_options *o, char *b, s
 typedef struct unit_state {
   kf_unit *u;
   bool read, checked, compiled;
+  void *plan; /* library steps: the one-group plan the worker runs */
+  size_t plan_bytes;
+  bool no_plan; /* library steps, but no plan: not judged (log says why) */
   kf_strbuf log; /* read errors, static-check reasons, compile log */
 } unit_state;
 
@@ -348,10 +351,13 @@ static void prepare(const char *dir, const kf_jtask *t, const kf_judge_options *
   s->checked = true;
   if (kf_unit_compile(s->u, &t->target, &d) != KF_OK) return;
   s->compiled = true;
+  if (kf_junit_has_library_steps(s->u) && kf_jplan_build(t, s->u, &s->plan, &s->plan_bytes, &d) != KF_OK)
+    s->no_plan = true;
 }
 
 static void unit_state_fini(unit_state *s) {
   kf_unit_destroy(s->u);
+  free(s->plan);
   kf_strbuf_fini(&s->log);
 }
 
@@ -414,7 +420,7 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
     cJSON_AddStringToObject(v, "name", cand.u->name ? cand.u->name : "");
     cJSON_AddStringToObject(v, "policy", cand.u->policy ? cand.u->policy : "");
   }
-  if (cand.read && !cand.checked && kf_junit_has_library_steps(cand.u)) {
+  if (cand.no_plan) {
     cJSON_Delete(reasons);
     kf_diag_error(diag, "judge: %s: %s", unit_dir, cand.log.data);
     st = not_judged(v, out, KF_ERR_UNSUPPORTED, cand.log.data);
@@ -459,7 +465,9 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   }
   kf_strbuf_fini(&rlog);
 
-  kf_jwork w = {&t, &o, {cand.u, base.compiled ? base.u : NULL}, o.sets, sets};
+  bool base_ok = base.compiled && !base.no_plan;
+  kf_jwork w = {&t, &o, {cand.u, base_ok ? base.u : NULL}, {cand.plan, base_ok ? base.plan : NULL},
+                {cand.plan_bytes, base_ok ? base.plan_bytes : 0}, o.sets, sets};
   kf_jreport r;
   kf_jproc p;
   double t_gpu = now_s();
@@ -482,6 +490,12 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   }
   cJSON_AddStringToObject(v, "device", r.device);
   kf_jresult *c = &r.res[0], *b = &r.res[1];
+  if (c->env_error) {
+    cJSON_Delete(reasons);
+    kf_diag_error(diag, "judge: %s", c->reason);
+    st = not_judged(v, out, KF_ERR_UNSUPPORTED, c->reason);
+    goto done_early;
+  }
   if (!c->ran) {
     /* the worker died before the candidate: in the built-in unit, if it was
      * being judged; then the candidate was not judged at all */
@@ -545,7 +559,7 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
     }
   }
   if (w.units[1] && !b->ok) add_reason(reasons, "the built-in unit failed: %s", b->reason);
-  if (!base.compiled && o.builtin && t.has_builtin)
+  if (!base_ok && o.builtin && t.has_builtin)
     add_reason(reasons, "the built-in unit was not judged: %s", base.log.data ? base.log.data : "");
   if (p.output_bytes) add_reason(reasons, "the worker printed %lld bytes", (long long)p.output_bytes);
   cJSON_AddBoolToObject(v, "correct", correct);

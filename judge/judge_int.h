@@ -55,8 +55,15 @@ void kf_jtask_fini(kf_jtask *t);
  * does not exist or lying outside it, scratch over the limit, library
  * steps). True when there is none. */
 bool kf_junit_check(const kf_jtask *t, const kf_unit *u, const kf_judge_options *o, kf_strbuf *why);
-/* Whether u has a step the worker does not run (GEMM, CONV: library steps) */
+/* Whether u has a library step (GEMM, CONV): the worker runs such a unit
+ * through the runtime, from a one-group plan (plan.c) */
 bool kf_junit_has_library_steps(const kf_unit *u);
+
+/* ---- library steps (plan.c) ---- */
+
+/* The module plan of the task's group with u as its unit (*blob malloc'd);
+ * refused for tasks with strided inputs or outputs. */
+kf_status kf_jplan_build(const kf_jtask *t, const kf_unit *u, void **blob, size_t *bytes, kf_diag *diag);
 
 /* ---- comparison (compare.c) ---- */
 
@@ -99,6 +106,8 @@ typedef struct kf_jwork {
   const kf_jtask *task;
   const kf_judge_options *opt;
   const kf_unit *units[KF_JUNITS]; /* compiled; [1] may be NULL */
+  const void *plans[KF_JUNITS];    /* a unit with library steps: its plan */
+  size_t plan_bytes[KF_JUNITS];
   int n_sets;          /* input sets */
   const kf_jset *sets; /* 2 * n_sets variants */
 } kf_jwork;
@@ -107,6 +116,7 @@ typedef struct kf_jwork {
 
 typedef struct kf_jresult {
   int ran;           /* reached the GPU */
+  int env_error;     /* not the unit's fault (a library missing): not judged */
   int ok;            /* verified on every set, twice, and after timing */
   int sets_passed;
   int deterministic; /* the repeat runs gave the same bits */

@@ -50,8 +50,8 @@ static double now_s(void) {
 
 /* ---- the work, in a memory file ----
  * header, the task's values (kf_jvalue, raw: the same binary reads them),
- * per unit slot its JSON, source and cubin (lengths first; JSON length 0
- * for an empty slot), then per input variant every input's extent and
+ * per unit slot its JSON, source, cubin and plan (lengths first; JSON
+ * length 0 for an empty slot; plan length 0 without library steps), then per input variant every input's extent and
  * every output's reference. */
 
 #define WORK_MAGIC 0x6b66776bu
@@ -97,7 +97,7 @@ static kf_status work_write(int fd, const kf_jwork *w, kf_diag *diag) {
       return KF_ERR_INTERNAL;
     }
     ok = put_blob(fd, js.data, js.len) && put_blob(fd, u->source, u->source ? strlen(u->source) : 0) &&
-         put_blob(fd, u->cubin, u->cubin ? u->cubin_bytes : 0);
+         put_blob(fd, u->cubin, u->cubin ? u->cubin_bytes : 0) && put_blob(fd, w->plans[k], w->plan_bytes[k]);
     kf_strbuf_fini(&js);
   }
   for (int v = 0; ok && v < 2 * w->n_sets; v++) {
@@ -175,7 +175,7 @@ int kf_judge_worker_main(void) {
   kf_judge_options o;
   kf_judge_options_init(&o);
   o.min_time_ms = h->min_time_ms;
-  kf_jwork w = {&t, &o, {NULL, NULL}, h->n_sets, NULL};
+  kf_jwork w = {&t, &o, {NULL, NULL}, {NULL, NULL}, {0, 0}, h->n_sets, NULL};
   kf_unit *units[KF_JUNITS] = {NULL, NULL};
   kf_diag d;
   kf_diag_init(&d, quiet, NULL);
@@ -185,9 +185,20 @@ int kf_judge_worker_main(void) {
     const char *js = take_blob(&r, &nj);
     if (!js) ok = false;
     if (!ok || !nj) continue;
+    uint64_t np = 0;
     const char *src = take_blob(&r, &ns), *cubin = src ? take_blob(&r, &nc) : NULL;
+    const char *plan = cubin ? take_blob(&r, &np) : NULL;
     char *jd = dup_n(js, nj), *sd = src && ns ? dup_n(src, ns) : NULL;
-    ok = cubin && jd && kf_unit_from_json(jd, "unit.json", sd, &units[k], &d) == KF_OK;
+    ok = plan && jd && kf_unit_from_json(jd, "unit.json", sd, &units[k], &d) == KF_OK;
+    if (ok && np) {
+      /* the runtime wants its plan 8-byte aligned; the mapping's offset may
+       * not be */
+      void *pa = malloc((size_t)np);
+      ok = pa != NULL;
+      if (ok) memcpy(pa, plan, (size_t)np);
+      w.plans[k] = pa;
+      w.plan_bytes[k] = (size_t)np;
+    }
     free(jd);
     free(sd);
     if (ok && nc) {

@@ -7,8 +7,9 @@
     run.py KFUSE --ci       without a GPU, on the fake CUDA driver that
                             KFUSE_LIBCUDA names (CI): the refusals made
                             before the GPU, every other unit compiling and
-                            reaching the worker, and the worker's faults
-                            (hang, crash, printf flood) driven by the fake
+                            reaching the worker, the worker's faults (hang,
+                            crash, printf flood) driven by the fake, and a
+                            unit of library steps run through the runtime
 
 The task is made here from model.mlir (y = x * sigmoid(x), 2048 x 1024 f32)
 with `kfuse task`. Each unit directory holds unit.json, unit.cu and
@@ -173,9 +174,15 @@ def ci(kfuse, tmp):
                "steps": [{"kind": "gemm", "gemm": gemm,
                           "args": [{"input": 0}, {"input": 0}, {"none": True}, {"output": 0}, {"none": True},
                                    {"none": True}]}]}, open(os.path.join(lib, "unit.json"), "w"))
-    rc, v, err = judge(kfuse, task, lib)
-    check("library step: not judged, exit 1",
-          rc == 1 and v and v["judged"] is False and "library step" in v.get("why", ""), v, err)
+    env = dict(os.environ)
+    env["KFUSE_CUBLASLT"] = fake  # the fake's cuBLASLt: the runtime creates the module
+    rc, v, err = judge(kfuse, task, lib, "--no-builtin", env=env)
+    check("library step: run through the runtime, judged (nothing computed on the fake: never written)",
+          rc == 0 and v and v["judged"] and "never written" in reasons(v), v, err)
+    env["KFUSE_CUBLASLT"] = "/nonexistent/libcublasLt.so.13"
+    rc, v, err = judge(kfuse, task, lib, "--no-builtin", env=env)
+    check("library step without cuBLASLt: not judged, exit 1",
+          rc == 1 and v and v["judged"] is False and "cuBLASLt" in v.get("why", ""), v, err)
     print(f"hacks (CI, fake driver): {fails} check(s) failed")
     return fails
 
