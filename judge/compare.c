@@ -9,7 +9,9 @@
  * tiny-valued output is not waved through by a constant. Integer and bool
  * outputs must be equal.
  *
- * Tolerances by precision policy (elements and the norm alike): default 1e-4, tf32 2e-3, fp16 1e-2, bf16 2e-2; an f16 output at
+ * Tolerances by precision policy (elements and the norm alike; a group
+ * with a convolution under the default policy is judged as tf32, as
+ * PyTorch's default lets cuDNN use TF32 there): default 1e-4, tf32 2e-3, fp16 1e-2, bf16 2e-2; an f16 output at
  * least 2e-3 and a bf16 one at least 1.6e-2 (four times their unit
  * roundoff, what storing an exact result costs). A unit computing an fp32
  * policy's group in f16 or bf16 or with TF32 products misses the default

@@ -568,7 +568,7 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   cJSON_AddItemToObject(v, "candidate", result_json(c, o.sets));
   if (w.units[1]) cJSON_AddItemToObject(v, "builtin", result_json(b, o.sets));
   cJSON *tol = cJSON_AddObjectToObject(v, "tolerance");
-  kf_jtol tl = kf_jtol_for(t.precision, t.out[0].type.dtype);
+  kf_jtol tl = kf_jtol_for(t.tf32_conv ? KF_PRECISION_TF32 : t.precision, t.out[0].type.dtype);
   cJSON_AddNumberToObject(tol, "atol_x_rms", tl.atol);
   cJSON_AddNumberToObject(tol, "rtol", tl.rtol);
   cJSON_AddNumberToObject(tol, "rel_error_norm", tl.norm);

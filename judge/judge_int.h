@@ -35,6 +35,8 @@ typedef struct kf_jtask {
   int n_in, n_out;
   kf_jvalue *in, *out;
   kf_precision precision;
+  bool tf32_conv; /* the default policy with a convolution: TF32 allowed
+                     there (PyTorch's cudnn.allow_tf32), its tolerance */
   kf_target target;
   int group;
   char key[80];

@@ -60,7 +60,7 @@ static double now_s(void) {
 
 typedef struct work_hdr {
   uint32_t magic, size_check;
-  int32_t n_in, n_out, n_sets, precision, sm, arch_specific;
+  int32_t n_in, n_out, n_sets, precision, tf32_conv, sm, arch_specific;
   double min_time_ms;
 } work_hdr;
 
@@ -81,7 +81,7 @@ static bool put_blob(int fd, const void *p, uint64_t n) { return put(fd, &n, siz
 static kf_status work_write(int fd, const kf_jwork *w, kf_diag *diag) {
   const kf_jtask *t = w->task;
   work_hdr h = {WORK_MAGIC, (uint32_t)sizeof(kf_jvalue), t->n_in, t->n_out, w->n_sets, (int32_t)t->precision,
-                t->target.sm, t->target.arch_specific, w->opt->min_time_ms};
+                t->tf32_conv, t->target.sm, t->target.arch_specific, w->opt->min_time_ms};
   bool ok = put(fd, &h, sizeof h) && put(fd, t->in, sizeof *t->in * (size_t)t->n_in) &&
             put(fd, t->out, sizeof *t->out * (size_t)t->n_out);
   for (int k = 0; ok && k < KF_JUNITS; k++) {
@@ -168,6 +168,7 @@ int kf_judge_worker_main(void) {
   t.n_in = h->n_in;
   t.n_out = h->n_out;
   t.precision = (kf_precision)h->precision;
+  t.tf32_conv = h->tf32_conv != 0;
   t.target.sm = h->sm;
   t.target.arch_specific = h->arch_specific;
   t.in = (kf_jvalue *)take(&r, sizeof(kf_jvalue) * (size_t)t.n_in);
