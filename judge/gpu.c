@@ -65,19 +65,22 @@ static void report_send(kf_jreport *r); /* worker.c's pipe, below */
 
 /* ---- buffers ---- */
 
+/* in[i] is input i's first element; in_base[i] the start of its storage,
+ * offset elements before it (what the runtime is given) */
 typedef struct jbufs {
   int n_in, n_out, n_scr;
-  CUdeviceptr *in, *out, *scr;
+  CUdeviceptr *in, *in_base, *out, *scr;
 } jbufs;
 
 static void bufs_free(jg *g, jbufs *b) {
-  for (int i = 0; i < b->n_in; i++)
-    if (b->in[i]) g->cu->cuMemFree(b->in[i]);
+  for (int i = 0; b->in_base && i < b->n_in; i++)
+    if (b->in_base[i]) g->cu->cuMemFree(b->in_base[i]);
   for (int i = 0; i < b->n_out; i++)
     if (b->out[i]) g->cu->cuMemFree(b->out[i]);
   for (int i = 0; i < b->n_scr; i++)
     if (b->scr[i]) g->cu->cuMemFree(b->scr[i]);
   free(b->in);
+  free(b->in_base);
   free(b->out);
   free(b->scr);
   memset(b, 0, sizeof *b);
@@ -91,14 +94,20 @@ static bool bufs_alloc(jg *g, const kf_jtask *t, const kf_unit *u, bool with_inp
   b->n_out = t->n_out;
   b->n_scr = runtime ? 0 : u->n_scratch;
   b->in = calloc((size_t)b->n_in + 1, sizeof *b->in);
+  b->in_base = calloc((size_t)b->n_in + 1, sizeof *b->in_base);
   b->out = calloc((size_t)b->n_out + 1, sizeof *b->out);
   b->scr = calloc((size_t)b->n_scr + 1, sizeof *b->scr);
-  if (!b->in || !b->out || !b->scr) {
+  if (!b->in || !b->in_base || !b->out || !b->scr) {
     snprintf(g->why, g->n, "out of host memory");
     return false;
   }
-  for (int i = 0; with_inputs && i < t->n_in; i++)
-    if (t->in[i].bytes && !ok(g, g->cu->cuMemAlloc(&b->in[i], (size_t)t->in[i].bytes), "cuMemAlloc")) return false;
+  for (int i = 0; with_inputs && i < t->n_in; i++) {
+    /* as in a module: the value sits offset elements into its storage */
+    int64_t pre = t->in[i].type.offset * (int64_t)kf_dtype_size(t->in[i].type.dtype);
+    if (t->in[i].bytes && !ok(g, g->cu->cuMemAlloc(&b->in_base[i], (size_t)(pre + t->in[i].bytes)), "cuMemAlloc"))
+      return false;
+    b->in[i] = b->in_base[i] + (CUdeviceptr)pre;
+  }
   for (int i = 0; i < t->n_out; i++)
     if (t->out[i].bytes && !ok(g, g->cu->cuMemAlloc(&b->out[i], (size_t)t->out[i].bytes), "cuMemAlloc")) return false;
   for (int i = 0; i < b->n_scr; i++)
@@ -184,7 +193,7 @@ static CUdeviceptr arg_ptr(const kf_unit_arg *a, const jbufs *b) {
  * checks, judge/check.c, already hold every index and range) */
 static bool run(jg *g, const kf_unit *u, jmod *m, const jbufs *b) {
   if (m->mdl) {
-    int rc = kfuse_model_run(m->mdl, (void *)g->s, (const void *const *)b->in, (void *const *)b->out);
+    int rc = kfuse_model_run(m->mdl, (void *)g->s, (const void *const *)b->in_base, (void *const *)b->out);
     if (rc != KFUSE_OK) snprintf(g->why, g->n, "kfuse_model_run: %s", kfuse_model_error(m->mdl));
     return rc == KFUSE_OK;
   }
