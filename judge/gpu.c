@@ -537,6 +537,20 @@ static double bandwidth(jg *g) {
   return best;
 }
 
+/* What open_device made; nothing after a CUDA error (the context is lost
+ * and goes with the process) */
+static void close_device(jg *g) {
+  if (!g->cu || g->dead) return;
+  if (g->e0) g->cu->cuEventDestroy(g->e0);
+  if (g->e1) g->cu->cuEventDestroy(g->e1);
+  if (g->s) g->cu->cuStreamDestroy(g->s);
+  if (g->ctx) {
+    CUcontext c;
+    g->cu->cuCtxPopCurrent(&c);
+    g->cu->cuDevicePrimaryCtxRelease(g->dev);
+  }
+}
+
 void kf_jgpu_run(const kf_jwork *w, kf_jreport *r) {
   memset(r, 0, sizeof *r);
   r->magic = KF_JREPORT_MAGIC;
@@ -545,6 +559,7 @@ void kf_jgpu_run(const kf_jwork *w, kf_jreport *r) {
   g.why = r->gpu_error;
   g.n = sizeof r->gpu_error;
   if (!open_device(&g, w->task, r)) {
+    close_device(&g);
     report_send(r);
     return;
   }
@@ -569,7 +584,7 @@ void kf_jgpu_run(const kf_jwork *w, kf_jreport *r) {
     judge_unit(&g, w, k, r->l2_bytes, &r->res[k]);
     report_send(r);
   }
-  /* the context is dropped with the process */
+  close_device(&g);
 }
 
 int kf_jreport_fd = -1;

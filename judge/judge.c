@@ -482,8 +482,9 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   worker_fate(&p, &o, fate, sizeof fate);
   if (!p.reported || !r.gpu_ok) {
     cJSON_Delete(reasons);
-    char why[1024];
-    snprintf(why, sizeof why, "no GPU to judge on: %s", p.reported ? r.gpu_error : fate);
+    char why[1024 + sizeof p.excerpt];
+    snprintf(why, sizeof why, "no GPU to judge on: %s%s%s", p.reported ? r.gpu_error : fate,
+             !p.reported && p.output_bytes ? "; it printed: " : "", !p.reported && p.output_bytes ? p.excerpt : "");
     kf_diag_error(diag, "judge: %s", why);
     st = not_judged(v, out, KF_ERR_UNSUPPORTED, why);
     goto done_early;

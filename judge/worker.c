@@ -49,7 +49,8 @@ static double now_s(void) {
 }
 
 /* ---- the work, in a memory file ----
- * header, the task's values (kf_jvalue, raw: the same binary reads them),
+ * every item padded to 8 bytes: header, the task's values (kf_jvalue,
+ * raw: the same binary reads them),
  * per unit slot its JSON, source, cubin and plan (lengths first; JSON
  * length 0 for an empty slot; plan length 0 without library steps), then per input variant every input's extent and
  * every output's reference. */
@@ -64,30 +65,48 @@ typedef struct work_hdr {
   double min_time_ms;
 } work_hdr;
 
-static bool put(int fd, const void *p, size_t n) {
+/* Every item starts 8-byte aligned (the reader uses the mapping in place:
+ * references are doubles, lengths uint64) */
+typedef struct wr {
+  int fd;
+  uint64_t off;
+} wr;
+
+static bool put(wr *w, const void *p, size_t n) {
+  static const char zeros[8];
   const char *c = p;
+  size_t pad = (size_t)(-n & 7);
   while (n) {
-    ssize_t k = write(fd, c, n);
+    ssize_t k = write(w->fd, c, n);
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) return false;
     c += k;
     n -= (size_t)k;
+    w->off += (uint64_t)k;
+  }
+  while (pad) {
+    ssize_t k = write(w->fd, zeros, pad);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    pad -= (size_t)k;
+    w->off += (uint64_t)k;
   }
   return true;
 }
 
-static bool put_blob(int fd, const void *p, uint64_t n) { return put(fd, &n, sizeof n) && (!n || put(fd, p, n)); }
+static bool put_blob(wr *w, const void *p, uint64_t n) { return put(w, &n, sizeof n) && (!n || put(w, p, n)); }
 
 static kf_status work_write(int fd, const kf_jwork *w, kf_diag *diag) {
   const kf_jtask *t = w->task;
+  wr out = {fd, 0}, *o = &out;
   work_hdr h = {WORK_MAGIC, (uint32_t)sizeof(kf_jvalue), t->n_in, t->n_out, w->n_sets, (int32_t)t->precision,
                 t->tf32_conv, t->target.sm, t->target.arch_specific, w->opt->min_time_ms};
-  bool ok = put(fd, &h, sizeof h) && put(fd, t->in, sizeof *t->in * (size_t)t->n_in) &&
-            put(fd, t->out, sizeof *t->out * (size_t)t->n_out);
+  bool ok = put(o, &h, sizeof h) && put(o, t->in, sizeof *t->in * (size_t)t->n_in) &&
+            put(o, t->out, sizeof *t->out * (size_t)t->n_out);
   for (int k = 0; ok && k < KF_JUNITS; k++) {
     const kf_unit *u = w->units[k];
     if (!u) {
-      ok = put_blob(fd, NULL, 0);
+      ok = put_blob(o, NULL, 0);
       continue;
     }
     kf_strbuf js;
@@ -96,13 +115,13 @@ static kf_status work_write(int fd, const kf_jwork *w, kf_diag *diag) {
       kf_strbuf_fini(&js);
       return KF_ERR_INTERNAL;
     }
-    ok = put_blob(fd, js.data, js.len) && put_blob(fd, u->source, u->source ? strlen(u->source) : 0) &&
-         put_blob(fd, u->cubin, u->cubin ? u->cubin_bytes : 0) && put_blob(fd, w->plans[k], w->plan_bytes[k]);
+    ok = put_blob(o, js.data, js.len) && put_blob(o, u->source, u->source ? strlen(u->source) : 0) &&
+         put_blob(o, u->cubin, u->cubin ? u->cubin_bytes : 0) && put_blob(o, w->plans[k], w->plan_bytes[k]);
     kf_strbuf_fini(&js);
   }
   for (int v = 0; ok && v < 2 * w->n_sets; v++) {
-    for (int i = 0; ok && i < t->n_in; i++) ok = put(fd, w->sets[v].in[i], (size_t)t->in[i].bytes);
-    for (int i = 0; ok && i < t->n_out; i++) ok = put(fd, w->sets[v].ref[i], sizeof(double) * (size_t)t->out[i].numel);
+    for (int i = 0; ok && i < t->n_in; i++) ok = put(o, w->sets[v].in[i], (size_t)t->in[i].bytes);
+    for (int i = 0; ok && i < t->n_out; i++) ok = put(o, w->sets[v].ref[i], sizeof(double) * (size_t)t->out[i].numel);
   }
   if (!ok) {
     kf_diag_error(diag, "judge: writing the worker's input: %s", strerror(errno));
@@ -116,18 +135,20 @@ typedef struct rdr {
   size_t left;
 } rdr;
 
+/* n bytes, then the writer's padding to 8 */
 static const void *take(rdr *r, size_t n) {
-  if (n > r->left) return NULL;
+  size_t padded = n + (size_t)(-n & 7);
+  if (padded < n || padded > r->left) return NULL;
   const void *p = r->p;
-  r->p += n;
-  r->left -= n;
+  r->p += padded;
+  r->left -= padded;
   return p;
 }
 
 static const char *take_blob(rdr *r, uint64_t *n) {
-  const uint64_t *len = take(r, sizeof *len);
+  const void *len = take(r, sizeof *n);
   if (!len) return NULL;
-  *n = *len;
+  memcpy(n, len, sizeof *n);
   return *n ? take(r, (size_t)*n) : "";
 }
 
@@ -220,9 +241,10 @@ int kf_judge_worker_main(void) {
     for (int i = 0; ok && i < t.n_out; i++)
       ok = (sets[v].ref[i] = (double *)take(&r, sizeof(double) * (size_t)t.out[i].numel)) != NULL || !t.out[i].numel;
   }
+  int rc = 2;
   if (!ok) {
     fprintf(stderr, "judge-worker: malformed work\n");
-    return 2;
+    goto done;
   }
   w.sets = sets;
   kf_jreport_fd = REPORT_FD;
@@ -230,7 +252,19 @@ int kf_judge_worker_main(void) {
   kf_jgpu_run(&w, &rep);
   fflush(stdout);
   fflush(stderr);
-  return 0;
+  rc = 0;
+done:
+  for (int v = 0; sets && v < 2 * h->n_sets; v++) {
+    free(sets[v].in);
+    free(sets[v].ref);
+  }
+  free(sets);
+  for (int k = 0; k < KF_JUNITS; k++) {
+    kf_unit_destroy(units[k]);
+    free((void *)w.plans[k]);
+  }
+  munmap((void *)base, (size_t)sb.st_size);
+  return rc;
 }
 
 kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *diag) {
