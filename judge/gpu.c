@@ -36,6 +36,7 @@
 #include "judge_int.h"
 #include "kfr_int.h"
 #include "kfuse_runtime.h"
+#include "kfuse/interp.h"
 
 #define MAX_COPIES 32
 #define MAX_RUNS 2000
@@ -283,6 +284,80 @@ static int cmp_float(const void *a, const void *b) {
 
 /* ---- one unit ---- */
 
+/* The unit loaded (its cubin), or its module created by the runtime (a
+ * plan: library steps); *env set when what failed is this machine's (a
+ * library or the driver missing), not the unit's */
+static bool unit_open(jg *g, const kf_unit *u, const void *plan, size_t plan_bytes, jmod *m, int *env, char *why,
+                      size_t n) {
+  if (plan) {
+    kfuse_options ko;
+    kfuse_options_init(&ko);
+    int rc = kfr_model_create(plan, plan_bytes, &ko, &m->mdl);
+    if (rc != KFUSE_OK) {
+      *env = rc == KFUSE_ELIBRARY || rc == KFUSE_ENODRIVER;
+      snprintf(why, n, "the runtime cannot create the unit's module: %s", kfuse_last_error());
+      m->mdl = NULL;
+      return false;
+    }
+    return true;
+  }
+  if (!mod_load(g, u, m)) {
+    snprintf(why, n, "loading the unit: %s", g->why);
+    return false;
+  }
+  return true;
+}
+
+/* The GPU reference: w->ref_unit run on every input variant (fresh
+ * buffers, outputs poisoned) and its outputs, as doubles, into the sets'
+ * references. False with the reason in why[n]. */
+static bool make_refs(jg *g, const kf_jwork *w, char *why, size_t n) {
+  const kf_jtask *t = w->task;
+  jmod m;
+  memset(&m, 0, sizeof m);
+  int env = 0;
+  bool good = unit_open(g, w->ref_unit, w->ref_plan, w->ref_plan_bytes, &m, &env, why, n);
+  int64_t big = 1;
+  for (int i = 0; i < t->n_out; i++) big = t->out[i].bytes > big ? t->out[i].bytes : big;
+  void *host = good ? malloc((size_t)big) : NULL;
+  if (good && !host) {
+    snprintf(why, n, "the worker ran out of host memory");
+    good = false;
+  }
+  for (int v = 0; good && v < 2 * w->n_sets; v++) {
+    jbufs b;
+    good = bufs_alloc(g, t, w->ref_unit, true, w->ref_plan != NULL, &b);
+    for (int i = 0; good && i < t->n_in; i++)
+      good = !t->in[i].bytes || ok(g, g->cu->cuMemcpyHtoD(b.in[i], w->sets[v].in[i], (size_t)t->in[i].bytes), "cuMemcpyHtoD");
+    good = good && poison(g, t, w->ref_unit, &b, POISON_A) && run(g, w->ref_unit, &m, &b) &&
+           ok(g, g->cu->cuCtxSynchronize(), "cuCtxSynchronize");
+    for (int i = 0; good && i < t->n_out; i++) {
+      const kf_jvalue *o = &t->out[i];
+      good = !o->bytes || ok(g, g->cu->cuMemcpyDtoH(host, b.out[i], (size_t)o->bytes), "cuMemcpyDtoH");
+      kf_tensor view = {o->type.dtype, 1, {o->bytes / (int64_t)kf_dtype_size(o->type.dtype)}, host};
+      size_t es = kf_dtype_size(o->type.dtype);
+      int64_t poisoned = 0;
+      for (int64_t e = 0; good && e < o->numel; e++) {
+        int64_t off = kf_jelem_offset(&o->type, e);
+        w->sets[v].ref[i][e] = kf_tensor_get(&view, off);
+        const unsigned char *pb = (const unsigned char *)host + off * (int64_t)es;
+        bool all = true;
+        for (size_t q = 0; q < es && all; q++) all = pb[q] == POISON_A;
+        poisoned += all;
+      }
+      if (good && o->numel && poisoned == o->numel) {
+        snprintf(why, n, "it wrote none of output '%s'", o->name);
+        good = false;
+      }
+    }
+    if (!good && !why[0]) snprintf(why, n, "%s", g->why);
+    if (!g->dead) bufs_free(g, &b);
+  }
+  free(host);
+  if (!g->dead) mod_free(g, w->ref_unit, &m);
+  return good;
+}
+
 static void judge_unit(jg *g, const kf_jwork *w, int unit, int64_t l2, kf_jresult *res) {
   const kf_jtask *t = w->task;
   const kf_unit *u = w->units[unit];
@@ -315,21 +390,7 @@ static void judge_unit(jg *g, const kf_jwork *w, int unit, int64_t l2, kf_jresul
     snprintf(why, n, "the worker ran out of host memory");
     goto done;
   }
-  if (rt) {
-    kfuse_options ko;
-    kfuse_options_init(&ko);
-    int rc = kfr_model_create(w->plans[unit], w->plan_bytes[unit], &ko, &m.mdl);
-    if (rc != KFUSE_OK) {
-      /* a library or driver missing is this machine's problem, not the unit's */
-      res->env_error = rc == KFUSE_ELIBRARY || rc == KFUSE_ENODRIVER;
-      snprintf(why, n, "the runtime cannot create the unit's module: %s", kfuse_last_error());
-      m.mdl = NULL;
-      goto done;
-    }
-  } else if (!mod_load(g, u, &m)) {
-    snprintf(why, n, "loading the unit: %s", g->why);
-    goto done;
-  }
+  if (!unit_open(g, u, w->plans[unit], w->plan_bytes[unit], &m, &res->env_error, why, n)) goto done;
   res->deterministic = 1;
   for (int k = 0; k < w->n_sets; k++) {
     jbufs nb;
@@ -570,10 +631,22 @@ void kf_jgpu_run(const kf_jwork *w, kf_jreport *r) {
     report_send(r);
     return;
   }
-  report_send(r);
   char why[512];
   g.why = why;
   g.n = sizeof why;
+  if (w->ref_unit) {
+    char rwhy[400] = "";
+    why[0] = 0;
+    if (!make_refs(&g, w, rwhy, sizeof rwhy)) {
+      r->ref_failed = 1;
+      snprintf(r->gpu_error, sizeof r->gpu_error, "the GPU reference (the built-in fp64 unit) failed: %s",
+               rwhy[0] ? rwhy : why);
+      report_send(r);
+      close_device(&g);
+      return;
+    }
+  }
+  report_send(r);
   for (int k = KF_JUNITS - 1; k >= 0; k--) {
     if (!w->units[k]) continue;
     if (g.dead) {

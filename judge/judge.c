@@ -32,6 +32,10 @@
  * reads can beat by a little (measured: below 10% on H100), never by 25%. */
 #define FLOOR_SLACK 0.75
 /* reward 2 and 3: at least 5% faster than the baseline */
+/* tasks of up to this many input and output elements get the CPU
+ * interpreter's reference (0.5 s for 10 variants of 4M elements on these
+ * machines' CPUs); larger ones the GPU's */
+#define KF_JCPU_REF_ELEMS ((int64_t)4 << 20)
 #define SPEEDUP_NEEDED 1.05
 
 void kf_judge_options_init(kf_judge_options *o) {
@@ -120,11 +124,13 @@ typedef struct pair_job {
   kf_jset *sets;
   int first, step, n_pairs;
   uint64_t seed;
+  bool cpu_ref; /* references from the interpreter; else the inputs only */
   kf_status st;
   kf_strbuf log;
 } pair_job;
 
-static kf_status variant(const kf_jtask *t, kf_jset *sets, int k, int attempt, uint64_t seed, kf_diag *diag) {
+static kf_status variant(const kf_jtask *t, kf_jset *sets, int k, int attempt, uint64_t seed, bool cpu_ref,
+                         kf_diag *diag) {
   kf_jset *s = &sets[k];
   kf_tensor *in = calloc((size_t)t->n_in + 1, sizeof *in), *res = calloc((size_t)t->n_out + 1, sizeof *res);
   kf_status st = in && res ? KF_OK : KF_ERR_NOMEM;
@@ -135,7 +141,7 @@ static kf_status variant(const kf_jtask *t, kf_jset *sets, int k, int attempt, u
     in[i].dtype = v->type.dtype;
     in[i].rank = v->type.rank;
     memcpy(in[i].shape, v->type.shape, sizeof in[i].shape);
-    if (!s->in[i] || kf_tensor_alloc(&in[i]) != KF_OK) {
+    if (!s->in[i] || (cpu_ref && kf_tensor_alloc(&in[i]) != KF_OK)) {
       st = KF_ERR_NOMEM;
       break;
     }
@@ -147,12 +153,12 @@ static kf_status variant(const kf_jtask *t, kf_jset *sets, int k, int attempt, u
     }
     /* the interpreter takes contiguous tensors: gather the extent */
     size_t es = kf_dtype_size(v->type.dtype);
-    for (int64_t e = 0; e < v->numel; e++)
+    for (int64_t e = 0; cpu_ref && e < v->numel; e++)
       memcpy((char *)in[i].data + e * (int64_t)es, (char *)s->in[i] + kf_jelem_offset(&v->type, e) * (int64_t)es, es);
   }
   kf_interp_options io = {0};
-  if (!st) st = kf_interp_run(t->graph, in, t->n_in, res, &io, diag);
-  for (int i = 0; i < t->n_out && !st; i++) {
+  if (!st && cpu_ref) st = kf_interp_run(t->graph, in, t->n_in, res, &io, diag);
+  for (int i = 0; i < t->n_out && !st && cpu_ref; i++) {
     if (kf_tensor_numel(&res[i]) != t->out[i].numel) {
       kf_diag_error(diag, "judge: the reference's output %d has %lld elements, the task's %lld", i,
                     (long long)kf_tensor_numel(&res[i]), (long long)t->out[i].numel);
@@ -191,14 +197,14 @@ static void *pair_main(void *arg) {
       if (!s->in || !s->ref) j->st = KF_ERR_NOMEM;
     }
     if (j->st) break;
-    int attempts = has_int_inputs(t) ? 3 : 1;
+    int attempts = has_int_inputs(t) && j->cpu_ref ? 3 : 1;
     for (int a = 0; a < attempts; a++) {
       kf_strbuf_fini(&j->log);
       kf_strbuf_init(&j->log);
       kf_diag d;
       kf_diag_init(&d, to_buf, &j->log);
-      j->st = variant(t, j->sets, 2 * p, a, j->seed, &d);
-      if (!j->st) j->st = variant(t, j->sets, 2 * p + 1, a, j->seed, &d);
+      j->st = variant(t, j->sets, 2 * p, a, j->seed, j->cpu_ref, &d);
+      if (!j->st) j->st = variant(t, j->sets, 2 * p + 1, a, j->seed, j->cpu_ref, &d);
       if (!j->st || j->st == KF_ERR_NOMEM) break;
     }
   }
@@ -208,7 +214,7 @@ static void *pair_main(void *arg) {
 /* Inputs of every set, A and B, and their references (the interpreter's
  * fp64; it keeps no state between runs): 2n variants, the sets spread over
  * threads (one per CPU, at most one per set) */
-static kf_status make_sets(const kf_jtask *t, int n, uint64_t seed, kf_jset **out, kf_diag *diag) {
+static kf_status make_sets(const kf_jtask *t, int n, uint64_t seed, bool cpu_ref, kf_jset **out, kf_diag *diag) {
   kf_jset *sets = calloc((size_t)(2 * n), sizeof *sets);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   int nt = (int)(cpus < 1 ? 1 : cpus > n ? n : cpus);
@@ -224,7 +230,7 @@ static kf_status make_sets(const kf_jtask *t, int n, uint64_t seed, kf_jset **ou
     return KF_ERR_NOMEM;
   }
   for (int i = 0; i < nt; i++) {
-    jobs[i] = (pair_job){t, sets, i, nt, n, seed, KF_OK, {0}};
+    jobs[i] = (pair_job){t, sets, i, nt, n, seed, cpu_ref, KF_OK, {0}};
     kf_strbuf_init(&jobs[i].log);
     started[i] = i > 0 && pthread_create(&th[i], NULL, pair_main, &jobs[i]) == 0;
   }
@@ -413,6 +419,9 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   memset(&base, 0, sizeof base);
   cJSON *reasons = cJSON_CreateArray();
   kf_jset *sets = NULL;
+  kf_unit *ref_unit = NULL;
+  void *ref_plan = NULL;
+  size_t ref_plan_bytes = 0;
   double t_compile = now_s();
   prepare(unit_dir, &t, &o, &cand);
   t_compile = now_s() - t_compile;
@@ -454,20 +463,49 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   kf_strbuf_init(&rlog);
   kf_diag rd;
   kf_diag_init(&rd, to_buf, &rlog);
-  st = make_sets(&t, o.sets, o.seed ? o.seed : os_seed(), &sets, &rd);
+  /* the reference: the CPU interpreter for tasks up to KF_JCPU_REF_ELEMS
+   * elements, else (or when it refuses) the built-in fp64 unit on the GPU */
+  int64_t elems = 0;
+  for (int i = 0; i < t.n_in; i++) elems += t.in[i].numel;
+  for (int i = 0; i < t.n_out; i++) elems += t.out[i].numel;
+  bool cpu_ref = elems <= KF_JCPU_REF_ELEMS;
+  uint64_t seed = o.seed ? o.seed : os_seed();
+  st = cpu_ref ? make_sets(&t, o.sets, seed, true, &sets, &rd) : KF_ERR_LIMIT;
+  char gwhy[400] = "";
+  if (st == KF_ERR_LIMIT || st == KF_ERR_UNSUPPORTED) {
+    kf_status gs = kf_jref_unit(&t, &ref_unit, &ref_plan, &ref_plan_bytes, gwhy, sizeof gwhy);
+    if (!gs) {
+      cpu_ref = false;
+      st = make_sets(&t, o.sets, seed, false, &sets, &rd);
+    } else if (!cpu_ref) {
+      /* no GPU reference: the interpreter, if it can */
+      cpu_ref = true;
+      st = make_sets(&t, o.sets, seed, true, &sets, &rd);
+    }
+  }
   t_ref = now_s() - t_ref;
   if (st) {
     cJSON_Delete(reasons);
+    if (gwhy[0]) kf_strbuf_printf(&rlog, "no GPU reference either: %s\n", gwhy);
     kf_diag_error(diag, "%s", rlog.data ? rlog.data : "judge: no reference");
     st = not_judged(v, out, st, rlog.data ? rlog.data : "no reference");
     kf_strbuf_fini(&rlog);
     goto done_early;
   }
   kf_strbuf_fini(&rlog);
+  cJSON_AddStringToObject(v, "reference", cpu_ref ? "fp64 CPU interpreter" : "built-in fp64 unit on the GPU");
 
   bool base_ok = base.compiled && !base.no_plan;
-  kf_jwork w = {&t, &o, {cand.u, base_ok ? base.u : NULL}, {cand.plan, base_ok ? base.plan : NULL},
-                {cand.plan_bytes, base_ok ? base.plan_bytes : 0}, o.sets, sets};
+  kf_jwork w = {&t,
+                &o,
+                {cand.u, base_ok ? base.u : NULL},
+                {cand.plan, base_ok ? base.plan : NULL},
+                {cand.plan_bytes, base_ok ? base.plan_bytes : 0},
+                cpu_ref ? NULL : ref_unit,
+                cpu_ref ? NULL : ref_plan,
+                cpu_ref ? 0 : ref_plan_bytes,
+                o.sets,
+                sets};
   kf_jreport r;
   kf_jproc p;
   double t_gpu = now_s();
@@ -480,6 +518,12 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   }
   char fate[256];
   worker_fate(&p, &o, fate, sizeof fate);
+  if (p.reported && r.ref_failed) {
+    cJSON_Delete(reasons);
+    kf_diag_error(diag, "judge: %s", r.gpu_error);
+    st = not_judged(v, out, KF_ERR_INTERNAL, r.gpu_error);
+    goto done_early;
+  }
   if (!p.reported || !r.gpu_ok) {
     cJSON_Delete(reasons);
     char why[1024 + sizeof p.excerpt];
@@ -598,6 +642,8 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   cJSON_Delete(v);
   st = KF_OK;
 done_early:
+  kf_unit_destroy(ref_unit);
+  free(ref_plan);
   sets_free(&t, sets, o.sets);
   unit_state_fini(&cand);
   unit_state_fini(&base);

@@ -61,6 +61,13 @@ bool kf_junit_check(const kf_jtask *t, const kf_unit *u, const kf_judge_options 
  * through the runtime, from a one-group plan (plan.c) */
 bool kf_junit_has_library_steps(const kf_unit *u);
 
+/* ---- the GPU reference (reference.c) ---- */
+
+/* The built-in fp64 unit of the task's group, compiled (with its plan when
+ * it has library steps); an error with the reason in why[n] when there is
+ * none. */
+kf_status kf_jref_unit(const kf_jtask *t, kf_unit **out, void **plan, size_t *plan_bytes, char *why, size_t n);
+
 /* ---- library steps (plan.c) ---- */
 
 /* The module plan of the task's group with u as its unit (*blob malloc'd);
@@ -110,8 +117,13 @@ typedef struct kf_jwork {
   const kf_unit *units[KF_JUNITS]; /* compiled; [1] may be NULL */
   const void *plans[KF_JUNITS];    /* a unit with library steps: its plan */
   size_t plan_bytes[KF_JUNITS];
-  int n_sets;          /* input sets */
-  const kf_jset *sets; /* 2 * n_sets variants */
+  /* the GPU reference: when set, the sets come without references and the
+   * worker makes them by running it first */
+  const kf_unit *ref_unit;
+  const void *ref_plan;
+  size_t ref_plan_bytes;
+  int n_sets;    /* input sets */
+  kf_jset *sets; /* 2 * n_sets variants */
 } kf_jwork;
 
 #define KF_JREASON 1536
@@ -136,6 +148,7 @@ typedef struct kf_jreport {
   char device[96];
   char gpu_error[512];
   double bw_gbs;    /* device-to-device copy bandwidth, measured */
+  int ref_failed;   /* the GPU reference did not run: gpu_error says why */
   int64_t l2_bytes;
   kf_jresult res[KF_JUNITS];
 } kf_jreport;

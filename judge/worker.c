@@ -51,8 +51,9 @@ static double now_s(void) {
 /* ---- the work, in a memory file ----
  * every item padded to 8 bytes: header, the task's values (kf_jvalue,
  * raw: the same binary reads them),
- * per unit slot its JSON, source, cubin and plan (lengths first; JSON
- * length 0 for an empty slot; plan length 0 without library steps), then per input variant every input's extent and
+ * per unit slot (the candidate, the built-in unit, the GPU reference) its
+ * JSON, source, cubin and plan (lengths first; JSON length 0 for an empty
+ * slot; plan length 0 without library steps), then per input variant every input's extent and
  * every output's reference. */
 
 #define WORK_MAGIC 0x6b66776bu
@@ -103,8 +104,10 @@ static kf_status work_write(int fd, const kf_jwork *w, kf_diag *diag) {
                 t->tf32_conv, t->target.sm, t->target.arch_specific, w->opt->min_time_ms};
   bool ok = put(o, &h, sizeof h) && put(o, t->in, sizeof *t->in * (size_t)t->n_in) &&
             put(o, t->out, sizeof *t->out * (size_t)t->n_out);
-  for (int k = 0; ok && k < KF_JUNITS; k++) {
-    const kf_unit *u = w->units[k];
+  for (int k = 0; ok && k <= KF_JUNITS; k++) { /* the units, then the GPU reference */
+    const kf_unit *u = k < KF_JUNITS ? w->units[k] : w->ref_unit;
+    const void *plan = k < KF_JUNITS ? w->plans[k] : w->ref_plan;
+    size_t pb = k < KF_JUNITS ? w->plan_bytes[k] : w->ref_plan_bytes;
     if (!u) {
       ok = put_blob(o, NULL, 0);
       continue;
@@ -116,12 +119,13 @@ static kf_status work_write(int fd, const kf_jwork *w, kf_diag *diag) {
       return KF_ERR_INTERNAL;
     }
     ok = put_blob(o, js.data, js.len) && put_blob(o, u->source, u->source ? strlen(u->source) : 0) &&
-         put_blob(o, u->cubin, u->cubin ? u->cubin_bytes : 0) && put_blob(o, w->plans[k], w->plan_bytes[k]);
+         put_blob(o, u->cubin, u->cubin ? u->cubin_bytes : 0) && put_blob(o, plan, pb);
     kf_strbuf_fini(&js);
   }
   for (int v = 0; ok && v < 2 * w->n_sets; v++) {
     for (int i = 0; ok && i < t->n_in; i++) ok = put(o, w->sets[v].in[i], (size_t)t->in[i].bytes);
-    for (int i = 0; ok && i < t->n_out; i++) ok = put(o, w->sets[v].ref[i], sizeof(double) * (size_t)t->out[i].numel);
+    for (int i = 0; ok && !w->ref_unit && i < t->n_out; i++)
+      ok = put(o, w->sets[v].ref[i], sizeof(double) * (size_t)t->out[i].numel);
   }
   if (!ok) {
     kf_diag_error(diag, "judge: writing the worker's input: %s", strerror(errno));
@@ -197,12 +201,14 @@ int kf_judge_worker_main(void) {
   kf_judge_options o;
   kf_judge_options_init(&o);
   o.min_time_ms = h->min_time_ms;
-  kf_jwork w = {&t, &o, {NULL, NULL}, {NULL, NULL}, {0, 0}, h->n_sets, NULL};
-  kf_unit *units[KF_JUNITS] = {NULL, NULL};
+  kf_jwork w = {&t, &o, {NULL, NULL}, {NULL, NULL}, {0, 0}, NULL, NULL, 0, h->n_sets, NULL};
+  kf_unit *units[KF_JUNITS + 1] = {NULL, NULL, NULL}; /* the last: the GPU reference */
+  const void *plans[KF_JUNITS + 1] = {NULL, NULL, NULL};
+  size_t plan_bytes[KF_JUNITS + 1] = {0, 0, 0};
   kf_diag d;
   kf_diag_init(&d, quiet, NULL);
   bool ok = (t.n_in == 0 || t.in) && t.out;
-  for (int k = 0; ok && k < KF_JUNITS; k++) {
+  for (int k = 0; ok && k <= KF_JUNITS; k++) {
     uint64_t nj = 0, ns = 0, nc = 0;
     const char *js = take_blob(&r, &nj);
     if (!js) ok = false;
@@ -218,8 +224,8 @@ int kf_judge_worker_main(void) {
       void *pa = malloc((size_t)np);
       ok = pa != NULL;
       if (ok) memcpy(pa, plan, (size_t)np);
-      w.plans[k] = pa;
-      w.plan_bytes[k] = (size_t)np;
+      plans[k] = pa;
+      plan_bytes[k] = (size_t)np;
     }
     free(jd);
     free(sd);
@@ -229,8 +235,15 @@ int kf_judge_worker_main(void) {
       if (ok) memcpy(units[k]->cubin, cubin, (size_t)nc);
       units[k]->cubin_bytes = (size_t)nc;
     }
-    w.units[k] = units[k];
   }
+  for (int k = 0; k < KF_JUNITS; k++) {
+    w.units[k] = units[k];
+    w.plans[k] = plans[k];
+    w.plan_bytes[k] = plan_bytes[k];
+  }
+  w.ref_unit = units[KF_JUNITS];
+  w.ref_plan = plans[KF_JUNITS];
+  w.ref_plan_bytes = plan_bytes[KF_JUNITS];
   kf_jset *sets = calloc((size_t)(2 * h->n_sets), sizeof *sets);
   ok = ok && sets;
   for (int v = 0; ok && v < 2 * h->n_sets; v++) {
@@ -238,8 +251,13 @@ int kf_judge_worker_main(void) {
     sets[v].ref = calloc((size_t)t.n_out + 1, sizeof *sets[v].ref);
     ok = sets[v].in && sets[v].ref;
     for (int i = 0; ok && i < t.n_in; i++) ok = (sets[v].in[i] = (void *)take(&r, (size_t)t.in[i].bytes)) != NULL || !t.in[i].bytes;
-    for (int i = 0; ok && i < t.n_out; i++)
-      ok = (sets[v].ref[i] = (double *)take(&r, sizeof(double) * (size_t)t.out[i].numel)) != NULL || !t.out[i].numel;
+    for (int i = 0; ok && i < t.n_out; i++) {
+      size_t rb = sizeof(double) * (size_t)(t.out[i].numel ? t.out[i].numel : 1);
+      if (w.ref_unit) /* the worker makes them */
+        ok = (sets[v].ref[i] = malloc(rb)) != NULL;
+      else
+        ok = (sets[v].ref[i] = (double *)take(&r, sizeof(double) * (size_t)t.out[i].numel)) != NULL || !t.out[i].numel;
+    }
   }
   int rc = 2;
   if (!ok) {
@@ -255,13 +273,14 @@ int kf_judge_worker_main(void) {
   rc = 0;
 done:
   for (int v = 0; sets && v < 2 * h->n_sets; v++) {
+    for (int i = 0; w.ref_unit && sets[v].ref && i < t.n_out; i++) free(sets[v].ref[i]);
     free(sets[v].in);
     free(sets[v].ref);
   }
   free(sets);
-  for (int k = 0; k < KF_JUNITS; k++) {
+  for (int k = 0; k <= KF_JUNITS; k++) {
     kf_unit_destroy(units[k]);
-    free((void *)w.plans[k]);
+    free((void *)plans[k]);
   }
   munmap((void *)base, (size_t)sb.st_size);
   return rc;

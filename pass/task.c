@@ -171,7 +171,7 @@ static kf_status group_text(const kf_graph *g, const kf_group *grp, char **out, 
  * out the group's scalar inputs (copied into group.mlir): a unit reads
  * task input k where the compiler's unit reads group input j. A unit that
  * reads a scalar input through a pointer has no task form. */
-static kf_status task_inputs(const kf_group *grp, kf_unit *u, char *why, size_t n) {
+kf_status kf_task_unit_inputs(const kf_group *grp, kf_unit *u, char *why, size_t n) {
   for (int s = 0; s < u->n_steps; s++)
     for (int a = 0; a < u->steps[s].n_args; a++) {
       kf_unit_arg *arg = &u->steps[s].args[a];
@@ -372,7 +372,7 @@ static kf_status write_task(const kf_graph *g, const kf_partition *p, const kf_g
     kf_diag quiet;
     kf_diag_init(&quiet, first_error, reason);
     kf_status bs = kf_builtin_unit(p, grp, &bo, &u, &quiet);
-    if (bs == KF_OK) bs = task_inputs(grp, u, reason, sizeof reason);
+    if (bs == KF_OK) bs = kf_task_unit_inputs(grp, u, reason, sizeof reason);
     if (bs == KF_OK) {
       path = join(tmp, "builtin");
       st = path ? kf_unit_write_dir(u, path, diag) : KF_ERR_NOMEM;

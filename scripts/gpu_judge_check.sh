@@ -8,7 +8,9 @@
 #      with their built-in unit judged as the candidate: how many are
 #      correct, how many are not judged and why (library steps, the CPU
 #      reference's size limit), and the judge's wall time per unit (median,
-#      slowest).
+#      slowest);
+#   3. a task too large for the CPU reference (tests/hacks/large_model.mlir)
+#      judged against the GPU reference.
 # FIXTURES (a glob) narrows step 2. Writes logs under $OUT when set. Exit status 0 when the suite passes and
 # no built-in unit is judged incorrect.
 set -u
@@ -80,6 +82,18 @@ if secs:
     print(f"judge wall time per unit, {os.environ.get('JOBS', '6')} at once: median {secs[len(secs) // 2]:.2f} s, "
           f"slowest {secs[-1]:.2f} s over {len(secs)}")
 sys.exit(1 if counts["incorrect"] or counts["task failed"] else 0)
+PY
+echo "== a task past the CPU reference's size: the GPU reference (the built-in fp64 unit)"
+rm -rf "$WORK/large"
+"$KFUSE" task tests/hacks/large_model.mlir --group 0 -o "$WORK/large" -q &&
+  "$KFUSE" judge "$WORK/large" "$WORK/large/builtin" --no-builtin > "$OUT/large.json"
+python3 - "$OUT/large.json" <<'PY' || rc=1
+import json, sys
+v = json.load(open(sys.argv[1]))
+ok = v.get("judged") and v.get("correct") and v.get("reference") == "built-in fp64 unit on the GPU"
+print(("ok  " if ok else "FAIL"), "large task, built-in unit:", v.get("reference"), "reward", v.get("reward"),
+      "ms", v.get("candidate", {}).get("ms"), "seconds", v.get("seconds"), " / ".join(v.get("reasons", []))[:400])
+sys.exit(0 if ok else 1)
 PY
 echo "== result: $([ $rc -eq 0 ] && echo PASS || echo FAIL)"
 exit $rc

@@ -23,6 +23,14 @@ extern "C" {
 KF_API kf_status kf_task_write(kf_graph *g, const kf_compile_options *o, int group, const char *out_dir,
                                kf_diag *diag);
 
+/* u, a unit for group grp, with its input arguments renumbered as the
+ * task's inputs (grp's inputs without its scalars, which group.mlir holds
+ * as constants). KF_ERR_UNSUPPORTED, the reason in why[n], when u reads a
+ * scalar input through a pointer. */
+struct kf_unit;
+struct kf_group;
+KF_API kf_status kf_task_unit_inputs(const struct kf_group *grp, struct kf_unit *u, char *why, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

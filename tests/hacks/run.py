@@ -186,6 +186,15 @@ def ci(kfuse, tmp):
     rc, v, err = judge(kfuse, task, lib, "--no-builtin", env=env)
     check("library step without cuBLASLt: not judged, exit 1",
           rc == 1 and v and v["judged"] is False and "cuBLASLt" in v.get("why", ""), v, err)
+    # a task past the CPU reference's size: the GPU reference (the built-in
+    # fp64 unit), which on the fake writes nothing and is caught doing so
+    large = os.path.join(tmp, "large")
+    subprocess.run([kfuse, "task", os.path.join(HERE, "large_model.mlir"), "--group", "0", "-o", large, "-q"],
+                   check=True)
+    rc, v, err = judge(kfuse, large, os.path.join(large, "builtin"))
+    check("large task: the GPU reference, which wrote nothing on the fake: not judged",
+          rc == 1 and v and v["judged"] is False and "GPU reference" in v.get("why", "")
+          and "wrote none" in v.get("why", ""), v, err)
     print(f"hacks (CI, fake driver): {fails} check(s) failed")
     return fails
 
