@@ -581,7 +581,7 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
     correct = false;
   } else {
     reward = 1;
-    add_reason(reasons, "correct on %d input sets (twice each) and on the timing buffers", o.sets);
+    add_reason(reasons, "correct on %d input sets (three runs each) and on the timing buffers", o.sets);
     if (t.eager_ms >= 0) {
       if (c->ms * SPEEDUP_NEEDED <= t.eager_ms) reward = 2;
       add_reason(reasons, "%.3fx the eager baseline (%.4g ms)%s", t.eager_ms / c->ms, t.eager_ms,
