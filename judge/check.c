@@ -71,6 +71,23 @@ static void check_range(const kf_jtask *t, const kf_unit *u, int s, int k, const
              (long long)a->i, arg_kind(a->kind), a->index, (long long)b);
 }
 
+/* Step s's pointer arguments name buffers that exist and point inside
+ * them; with launch, NONE (absent library operands) is refused too */
+static void check_ptrs(const kf_jtask *t, const kf_unit *u, int s, const kf_unit_step *st, bool launch,
+                       kf_strbuf *why, int *n) {
+  for (int k = 0; k < st->n_args; k++) {
+    const kf_unit_arg *a = &st->args[k];
+    if (launch && a->kind == KF_UARG_NONE) why_line(why, n, "step %d: argument %d is NONE (library steps only)", s, k);
+    if (!is_ptr(a->kind)) continue;
+    int64_t bb = arg_buffer(t, u, a);
+    if (bb < 0)
+      why_line(why, n, "step %d: argument %d names %s %d, which does not exist", s, k, arg_kind(a->kind), a->index);
+    else if (a->i < 0 || (a->i >= bb && !(a->i == 0 && bb == 0)))
+      why_line(why, n, "step %d: argument %d points %lld bytes into %s %d, which has %lld", s, k, (long long)a->i,
+               arg_kind(a->kind), a->index, (long long)bb);
+  }
+}
+
 bool kf_junit_check(const kf_jtask *t, const kf_unit *u, const kf_judge_options *o, kf_strbuf *why) {
   int n = 0;
   if (u->n_steps < 1) why_line(why, &n, "the unit has no steps");
@@ -88,15 +105,7 @@ bool kf_junit_check(const kf_jtask *t, const kf_unit *u, const kf_judge_options 
     case KF_USTEP_GEMM:
     case KF_USTEP_CONV:
       /* the runtime checks the operands against the step's shape */
-      for (int k = 0; k < st->n_args; k++) {
-        const kf_unit_arg *a = &st->args[k];
-        if (!is_ptr(a->kind)) continue;
-        int64_t bb = arg_buffer(t, u, a);
-        if (bb < 0) why_line(why, &n, "step %d: argument %d names %s %d, which does not exist", s, k, arg_kind(a->kind), a->index);
-        else if (a->i < 0 || (a->i >= bb && !(a->i == 0 && bb == 0)))
-          why_line(why, &n, "step %d: argument %d points %lld bytes into %s %d, which has %lld", s, k, (long long)a->i,
-                   arg_kind(a->kind), a->index, (long long)bb);
-      }
+      check_ptrs(t, u, s, st, false, why, &n);
       break;
     case KF_USTEP_MEMSET:
       if (st->n_args != 2 || st->args[1].kind != KF_UARG_I64) why_line(why, &n, "step %d: memset needs (buffer, I64 bytes)", s);
@@ -123,16 +132,7 @@ bool kf_junit_check(const kf_jtask *t, const kf_unit *u, const kf_judge_options 
                  s, b[0], b[1], b[2]);
       if (st->smem > SM90_MAX_DYN_SMEM)
         why_line(why, &n, "step %d: %u bytes of dynamic shared memory, over sm_90's %d", s, st->smem, SM90_MAX_DYN_SMEM);
-      for (int k = 0; k < st->n_args; k++) {
-        const kf_unit_arg *a = &st->args[k];
-        if (a->kind == KF_UARG_NONE) why_line(why, &n, "step %d: argument %d is NONE (library steps only)", s, k);
-        if (!is_ptr(a->kind)) continue;
-        int64_t bb = arg_buffer(t, u, a);
-        if (bb < 0) why_line(why, &n, "step %d: argument %d names %s %d, which does not exist", s, k, arg_kind(a->kind), a->index);
-        else if (a->i < 0 || (a->i >= bb && !(a->i == 0 && bb == 0)))
-          why_line(why, &n, "step %d: argument %d points %lld bytes into %s %d, which has %lld", s, k, (long long)a->i,
-                   arg_kind(a->kind), a->index, (long long)bb);
-      }
+      check_ptrs(t, u, s, st, true, why, &n);
       break;
     }
     default: why_line(why, &n, "step %d: unknown kind %d", s, (int)st->kind); break;
