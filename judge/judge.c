@@ -470,6 +470,25 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   for (int i = 0; i < t.n_out; i++) elems += t.out[i].numel;
   bool cpu_ref = elems <= KF_JCPU_REF_ELEMS;
   uint64_t seed = o.seed ? o.seed : os_seed();
+  /* host bytes: every variant's inputs and references, twice (here and in
+   * the worker's memory file); at most a quarter of the machine's memory */
+  double host = 0;
+  for (int i = 0; i < t.n_in; i++) host += (double)t.in[i].bytes;
+  for (int i = 0; i < t.n_out; i++) host += 8.0 * (double)t.out[i].numel;
+  host *= 2.0 * 2 * o.sets;
+  double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+  if (phys > 0 && host > phys / 4) {
+    cJSON_Delete(reasons);
+    char why[300];
+    snprintf(why, sizeof why,
+             "the input sets and references need %.1f GiB of host memory, over a quarter of this machine's %.1f GiB "
+             "(the judge draws inputs on the host: a limit of this version)",
+             host / (1 << 30), phys / (1 << 30));
+    kf_diag_error(diag, "judge: %s", why);
+    kf_strbuf_fini(&rlog);
+    st = not_judged(v, out, KF_ERR_LIMIT, why);
+    goto done_early;
+  }
   st = cpu_ref ? make_sets(&t, o.sets, seed, true, &sets, &rd) : KF_ERR_LIMIT;
   char gwhy[400] = "";
   if (st == KF_ERR_LIMIT || st == KF_ERR_UNSUPPORTED) {
