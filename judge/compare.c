@@ -9,16 +9,21 @@
  * tiny-valued output is not waved through by a constant. Integer and bool
  * outputs must be equal.
  *
- * Tolerances by precision policy (elements and the norm alike; a group
- * with a convolution under the default policy is judged as tf32, as
- * PyTorch's default lets cuDNN use TF32 there): default 1e-4, tf32 2e-3, fp16 1e-2, bf16 2e-2; an f16 output at
- * least 2e-3 and a bf16 one at least 1.6e-2 (four times their unit
- * roundoff, what storing an exact result costs). A unit computing an fp32
- * policy's group in f16 or bf16 or with TF32 products misses the default
- * bound (relative errors of 3e-4 and more, measured in tests/hacks). The
- * norm bound is no tighter than the elements': a product over many factors
- * (KernelBench-like prod reductions with inputs over six decades) carries
- * fp32 rounding of 6e-5 in norm, honestly (H100, 2026-11-25). */
+ * Tolerances by precision policy (elements and the norm alike, but for
+ * tf32; a group with a convolution under the default policy is judged as
+ * tf32, as PyTorch's default lets cuDNN use TF32 there): default 1e-4,
+ * tf32 5e-3 for elements and 2e-3 in norm, fp16 1e-2, bf16 2e-2; an f16
+ * output at least 2e-3 and a bf16 one at least 1.6e-2 (four times their
+ * unit roundoff, what storing an exact result costs). A unit computing an
+ * fp32 policy's group in f16 or bf16 or with TF32 products misses the
+ * default bound (relative errors of 3e-4 and more, measured in
+ * tests/hacks). The norm bound is no tighter than the elements': a product
+ * over many factors (prod reductions with inputs over six decades) carries
+ * fp32 rounding of 6e-5 in norm, honestly (H100, 2026-11-25). The tf32
+ * element bound is looser than its norm because a TF32 dot product's error
+ * follows the sum of its terms' magnitudes, not its result: KernelBench L1
+ * 50's cuDNN convolution on inputs over six decades had one element of 74M
+ * 2% past 2e-3 x (RMS + |reference|) (H100, 2026-11-25). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,16 +32,19 @@
 #include "kfuse/interp.h"
 
 kf_jtol kf_jtol_for(kf_precision p, kf_dtype dt) {
-  double t = 1e-4;
+  double t = 1e-4, norm = 0;
   switch (p) {
-  case KF_PRECISION_TF32: t = 2e-3; break;
+  case KF_PRECISION_TF32: /* elements 5e-3: see above */
+    t = 5e-3;
+    norm = 2e-3;
+    break;
   case KF_PRECISION_FP16: t = 1e-2; break;
   case KF_PRECISION_BF16: t = 2e-2; break;
   default: break;
   }
   if (dt == KF_DTYPE_F16 && t < 2e-3) t = 2e-3;
   if (dt == KF_DTYPE_BF16 && t < 1.6e-2) t = 1.6e-2;
-  kf_jtol r = {t, t, t};
+  kf_jtol r = {t, t, norm > 0 ? norm : t};
   return r;
 }
 
