@@ -20,6 +20,11 @@ kf_status kf_compile_passes(kf_graph *g, const kf_compile_options *o, kf_diag *d
  * group's sizes checked against what a byte count can hold. */
 kf_status kf_compile_partition(const kf_graph *g, const kf_compile_options *o, kf_partition **out,
                                kf_diag *diag);
+/* g, a group as a function (what group.mlir holds), as a KernelBench-style
+ * PyTorch module (pass/model_py.c) into *out (malloc'd);
+ * KF_ERR_UNSUPPORTED with the reason in why[n] for an op it cannot spell. */
+kf_status kf_task_model_py(const kf_graph *g, const char *title, char **out, char *why, size_t n);
+
 /* The built-in policy's options from o. */
 void kf_compile_builtin_options(const kf_compile_options *o, kf_builtin_options *bo);
 

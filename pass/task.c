@@ -113,8 +113,10 @@ static kf_op *clone_op(kf_graph *ng, const kf_op *op, kf_value **map) {
 
 /* The group as a function: its inputs are arguments, except scalars made
  * outside it (kf.scalar), which are copied in. */
-static kf_status group_text(const kf_graph *g, const kf_group *grp, char **out, kf_diag *diag) {
+static kf_status group_text(const kf_graph *g, const kf_group *grp, char **out, char **model_py, char *py_why,
+                            size_t py_n, kf_diag *diag) {
   *out = NULL;
+  *model_py = NULL;
   char name[64];
   snprintf(name, sizeof name, "group_%d", grp->id);
   kf_graph *ng = kf_graph_create(name);
@@ -160,6 +162,10 @@ static kf_status group_text(const kf_graph *g, const kf_group *grp, char **out, 
   if (!st) {
     *out = b.data;
     b.data = NULL;
+    char title[96];
+    snprintf(title, sizeof title, "group %d of '%s'", grp->id, g->name);
+    kf_status ps = kf_task_model_py(ng, title, model_py, py_why, py_n);
+    if (ps == KF_ERR_NOMEM) st = ps;
   }
   kf_strbuf_fini(&b);
   kf_graph_destroy(ng);
@@ -265,7 +271,7 @@ static cJSON *tensor_json(const kf_graph *g, const kf_value *v) {
 }
 
 static char *task_json(const kf_graph *g, const kf_group *grp, const kf_compile_options *o,
-                       const char *builtin_why) {
+                       const char *builtin_why, const char *model_py_why) {
   cJSON *t = cJSON_CreateObject();
   if (!t) return NULL;
   cJSON_AddStringToObject(t, "format", TASK_FORMAT);
@@ -321,6 +327,12 @@ static char *task_json(const kf_graph *g, const kf_group *grp, const kf_compile_
   }
   cJSON_AddStringToObject(t, "ir", "group.mlir");
   cJSON_AddStringToObject(t, "canonical", "canonical.txt");
+  if (model_py_why) {
+    cJSON_AddNullToObject(t, "model_py");
+    cJSON_AddStringToObject(t, "model_py_why", model_py_why);
+  } else {
+    cJSON_AddStringToObject(t, "model_py", "model.py");
+  }
   if (builtin_why) {
     cJSON_AddNullToObject(t, "builtin_unit");
     cJSON_AddStringToObject(t, "builtin_why", builtin_why);
@@ -350,11 +362,16 @@ static kf_status write_task(const kf_graph *g, const kf_partition *p, const kf_g
     return KF_ERR_IO;
   }
   kf_status st = KF_OK;
-  char *ir = NULL, *json = NULL, *path = NULL;
-  st = group_text(g, grp, &ir, diag);
+  char *ir = NULL, *json = NULL, *path = NULL, *py = NULL, py_why[300] = "";
+  st = group_text(g, grp, &ir, &py, py_why, sizeof py_why, diag);
   if (!st) {
     path = join(tmp, "group.mlir");
     st = path ? write_file(path, ir, diag) : KF_ERR_NOMEM;
+    free(path);
+  }
+  if (!st && py) {
+    path = join(tmp, "model.py");
+    st = path ? write_file(path, py, diag) : KF_ERR_NOMEM;
     free(path);
   }
   if (!st) {
@@ -386,7 +403,7 @@ static kf_status write_task(const kf_graph *g, const kf_partition *p, const kf_g
     kf_unit_destroy(u);
   }
   if (!st) {
-    json = task_json(g, grp, o, *why ? why : NULL);
+    json = task_json(g, grp, o, *why ? why : NULL, py ? NULL : py_why);
     path = join(tmp, "task.json");
     st = json && path ? write_file(path, json, diag) : KF_ERR_NOMEM;
     free(path);
@@ -397,6 +414,7 @@ static kf_status write_task(const kf_graph *g, const kf_partition *p, const kf_g
   }
   if (st) remove_tmp(tmp);
   free(ir);
+  free(py);
   cJSON_free(json);
   free(tmp);
   return st;

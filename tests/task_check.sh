@@ -21,9 +21,21 @@ for p in "$fx"/*.pt2; do
     if [ ! -f "$d/builtin/unit.json" ] && ! grep -q '"builtin_why"' "$d/task.json"; then
       echo "FAIL $d: no built-in unit and no reason"; fail=1
     fi
+    if [ ! -f "$d/model.py" ] && ! grep -q '"model_py_why"' "$d/task.json"; then
+      echo "FAIL $d: no model.py and no reason"; fail=1
+    fi
   done
 done
 echo "$n tasks from $models models"
+# every model.py is Python (scripts/check_model_py.py runs them against the
+# interpreter where PyTorch is installed)
+if command -v python3 > /dev/null; then
+  find "$work" -name model.py -print0 | xargs -0 python3 -c '
+import ast, sys
+for f in sys.argv[1:]:
+    ast.parse(open(f).read(), f)
+print(len(sys.argv) - 1, "model.py files parse")' || { echo "FAIL a model.py does not parse"; fail=1; }
+fi
 [ "$n" -gt 0 ] || fail=1
 expect2() { # description, args...
   local what=$1; shift
