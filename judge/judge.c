@@ -355,7 +355,7 @@ static void prepare(const char *dir, const kf_jtask *t, const kf_judge_options *
   s->read = true;
   if (!kf_junit_check(t, s->u, o, &s->log)) return;
   s->checked = true;
-  if (kf_unit_compile(s->u, &t->target, &d) != KF_OK) return;
+  if (kf_jcompile(s->u, &t->target, o, &d) != KF_OK) return;
   s->compiled = true;
   if (kf_junit_has_library_steps(s->u) && kf_jplan_build(t, s->u, &s->plan, &s->plan_bytes, &d) != KF_OK)
     s->no_plan = true;

@@ -172,6 +172,11 @@ typedef struct kf_jproc {
   double wall_s;
 } kf_jproc;
 
+/* u's source compiled with NVRTC in a worker process (kfuse
+ * judge-compile) under o's timeout: cubin and log into u as
+ * kf_unit_compile would; a crash or a timeout is a compile error. */
+kf_status kf_jcompile(kf_unit *u, const kf_target *tg, const kf_judge_options *o, kf_diag *diag);
+
 /* Run kf_jgpu_run(w) in a forked worker with w->opt's limits; *r is its
  * report when p->reported. KF_OK whenever the worker ran (whatever
  * happened to it); an error when it could not be started. */

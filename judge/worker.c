@@ -24,7 +24,10 @@
  * and reports a worker that exits without a whole report (a crash, a
  * signal) with its exit status. A worker serves one judge call: CUDA's
  * start-up (about 0.2 s) is paid per call; reusing healthy workers across
- * calls is not built yet. */
+ * calls is not built yet.
+ *
+ * kf_jcompile runs NVRTC the same way (`kfuse judge-compile`), under the
+ * same timeout. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -165,6 +168,10 @@ static char *dup_n(const char *p, uint64_t n) {
   return d;
 }
 
+static void to_log(void *user, kf_diag_level level, const char *msg) {
+  if (level == KF_DIAG_ERROR) kf_strbuf_printf(user, "%s\n", msg);
+}
+
 static void quiet(void *user, kf_diag_level level, const char *msg) {
   (void)user;
   if (level == KF_DIAG_ERROR) fprintf(stderr, "judge-worker: %s\n", msg);
@@ -286,6 +293,31 @@ done:
   return rc;
 }
 
+/* In the forked child: its own process group, death with the parent, no
+ * core files, stdin /dev/null, stdout and stderr to out_fd, the report pipe
+ * on fd 3, the work on fd 4, then `kfuse CMD` from exe (this process's
+ * image when NULL). Only async-signal-safe calls until the exec. */
+static void spawn_child(const char *exe, const char *cmd, pid_t parent, int out_fd, int rep_fd, int work_fd) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(3); /* the parent is already gone */
+  struct rlimit rl = {0, 0};
+  setrlimit(RLIMIT_CORE, &rl);
+  int dn = open("/dev/null", O_RDWR);
+  if (dn < 0) _exit(4);
+  /* out of the way first: a source may sit on a target's number */
+  int o = fcntl(out_fd >= 0 ? out_fd : dn, F_DUPFD, 10), r = fcntl(rep_fd, F_DUPFD, 10),
+      w = fcntl(work_fd, F_DUPFD, 10), n = fcntl(dn, F_DUPFD, 10);
+  if (o < 0 || r < 0 || w < 0 || n < 0 || dup2(n, 0) < 0 || dup2(o, 1) < 0 || dup2(o, 2) < 0 || dup2(r, REPORT_FD) < 0 ||
+      dup2(w, WORK_FD) < 0)
+    _exit(4);
+  char *const argv[] = {"kfuse", (char *)cmd, NULL};
+  execv(exe ? exe : "/proc/self/exe", argv);
+  static const char msg[] = "judge: cannot start the worker image\n";
+  if (write(2, msg, sizeof msg - 1) < 0) _exit(5);
+  _exit(5);
+}
+
 kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *diag) {
   memset(p, 0, sizeof *p);
   memset(r, 0, sizeof *r);
@@ -329,24 +361,7 @@ kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *d
     if (mfd >= 0) close(mfd);
     return st ? st : KF_ERR_INTERNAL;
   }
-  if (pid == 0) {
-    /* only async-signal-safe calls until the exec */
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(3); /* the parent is already gone */
-    struct rlimit rl = {0, 0};
-    setrlimit(RLIMIT_CORE, &rl);
-    int dn = open("/dev/null", O_RDONLY);
-    if (dn < 0 || dup2(dn, 0) < 0 || dup2(op[1], 1) < 0 || dup2(op[1], 2) < 0 || dup2(rp[1], REPORT_FD) < 0 ||
-        dup2(mfd, WORK_FD) < 0)
-      _exit(4);
-    const char *exe = w->opt->worker_exe ? w->opt->worker_exe : "/proc/self/exe";
-    char *const argv[] = {"kfuse", "judge-worker", NULL};
-    execv(exe, argv);
-    static const char msg[] = "judge: cannot start the worker image\n";
-    if (write(2, msg, sizeof msg - 1) < 0) _exit(5);
-    _exit(5);
-  }
+  if (pid == 0) spawn_child(w->opt->worker_exe, "judge-worker", parent, op[1], rp[1], mfd);
   close(mfd);
   setpgid(pid, pid); /* also done by the child: whichever runs first */
   close(rp[1]);
@@ -427,4 +442,137 @@ kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *d
   if (WIFSIGNALED(status) && !(killed && WTERMSIG(status) == SIGKILL && (p->timed_out || p->flooded)))
     p->signal = WTERMSIG(status);
   return KF_OK;
+}
+
+/* ---- NVRTC in a worker ----
+ * A candidate's source is compiled by `kfuse judge-compile`, a fresh image
+ * started as the GPU worker is: a source that crashes NVRTC or keeps it
+ * busy past the judge's timeout fails that candidate, not the judge. In:
+ * header, the unit's name, its source; out (fd 3): status, the log (the
+ * diagnostic, with NVRTC's log verbatim, on failure), the cubin. */
+
+#define COMPILE_MAGIC 0x6b666a63u
+
+typedef struct compile_hdr {
+  uint32_t magic;
+  int32_t sm, arch_specific;
+} compile_hdr;
+
+int kf_judge_compile_main(void) {
+  struct stat sb;
+  if (fstat(WORK_FD, &sb) != 0 || sb.st_size < (off_t)sizeof(compile_hdr)) {
+    fprintf(stderr, "judge-compile: no work on fd %d (this command is the judge's, not for use by hand)\n", WORK_FD);
+    return 2;
+  }
+  const char *base = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, WORK_FD, 0);
+  if (base == MAP_FAILED) return 2;
+  rdr r = {base, (size_t)sb.st_size};
+  const compile_hdr *h = take(&r, sizeof *h);
+  uint64_t nn = 0, ns = 0;
+  const char *name = h && h->magic == COMPILE_MAGIC ? take_blob(&r, &nn) : NULL;
+  const char *src = name ? take_blob(&r, &ns) : NULL;
+  if (!src) return 2;
+  kf_unit *u = calloc(1, sizeof *u); /* kf_unit_destroy frees what it holds */
+  if (!u) return 2;
+  u->name = dup_n(name, nn);
+  u->source = dup_n(src, ns);
+  if (!u->name || !u->source) return 2;
+  kf_strbuf log;
+  kf_strbuf_init(&log);
+  kf_diag d;
+  kf_diag_init(&d, to_log, &log);
+  kf_target tg = {h->sm, h->arch_specific != 0};
+  int32_t st = (int32_t)kf_unit_compile(u, &tg, &d);
+  const char *text = st ? (log.data ? log.data : "") : (u->compile_log ? u->compile_log : "");
+  wr out = {REPORT_FD, 0};
+  bool ok = put(&out, &st, sizeof st) && put_blob(&out, text, strlen(text)) &&
+            put_blob(&out, u->cubin, st ? 0 : u->cubin_bytes);
+  kf_strbuf_fini(&log);
+  kf_unit_destroy(u);
+  munmap((void *)base, (size_t)sb.st_size);
+  return ok ? 0 : 2;
+}
+
+kf_status kf_jcompile(kf_unit *u, const kf_target *tg, const kf_judge_options *o, kf_diag *diag) {
+  if (!u->source || getenv("KFUSE_JUDGE_NO_WORKER")) return kf_unit_compile(u, tg, diag);
+  int rp[2] = {-1, -1};
+  int mfd = memfd_create("kfuse-judge-compile", MFD_CLOEXEC);
+  if (mfd < 0 || pipe2(rp, O_CLOEXEC) != 0) {
+    kf_diag_error(diag, "judge: cannot start the compiler's worker: %s", strerror(errno));
+    if (mfd >= 0) close(mfd);
+    return KF_ERR_INTERNAL;
+  }
+  compile_hdr h = {COMPILE_MAGIC, tg->sm, tg->arch_specific};
+  wr in = {mfd, 0};
+  const char *name = u->name ? u->name : "unit";
+  bool ok = put(&in, &h, sizeof h) && put_blob(&in, name, strlen(name)) &&
+            put_blob(&in, u->source, strlen(u->source));
+  pid_t parent = getpid(), pid = ok ? fork() : -1;
+  if (pid == 0) spawn_child(o->worker_exe, "judge-compile", parent, -1, rp[1], mfd);
+  close(mfd);
+  close(rp[1]);
+  if (pid < 0) {
+    close(rp[0]);
+    kf_diag_error(diag, "judge: cannot start the compiler's worker: %s", strerror(errno));
+    return KF_ERR_INTERNAL;
+  }
+  /* everything it sends, until it closes the pipe or the deadline */
+  kf_strbuf got;
+  kf_strbuf_init(&got);
+  double deadline = now_s() + o->timeout_s;
+  bool timed_out = false;
+  for (;;) {
+    double left = deadline - now_s();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    struct pollfd pf = {rp[0], POLLIN, 0};
+    int k = poll(&pf, 1, left > 1 ? 1000 : (int)(left * 1000) + 1);
+    if (k < 0 && errno != EINTR) break;
+    if (k <= 0) continue;
+    char buf[65536];
+    ssize_t n = read(rp[0], buf, sizeof buf);
+    if (n <= 0) break;
+    kf_strbuf_append(&got, buf, (size_t)n);
+  }
+  close(rp[0]);
+  if (timed_out) {
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  kf_status st = KF_ERR_INVALID;
+  rdr r = {got.data ? got.data : "", got.len};
+  const int32_t *cs = got.failed ? NULL : take(&r, sizeof *cs);
+  uint64_t nl = 0, nc = 0;
+  const char *log = cs ? take_blob(&r, &nl) : NULL;
+  const char *cubin = log ? take_blob(&r, &nc) : NULL;
+  if (timed_out) {
+    kf_diag_error(diag, "unit %s: NVRTC did not finish within the judge's %g s and was killed", name, o->timeout_s);
+  } else if (!cubin) {
+    if (WIFSIGNALED(status))
+      kf_diag_error(diag, "unit %s: NVRTC crashed (signal %d, %s)", name, WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+      kf_diag_error(diag, "unit %s: the compiler's worker exited with status %d without a result", name,
+                    WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  } else if (*cs) {
+    kf_diag_error(diag, "%.*s", (int)nl, log);
+  } else {
+    free(u->cubin);
+    free(u->compile_log);
+    u->cubin = malloc(nc ? nc : 1);
+    u->compile_log = dup_n(log, nl);
+    if (u->cubin && u->compile_log) {
+      memcpy(u->cubin, cubin, nc);
+      u->cubin_bytes = nc;
+      st = KF_OK;
+    } else {
+      st = KF_ERR_NOMEM;
+    }
+  }
+  kf_strbuf_fini(&got);
+  return st;
 }

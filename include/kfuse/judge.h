@@ -46,6 +46,8 @@ KF_API kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const
  * not for use by hand): reads its work from fd 4, reports on fd 3. Returns
  * the process exit status. */
 KF_API int kf_judge_worker_main(void);
+/* `kfuse judge-compile`: NVRTC for one unit, for the judge (likewise). */
+KF_API int kf_judge_compile_main(void);
 
 #ifdef __cplusplus
 }

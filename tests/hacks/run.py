@@ -26,7 +26,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # refusals made before anything runs on the GPU
-STATIC = ("refused before compiling", "does not compile")
+STATIC = ("refused before compiling", "does not compile", "did not finish within")
 
 
 def judge(kfuse, task, unit, *extra, env=None):
@@ -137,7 +137,7 @@ def ci(kfuse, tmp):
 
     for name in units():
         exp = expect_of(name)
-        rc, v, err = judge(kfuse, task, os.path.join(HERE, name), "--no-builtin")
+        rc, v, err = judge(kfuse, task, os.path.join(HERE, name), "--no-builtin", "--timeout", "10")
         if any(s in exp for s in STATIC):
             check(f"{name}: {exp}", holds(exp, rc, v), v, err)
         else:
