@@ -53,6 +53,14 @@ static void vname(kf_strbuf *b, const kf_value *v) {
   else kf_strbuf_printf(b, "v%u", v->id);
 }
 
+/* operands from..from+n-1 of op, comma-separated */
+static void operands(kf_strbuf *b, const kf_op *op, int from, int n) {
+  for (int i = from; i < from + n; i++) {
+    if (i > from) kf_strbuf_printf(b, ", ");
+    vname(b, i < op->n_operands ? op->operands[i] : NULL);
+  }
+}
+
 #define A(k) (&op->attrs[k])
 #define O(k) op->operands[k]
 #define R(k) op->results[k]
@@ -86,9 +94,7 @@ static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
     if (!strcmp(name, torch_binary[i])) {
       /* a scalar operand is a Python number: its own value, as the IR's */
       kf_strbuf_printf(b, "torch.%s(", name);
-      vname(b, O(0));
-      kf_strbuf_printf(b, ", ");
-      vname(b, O(1));
+      operands(b, op, 0, 2);
       kf_strbuf_printf(b, ")\n");
       return true;
     }
@@ -160,9 +166,7 @@ static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
   case KF_OP_ADD:
   case KF_OP_SUB:
     kf_strbuf_printf(b, "torch.%s(", name);
-    vname(b, O(0));
-    kf_strbuf_printf(b, ", ");
-    vname(b, O(1));
+    operands(b, op, 0, 2);
     if (A(0)->present) {
       kf_strbuf_printf(b, ", alpha=");
       number(b, A(0)->u.num);
@@ -171,19 +175,13 @@ static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
     return true;
   case KF_OP_DIV:
     kf_strbuf_printf(b, "torch.div(");
-    vname(b, O(0));
-    kf_strbuf_printf(b, ", ");
-    vname(b, O(1));
+    operands(b, op, 0, 2);
     if (A(0)->present) kf_strbuf_printf(b, ", rounding_mode='%s'", A(0)->u.s);
     kf_strbuf_printf(b, ")\n");
     return true;
   case KF_OP_WHERE:
     kf_strbuf_printf(b, "torch.where(");
-    vname(b, O(0));
-    kf_strbuf_printf(b, ", ");
-    vname(b, O(1));
-    kf_strbuf_printf(b, ", ");
-    vname(b, O(2));
+    operands(b, op, 0, 3);
     kf_strbuf_printf(b, ")\n");
     return true;
   case KF_OP_RESHAPE:
@@ -340,9 +338,7 @@ static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
     kf_strbuf_printf(b, ", ");
     ints(b, O(0)->type.shape + (r - k), k);
     kf_strbuf_printf(b, ", ");
-    vname(b, O(1));
-    kf_strbuf_printf(b, ", ");
-    vname(b, O(2));
+    operands(b, op, 1, 2);
     kf_strbuf_printf(b, ", ");
     fnum(b, A(1)->u.f);
     kf_strbuf_printf(b, ")\n");
@@ -353,11 +349,7 @@ static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
     int64_t hw = 1;
     for (int d = 2; d < x->rank; d++) hw *= x->shape[d];
     kf_strbuf_printf(b, "torch.ops.aten.native_group_norm(");
-    vname(b, O(0));
-    kf_strbuf_printf(b, ", ");
-    vname(b, O(1));
-    kf_strbuf_printf(b, ", ");
-    vname(b, O(2));
+    operands(b, op, 0, 3);
     kf_strbuf_printf(b, ", %lld, %lld, %lld, %lld, ", (long long)x->shape[0], (long long)x->shape[1], (long long)hw,
                      (long long)A(0)->u.i);
     fnum(b, A(1)->u.f);
@@ -383,18 +375,12 @@ static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
   case KF_OP_MM:
   case KF_OP_BMM:
     kf_strbuf_printf(b, "torch.%s(", name);
-    vname(b, O(0));
-    kf_strbuf_printf(b, ", ");
-    vname(b, O(1));
+    operands(b, op, 0, 2);
     kf_strbuf_printf(b, ")\n");
     return true;
   case KF_OP_ADDMM:
     kf_strbuf_printf(b, "torch.addmm(");
-    vname(b, O(0));
-    kf_strbuf_printf(b, ", ");
-    vname(b, O(1));
-    kf_strbuf_printf(b, ", ");
-    vname(b, O(2));
+    operands(b, op, 0, 3);
     kf_strbuf_printf(b, ", beta=");
     number(b, A(0)->u.num);
     kf_strbuf_printf(b, ", alpha=");
@@ -403,11 +389,7 @@ static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
     return true;
   case KF_OP_CONV:
     kf_strbuf_printf(b, "torch.ops.aten.convolution(");
-    vname(b, O(0));
-    kf_strbuf_printf(b, ", ");
-    vname(b, O(1));
-    kf_strbuf_printf(b, ", ");
-    vname(b, O(2));
+    operands(b, op, 0, 3);
     for (int k = 0; k < 3; k++) {
       kf_strbuf_printf(b, ", ");
       ints(b, A(k)->u.ints.v, A(k)->u.ints.n);
@@ -454,11 +436,7 @@ static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
   }
   case KF_OP_SDPA:
     kf_strbuf_printf(b, "F.scaled_dot_product_attention(");
-    vname(b, O(0));
-    kf_strbuf_printf(b, ", ");
-    vname(b, O(1));
-    kf_strbuf_printf(b, ", ");
-    vname(b, O(2));
+    operands(b, op, 0, 3);
     kf_strbuf_printf(b, ", attn_mask=");
     vname(b, op->n_operands > 3 ? O(3) : NULL);
     kf_strbuf_printf(b, ", is_causal=%s", A(0)->u.b ? "True" : "False");
