@@ -76,9 +76,9 @@ typedef struct jbufs {
 static void bufs_free(jg *g, jbufs *b) {
   for (int i = 0; b->in_base && i < b->n_in; i++)
     if (b->in_base[i]) g->cu->cuMemFree(b->in_base[i]);
-  for (int i = 0; i < b->n_out; i++)
+  for (int i = 0; b->out && i < b->n_out; i++)
     if (b->out[i]) g->cu->cuMemFree(b->out[i]);
-  for (int i = 0; i < b->n_scr; i++)
+  for (int i = 0; b->scr && i < b->n_scr; i++)
     if (b->scr[i]) g->cu->cuMemFree(b->scr[i]);
   free(b->in);
   free(b->in_base);

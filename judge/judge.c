@@ -452,9 +452,9 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
     st = KF_OK;
     goto done_early;
   }
-  if (o.builtin && t.has_builtin) {
+  if (o.builtin && t.builtin_dir[0]) {
     char bdir[4096];
-    snprintf(bdir, sizeof bdir, "%s/builtin", task_dir);
+    snprintf(bdir, sizeof bdir, "%s/%s", task_dir, t.builtin_dir);
     prepare(bdir, &t, &o, &base);
   }
 
@@ -623,7 +623,7 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
     }
   }
   if (w.units[1] && !b->ok) add_reason(reasons, "the built-in unit failed: %s", b->reason);
-  if (!base_ok && o.builtin && t.has_builtin)
+  if (!base_ok && o.builtin && t.builtin_dir[0])
     add_reason(reasons, "the built-in unit was not judged: %s", base.log.data ? base.log.data : "");
   if (p.output_bytes) add_reason(reasons, "the worker printed %lld bytes", (long long)p.output_bytes);
   cJSON_AddBoolToObject(v, "correct", correct);

@@ -1,15 +1,19 @@
 /* judge/judge_int.h — private to the judge (include/kfuse/judge.h).
  *
  * The judge is split by where code runs:
- *   task.c     the task directory read back (task.json + group.mlir)
- *   check.c    static checks of a unit against its task, before any GPU
- *   compare.c  outputs against the fp64 reference, the tolerances
- *   worker.c   the worker process: fork, limits, its report through a pipe
- *   gpu.c      what the worker does on the GPU (only ever in the worker)
- *   judge.c    the protocol: inputs, references, the worker, reward, verdict
- * The judging process itself never creates a CUDA context: everything on
- * the GPU happens in a forked worker, so a fault there cannot take the
- * caller down (docs/AGENT.md "Isolation"). */
+ *   task_read.c  the task directory read back (task.json + group.mlir)
+ *   check.c      static checks of a unit against its task, before any GPU
+ *   compare.c    outputs against the fp64 reference, the tolerances
+ *   plan.c       a unit with library steps as a module plan for the runtime
+ *   reference.c  the GPU reference: the built-in fp64 unit of the group
+ *   worker.c     the worker processes (fork + exec of kfuse judge-worker
+ *                and judge-compile): limits, reports through pipes
+ *   gpu.c        what the GPU worker does (only ever in that worker)
+ *   judge.c      the protocol: inputs, references, the worker, reward,
+ *                verdict
+ * The judging process itself never creates a CUDA context and never runs
+ * NVRTC on a candidate: both happen in workers, so a fault there cannot
+ * take the caller down (docs/AGENT.md "Isolation"). */
 #ifndef KFUSE_JUDGE_INT_H
 #define KFUSE_JUDGE_INT_H
 
@@ -44,7 +48,8 @@ typedef struct kf_jtask {
   int64_t floor_bytes;
   double floor_flops;
   double eager_ms, compile_ms; /* baselines written into the task; < 0: none */
-  bool has_builtin;            /* task_dir/builtin holds the built-in unit */
+  char builtin_dir[64];        /* "builtin_unit": the built-in unit's directory
+                                  in the task directory, "" when none */
 } kf_jtask;
 
 kf_status kf_jtask_read(const char *dir, kf_jtask *t, kf_diag *diag);

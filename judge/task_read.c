@@ -144,7 +144,15 @@ kf_status kf_jtask_read(const char *dir, kf_jtask *t, kf_diag *diag) {
   t->group = cJSON_IsNumber(grp) ? (int)grp->valuedouble : -1;
   snprintf(t->key, sizeof t->key, "%s", cJSON_IsString(key) ? key->valuestring : "");
   snprintf(t->kind, sizeof t->kind, "%s", cJSON_IsString(kind) ? kind->valuestring : "");
-  t->has_builtin = cJSON_IsString(bu);
+  if (cJSON_IsString(bu)) {
+    /* like "ir": a plain name inside the task directory */
+    if (!bu->valuestring[0] || strchr(bu->valuestring, '/') || strcmp(bu->valuestring, "..") == 0 ||
+        strlen(bu->valuestring) >= sizeof t->builtin_dir) {
+      kf_diag_error(diag, "%s: \"builtin_unit\" must name a directory of the task directory", path);
+      goto out;
+    }
+    snprintf(t->builtin_dir, sizeof t->builtin_dir, "%s", bu->valuestring);
+  }
 
   snprintf(ir, sizeof ir, "%s/%s", dir, irf->valuestring);
   kf_load_options lo;

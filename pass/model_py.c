@@ -68,7 +68,6 @@ static void operands(kf_strbuf *b, const kf_op *op, int from, int n) {
 /* one op, as "vR = expr" lines; false with the reason when no spelling */
 static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
   const char *name = kf_op_info_get(op->code)->name;
-  kf_op_kind kind = kf_op_info_get(op->code)->kind;
   kf_strbuf_printf(b, "        ");
   for (int i = 0; i < op->n_results; i++) {
     if (i) kf_strbuf_printf(b, ", ");
@@ -448,7 +447,6 @@ static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
     return true;
   default: break;
   }
-  (void)kind;
   snprintf(why, n, "op %s (kf.%s) has no PyTorch spelling in model.py yet", op->name, name);
   return false;
 }
