@@ -312,3 +312,69 @@ kf_status kf_builtin_unit(const kf_partition *p, const kf_group *g, const kf_bui
   *out = u;
   return KF_OK;
 }
+
+/* ---- choices worth timing ------------------------------------------------------ */
+
+/* Groups moving fewer bytes than this are not searched: their time is the
+ * launch's, whatever the template shape */
+#define KF_VARIANT_MIN_BYTES ((int64_t)4 << 20)
+
+static int64_t group_bytes(const kf_group *g) {
+  int64_t s = 0;
+  for (int i = 0; i < g->n_inputs; i++)
+    if (g->inputs[i]->type.kind == KF_TYPE_TENSOR)
+      s += kf_type_numel(&g->inputs[i]->type) * (int64_t)kf_dtype_size(g->inputs[i]->type.dtype);
+  for (int i = 0; i < g->n_outputs; i++)
+    s += kf_type_numel(&g->outputs[i]->type) * (int64_t)kf_dtype_size(g->outputs[i]->type.dtype);
+  return s;
+}
+
+static void variant(kf_builtin_variant *v, int *n, const kf_builtin_options *base, const char *label) {
+  snprintf(v[*n].label, sizeof v[*n].label, "%s", label);
+  v[*n].opt = *base;
+  ++*n;
+}
+
+int kf_builtin_variants(const kf_group *g, const kf_builtin_options *base, kf_builtin_variant *out) {
+  int n = 0;
+  if (base->fp64) return 0;
+  switch (g->kind) {
+  case KF_GROUP_REDUCE:
+  case KF_GROUP_SCAN:
+    /* rows: the register budget ptxas is asked for (resident threads a
+     * SM) and the block shape; the best differ per kernel (softmax and
+     * layer norm on the same rows want different ones: scripts/sweep.py,
+     * H200, 2026-11-22) */
+    if (group_bytes(g) < KF_VARIANT_MIN_BYTES) return 0;
+    if (base->row_occupancy == 0) {
+      static const int occ[] = {1536, 1280, 1024};
+      for (int i = 0; i < 3; i++) {
+        char l[32];
+        snprintf(l, sizeof l, "occ=%d", occ[i]);
+        variant(out, &n, base, l);
+        out[n - 1].opt.row_occupancy = occ[i];
+      }
+    }
+    if (base->block_size == 0 && g->kind == KF_GROUP_REDUCE) {
+      variant(out, &n, base, "block=512");
+      out[n - 1].opt.block_size = 512;
+    }
+    return n;
+  case KF_GROUP_CONV: {
+    /* cuDNN's choice against im2col + cuBLASLt: only where the latter is
+     * a GEMM (one group, not transposed, row-major activations); the
+     * direct template is never a candidate (correct everywhere, fast
+     * nowhere) */
+    const kf_op *a = g->anchor;
+    if (base->no_cudnn || !a || a->n_operands < 2) return 0;
+    const kf_type *x = &a->operands[0]->type;
+    if (kf_op_get_bool(a, "transposed") || kf_op_get_int(a, "groups") != 1 || !kf_type_is_contiguous(x) ||
+        !kf_type_is_contiguous(&a->results[0]->type))
+      return 0;
+    variant(out, &n, base, "no-cudnn");
+    out[n - 1].opt.no_cudnn = true;
+    return n;
+  }
+  default: return 0;
+  }
+}

@@ -666,3 +666,64 @@ kf_status kf_unit_read_dir(const char *dir, kf_unit **out, kf_diag *diag) {
   free(src);
   return st;
 }
+
+/* ---- comparing and copying units ---------------------------------------------- */
+
+static void quiet_diag(void *user, kf_diag_level level, const char *msg) {
+  (void)user;
+  (void)level;
+  (void)msg;
+}
+
+/* u's launch plan as JSON, without who made it */
+static char *plan_text(const kf_unit *u) {
+  kf_unit c = *u; /* shallow: only read */
+  c.policy = NULL;
+  c.name = NULL;
+  kf_strbuf b;
+  kf_strbuf_init(&b);
+  kf_diag d;
+  kf_diag_init(&d, quiet_diag, NULL);
+  if (kf_unit_to_json(&c, "unit.cu", &b, &d) != KF_OK || b.failed) {
+    kf_strbuf_fini(&b);
+    return NULL;
+  }
+  return b.data;
+}
+
+bool kf_unit_same(const kf_unit *a, const kf_unit *b) {
+  if ((a->source == NULL) != (b->source == NULL)) return false;
+  if (a->source && strcmp(a->source, b->source) != 0) return false;
+  char *ja = plan_text(a), *jb = plan_text(b);
+  bool same = ja && jb && strcmp(ja, jb) == 0;
+  free(ja);
+  free(jb);
+  return same;
+}
+
+kf_status kf_unit_clone(const kf_unit *u, kf_unit **out) {
+  *out = NULL;
+  kf_strbuf b;
+  kf_strbuf_init(&b);
+  kf_diag d;
+  kf_diag_init(&d, quiet_diag, NULL);
+  kf_status st = kf_unit_to_json(u, "unit.cu", &b, &d);
+  if (!st && b.failed) st = KF_ERR_NOMEM;
+  kf_unit *c = NULL;
+  if (!st) st = kf_unit_from_json(b.data, "unit.json", u->source, &c, &d);
+  kf_strbuf_fini(&b);
+  if (!st && u->cubin) {
+    c->cubin = malloc(u->cubin_bytes ? u->cubin_bytes : 1);
+    if (!c->cubin) st = KF_ERR_NOMEM;
+    else {
+      memcpy(c->cubin, u->cubin, u->cubin_bytes);
+      c->cubin_bytes = u->cubin_bytes;
+    }
+  }
+  if (st) {
+    kf_unit_destroy(c);
+    return st;
+  }
+  *out = c;
+  return KF_OK;
+}

@@ -634,6 +634,8 @@ void kf_jgpu_run(const kf_jwork *w, kf_jreport *r) {
   char why[512];
   g.why = why;
   g.n = sizeof why;
+  /* the device is there: a worker that dies from here on died of the work */
+  report_send(r);
   if (w->ref_unit) {
     char rwhy[400] = "";
     why[0] = 0;
@@ -646,10 +648,12 @@ void kf_jgpu_run(const kf_jwork *w, kf_jreport *r) {
       return;
     }
   }
+  r->refs_ready = 1;
   report_send(r);
-  for (int k = KF_JUNITS - 1; k >= 0; k--) {
+  for (int k = 0; k < w->n_units; k++) {
     if (!w->units[k]) continue;
     if (g.dead) {
+      r->res[k].skipped = 1;
       snprintf(r->res[k].reason, sizeof r->res[k].reason,
                "not judged: the worker's CUDA context was lost to the unit before it");
       continue;

@@ -320,23 +320,6 @@ static cJSON *result_json(const kf_jresult *r, int sets) {
   return o;
 }
 
-/* What became of the worker, as a reason (empty when it ended normally) */
-static void worker_fate(const kf_jproc *p, const kf_judge_options *o, char *b, size_t n) {
-  b[0] = '\0';
-  if (p->timed_out)
-    snprintf(b, n, "the worker ran past the judge's %g s limit and was killed (a kernel that does not end?)",
-             o->timeout_s);
-  else if (p->flooded)
-    snprintf(b, n, "the worker printed more than %lld bytes and was killed (a printf flood)",
-             (long long)o->max_output_bytes);
-  else if (p->signal)
-    snprintf(b, n, "the worker died of signal %d (%s)", p->signal, strsignal(p->signal));
-  else if (p->exit_code != 0)
-    snprintf(b, n, "the worker exited with status %d", p->exit_code);
-  else if (!p->reported)
-    snprintf(b, n, "the worker exited without a report");
-}
-
 typedef struct unit_state {
   kf_unit *u;
   bool read, checked, compiled;
@@ -384,6 +367,112 @@ static kf_status not_judged(cJSON *v, kf_strbuf *out, kf_status st, const char *
   return st;
 }
 
+/* ---- what every judgement needs beyond its units ---- */
+
+/* The input sets and their references (the CPU interpreter's, or the
+ * built-in fp64 unit's on the GPU, which the worker runs) */
+typedef struct jprep {
+  kf_jset *sets;
+  bool cpu_ref;
+  kf_unit *ref_unit;
+  void *ref_plan;
+  size_t ref_plan_bytes;
+  double seconds;
+} jprep;
+
+static void prep_fini(const kf_jtask *t, const kf_judge_options *o, jprep *jp) {
+  kf_unit_destroy(jp->ref_unit);
+  free(jp->ref_plan);
+  sets_free(t, jp->sets, o->sets);
+  memset(jp, 0, sizeof *jp);
+}
+
+/* An error, with the reason in *why, when the task cannot be judged here */
+static kf_status prep_sets(const kf_jtask *t, const kf_judge_options *o, jprep *jp, kf_strbuf *why) {
+  memset(jp, 0, sizeof *jp);
+  double t0 = now_s();
+  kf_diag rd;
+  kf_diag_init(&rd, to_buf, why);
+  /* the reference: the CPU interpreter for tasks up to KF_JCPU_REF_ELEMS
+   * elements, else (or when it refuses) the built-in fp64 unit on the GPU */
+  int64_t elems = 0;
+  for (int i = 0; i < t->n_in; i++) elems += t->in[i].numel;
+  for (int i = 0; i < t->n_out; i++) elems += t->out[i].numel;
+  jp->cpu_ref = elems <= KF_JCPU_REF_ELEMS;
+  uint64_t seed = o->seed ? o->seed : os_seed();
+  /* host bytes: every variant's inputs and references, twice (here and in
+   * the worker's memory file); at most a quarter of the machine's memory */
+  double host = 0;
+  for (int i = 0; i < t->n_in; i++) host += (double)t->in[i].bytes;
+  for (int i = 0; i < t->n_out; i++) host += 8.0 * (double)t->out[i].numel;
+  host *= 2.0 * 2 * o->sets;
+  double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+  if (phys > 0 && host > phys / 4) {
+    kf_strbuf_printf(why,
+                     "the input sets and references need %.1f GiB of host memory, over a quarter of this machine's "
+                     "%.1f GiB (the judge draws inputs on the host: a limit of this version)",
+                     host / (1 << 30), phys / (1 << 30));
+    return KF_ERR_LIMIT;
+  }
+  kf_status st = jp->cpu_ref ? make_sets(t, o->sets, seed, true, &jp->sets, &rd) : KF_ERR_LIMIT;
+  char gwhy[400] = "";
+  if (st == KF_ERR_LIMIT || st == KF_ERR_UNSUPPORTED) {
+    kf_status gs = kf_jref_unit(t, &jp->ref_unit, &jp->ref_plan, &jp->ref_plan_bytes, gwhy, sizeof gwhy);
+    if (!gs) {
+      jp->cpu_ref = false;
+      st = make_sets(t, o->sets, seed, false, &jp->sets, &rd);
+    } else if (!jp->cpu_ref) {
+      /* no GPU reference: the interpreter, if it can */
+      jp->cpu_ref = true;
+      st = make_sets(t, o->sets, seed, true, &jp->sets, &rd);
+    }
+  }
+  jp->seconds = now_s() - t0;
+  if (st) {
+    if (gwhy[0]) kf_strbuf_printf(why, "no GPU reference either: %s\n", gwhy);
+    if (!why->len) kf_strbuf_printf(why, "no reference");
+  }
+  return st;
+}
+
+static kf_jwork work_of(const kf_jtask *t, const kf_judge_options *o, const jprep *jp) {
+  kf_jwork w;
+  memset(&w, 0, sizeof w);
+  w.task = t;
+  w.opt = o;
+  if (!jp->cpu_ref) {
+    w.ref_unit = jp->ref_unit;
+    w.ref_plan = jp->ref_plan;
+    w.ref_plan_bytes = jp->ref_plan_bytes;
+  }
+  w.n_sets = o->sets;
+  w.sets = jp->sets;
+  return w;
+}
+
+/* The floor in ms on the device the worker measured */
+static double floor_ms_of(const kf_jtask *t, const kf_jreport *r) {
+  double floor_ms = 0;
+  if (r->bw_gbs > 0) floor_ms = (double)t->floor_bytes / (r->bw_gbs * 1e6);
+  double fl_ms = t->floor_flops / peak_flops(t->precision) * 1e3;
+  return fl_ms > floor_ms ? fl_ms : floor_ms;
+}
+
+/* Why the worker judged nothing ("" when it did): no GPU, no reference */
+static void nothing_judged(const kf_jreport *r, const kf_jproc *p, const kf_judge_options *o, char *b, size_t n) {
+  char fate[256];
+  kf_jproc_fate(p, o, fate, sizeof fate);
+  b[0] = '\0';
+  if (p->reported && r->ref_failed)
+    snprintf(b, n, "%s", r->gpu_error);
+  else if (p->reported && r->gpu_ok && !r->refs_ready)
+    snprintf(b, n, "the GPU reference (the built-in fp64 unit) ended the worker: %s", fate);
+  else if (!p->reported || !r->gpu_ok)
+    snprintf(b, n, "no GPU to judge on: %s%s%.*s", p->reported ? r->gpu_error : fate,
+             !p->reported && p->output_bytes ? "; it printed: " : "",
+             !p->reported && p->output_bytes ? 400 : 0, p->excerpt);
+}
+
 kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_judge_options *opt, kf_strbuf *out,
                         kf_diag *diag) {
   kf_judge_options o;
@@ -418,10 +507,8 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   memset(&cand, 0, sizeof cand);
   memset(&base, 0, sizeof base);
   cJSON *reasons = cJSON_CreateArray();
-  kf_jset *sets = NULL;
-  kf_unit *ref_unit = NULL;
-  void *ref_plan = NULL;
-  size_t ref_plan_bytes = 0;
+  jprep jp;
+  memset(&jp, 0, sizeof jp);
   double t_compile = now_s();
   prepare(unit_dir, &t, &o, &cand);
   t_compile = now_s() - t_compile;
@@ -458,134 +545,61 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
     prepare(bdir, &t, &o, &base);
   }
 
-  double t_ref = now_s();
   kf_strbuf rlog;
   kf_strbuf_init(&rlog);
-  kf_diag rd;
-  kf_diag_init(&rd, to_buf, &rlog);
-  /* the reference: the CPU interpreter for tasks up to KF_JCPU_REF_ELEMS
-   * elements, else (or when it refuses) the built-in fp64 unit on the GPU */
-  int64_t elems = 0;
-  for (int i = 0; i < t.n_in; i++) elems += t.in[i].numel;
-  for (int i = 0; i < t.n_out; i++) elems += t.out[i].numel;
-  bool cpu_ref = elems <= KF_JCPU_REF_ELEMS;
-  uint64_t seed = o.seed ? o.seed : os_seed();
-  /* host bytes: every variant's inputs and references, twice (here and in
-   * the worker's memory file); at most a quarter of the machine's memory */
-  double host = 0;
-  for (int i = 0; i < t.n_in; i++) host += (double)t.in[i].bytes;
-  for (int i = 0; i < t.n_out; i++) host += 8.0 * (double)t.out[i].numel;
-  host *= 2.0 * 2 * o.sets;
-  double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-  if (phys > 0 && host > phys / 4) {
-    cJSON_Delete(reasons);
-    char why[300];
-    snprintf(why, sizeof why,
-             "the input sets and references need %.1f GiB of host memory, over a quarter of this machine's %.1f GiB "
-             "(the judge draws inputs on the host: a limit of this version)",
-             host / (1 << 30), phys / (1 << 30));
-    kf_diag_error(diag, "judge: %s", why);
-    kf_strbuf_fini(&rlog);
-    st = not_judged(v, out, KF_ERR_LIMIT, why);
-    goto done_early;
-  }
-  st = cpu_ref ? make_sets(&t, o.sets, seed, true, &sets, &rd) : KF_ERR_LIMIT;
-  char gwhy[400] = "";
-  if (st == KF_ERR_LIMIT || st == KF_ERR_UNSUPPORTED) {
-    kf_status gs = kf_jref_unit(&t, &ref_unit, &ref_plan, &ref_plan_bytes, gwhy, sizeof gwhy);
-    if (!gs) {
-      cpu_ref = false;
-      st = make_sets(&t, o.sets, seed, false, &sets, &rd);
-    } else if (!cpu_ref) {
-      /* no GPU reference: the interpreter, if it can */
-      cpu_ref = true;
-      st = make_sets(&t, o.sets, seed, true, &sets, &rd);
-    }
-  }
-  t_ref = now_s() - t_ref;
+  st = prep_sets(&t, &o, &jp, &rlog);
   if (st) {
     cJSON_Delete(reasons);
-    if (gwhy[0]) kf_strbuf_printf(&rlog, "no GPU reference either: %s\n", gwhy);
-    kf_diag_error(diag, "%s", rlog.data ? rlog.data : "judge: no reference");
+    kf_diag_error(diag, "judge: %s", rlog.data ? rlog.data : "no reference");
     st = not_judged(v, out, st, rlog.data ? rlog.data : "no reference");
     kf_strbuf_fini(&rlog);
     goto done_early;
   }
   kf_strbuf_fini(&rlog);
-  cJSON_AddStringToObject(v, "reference", cpu_ref ? "fp64 CPU interpreter" : "built-in fp64 unit on the GPU");
+  cJSON_AddStringToObject(v, "reference", jp.cpu_ref ? "fp64 CPU interpreter" : "built-in fp64 unit on the GPU");
 
+  /* the built-in unit first (the baseline survives a candidate that ends
+   * the worker), then the candidate */
   bool base_ok = base.compiled && !base.no_plan;
-  kf_jwork w = {&t,
-                &o,
-                {cand.u, base_ok ? base.u : NULL},
-                {cand.plan, base_ok ? base.plan : NULL},
-                {cand.plan_bytes, base_ok ? base.plan_bytes : 0},
-                cpu_ref ? NULL : ref_unit,
-                cpu_ref ? NULL : ref_plan,
-                cpu_ref ? 0 : ref_plan_bytes,
-                o.sets,
-                sets};
-  kf_jreport r;
+  kf_jwork w = work_of(&t, &o, &jp);
+  w.n_units = 2;
+  w.units[0] = base_ok ? base.u : NULL;
+  w.plans[0] = base_ok ? base.plan : NULL;
+  w.plan_bytes[0] = base_ok ? base.plan_bytes : 0;
+  w.units[1] = cand.u;
+  w.plans[1] = cand.plan;
+  w.plan_bytes[1] = cand.plan_bytes;
+  kf_jreport *r = malloc(sizeof *r);
   kf_jproc p;
+  int workers = 0;
   double t_gpu = now_s();
-  st = kf_jproc_run(&w, &r, &p, diag);
+  st = r ? kf_jjudge_units(&w, r, &p, &workers, diag) : KF_ERR_NOMEM;
   t_gpu = now_s() - t_gpu;
   if (st) {
     cJSON_Delete(reasons);
+    free(r);
     st = not_judged(v, out, st, "the worker could not be started");
     goto done_early;
   }
-  char fate[256];
-  worker_fate(&p, &o, fate, sizeof fate);
-  if (p.reported && r.ref_failed) {
+  char nj[KF_JREASON + 64];
+  nothing_judged(r, &p, &o, nj, sizeof nj);
+  kf_jresult *c = &r->res[1], *b = &r->res[0];
+  if (!nj[0] && c->env_error) snprintf(nj, sizeof nj, "%s", c->reason);
+  if (nj[0]) {
     cJSON_Delete(reasons);
-    kf_diag_error(diag, "judge: %s", r.gpu_error);
-    st = not_judged(v, out, KF_ERR_INTERNAL, r.gpu_error);
+    kf_status why_st = p.reported && r->gpu_ok ? KF_ERR_INTERNAL : KF_ERR_UNSUPPORTED;
+    free(r);
+    kf_diag_error(diag, "judge: %s", nj);
+    st = not_judged(v, out, why_st, nj);
     goto done_early;
   }
-  if (!p.reported || !r.gpu_ok) {
-    cJSON_Delete(reasons);
-    char why[1024 + sizeof p.excerpt];
-    snprintf(why, sizeof why, "no GPU to judge on: %s%s%s", p.reported ? r.gpu_error : fate,
-             !p.reported && p.output_bytes ? "; it printed: " : "", !p.reported && p.output_bytes ? p.excerpt : "");
-    kf_diag_error(diag, "judge: %s", why);
-    st = not_judged(v, out, KF_ERR_UNSUPPORTED, why);
-    goto done_early;
-  }
-  cJSON_AddStringToObject(v, "device", r.device);
-  kf_jresult *c = &r.res[0], *b = &r.res[1];
-  if (c->env_error) {
-    cJSON_Delete(reasons);
-    kf_diag_error(diag, "judge: %s", c->reason);
-    st = not_judged(v, out, KF_ERR_UNSUPPORTED, c->reason);
-    goto done_early;
-  }
-  if (!c->ran) {
-    /* the worker died before the candidate: in the built-in unit, if it was
-     * being judged; then the candidate was not judged at all */
-    if (w.units[1] && !(b->ok || b->reason[0])) {
-      cJSON_Delete(reasons);
-      char why[512];
-      snprintf(why, sizeof why, "the built-in unit, judged first, ended the worker: %s", fate);
-      st = not_judged(v, out, KF_ERR_INTERNAL, why);
-      goto done_early;
-    }
-    snprintf(c->reason, sizeof c->reason, "%s", fate[0] ? fate : "the worker did not judge the candidate");
-  } else if (!c->ok && fate[0] && !c->reason[0]) {
-    snprintf(c->reason, sizeof c->reason, "%s", fate);
-  } else if (fate[0]) {
-    char tmp[KF_JREASON + sizeof fate + 4];
-    snprintf(tmp, sizeof tmp, "%s (%s)", c->reason, fate);
-    snprintf(c->reason, sizeof c->reason, "%.*s", (int)sizeof c->reason - 1, tmp);
-    c->ok = 0;
-  }
+  cJSON_AddStringToObject(v, "device", r->device);
   cJSON_AddBoolToObject(v, "judged", true);
+  char fate[256];
+  kf_jproc_fate(&p, &o, fate, sizeof fate);
 
   /* floor, reward */
-  double floor_ms = 0;
-  if (r.bw_gbs > 0) floor_ms = (double)t.floor_bytes / (r.bw_gbs * 1e6);
-  double fl_ms = t.floor_flops / peak_flops(t.precision) * 1e3;
-  if (fl_ms > floor_ms) floor_ms = fl_ms;
+  double floor_ms = floor_ms_of(&t, r);
   bool correct = c->ok;
   int reward = -1;
   double base_ms = -1;
@@ -611,7 +625,7 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
     if (t.compile_ms >= 0) {
       base_ms = t.compile_ms;
       base_name = "torch.compile";
-    } else if (w.units[1] && b->ok) {
+    } else if (w.units[0] && b->ok) {
       base_ms = b->ms;
       base_name = "the built-in unit";
     }
@@ -622,15 +636,16 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
       add_reason(reasons, "no torch.compile time and no judged built-in unit: reward 3 not assessed");
     }
   }
-  if (w.units[1] && !b->ok) add_reason(reasons, "the built-in unit failed: %s", b->reason);
+  if (w.units[0] && !b->ok) add_reason(reasons, "the built-in unit failed: %s", b->reason);
   if (!base_ok && o.builtin && t.builtin_dir[0])
     add_reason(reasons, "the built-in unit was not judged: %s", base.log.data ? base.log.data : "");
   if (p.output_bytes) add_reason(reasons, "the worker printed %lld bytes", (long long)p.output_bytes);
+  if (workers > 1) add_reason(reasons, "%d workers: the one the built-in unit ended, then a fresh one", workers);
   cJSON_AddBoolToObject(v, "correct", correct);
   cJSON_AddNumberToObject(v, "reward", reward);
   cJSON_AddItemToObject(v, "reasons", reasons);
   cJSON_AddItemToObject(v, "candidate", result_json(c, o.sets));
-  if (w.units[1]) cJSON_AddItemToObject(v, "builtin", result_json(b, o.sets));
+  if (w.units[0]) cJSON_AddItemToObject(v, "builtin", result_json(b, o.sets));
   cJSON *tol = cJSON_AddObjectToObject(v, "tolerance");
   kf_jtol tl = kf_jtol_for(t.tf32_conv ? KF_PRECISION_TF32 : t.precision, t.out[0].type.dtype);
   cJSON_AddNumberToObject(tol, "atol_x_rms", tl.atol);
@@ -639,33 +654,150 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   cJSON *fj = cJSON_AddObjectToObject(v, "floor");
   cJSON_AddNumberToObject(fj, "bytes", (double)t.floor_bytes);
   cJSON_AddNumberToObject(fj, "flops", t.floor_flops);
-  cJSON_AddNumberToObject(fj, "bandwidth_gbs", r.bw_gbs);
+  cJSON_AddNumberToObject(fj, "bandwidth_gbs", r->bw_gbs);
   cJSON_AddNumberToObject(fj, "peak_tflops", peak_flops(t.precision) / 1e12);
   cJSON_AddNumberToObject(fj, "ms", floor_ms);
   add_num_or_null(fj, "fraction", c->runs && floor_ms > 0 ? floor_ms / c->ms : 0, c->runs > 0 && floor_ms > 0);
   cJSON *bj = cJSON_AddObjectToObject(v, "baselines");
   add_num_or_null(bj, "eager_ms", t.eager_ms, t.eager_ms >= 0);
   add_num_or_null(bj, "torch_compile_ms", t.compile_ms, t.compile_ms >= 0);
-  add_num_or_null(bj, "builtin_ms", b->ms, w.units[1] && b->ok);
+  add_num_or_null(bj, "builtin_ms", b->ms, w.units[0] && b->ok);
   cJSON *wj = cJSON_AddObjectToObject(v, "worker");
   cJSON_AddNumberToObject(wj, "wall_s", p.wall_s);
+  cJSON_AddNumberToObject(wj, "workers", workers);
   cJSON_AddNumberToObject(wj, "output_bytes", (double)p.output_bytes);
   if (p.output_bytes) cJSON_AddStringToObject(wj, "output_start", p.excerpt);
   if (fate[0]) cJSON_AddStringToObject(wj, "fate", fate);
   cJSON *sj = cJSON_AddObjectToObject(v, "seconds");
   cJSON_AddNumberToObject(sj, "compile", t_compile);
-  cJSON_AddNumberToObject(sj, "reference", t_ref);
+  cJSON_AddNumberToObject(sj, "reference", jp.seconds);
   cJSON_AddNumberToObject(sj, "gpu", t_gpu);
   cJSON_AddNumberToObject(sj, "total", now_s() - t0);
   emit(v, out);
   cJSON_Delete(v);
+  free(r);
   st = KF_OK;
 done_early:
-  kf_unit_destroy(ref_unit);
-  free(ref_plan);
-  sets_free(&t, sets, o.sets);
+  prep_fini(&t, &o, &jp);
   unit_state_fini(&cand);
   unit_state_fini(&base);
   kf_jtask_fini(&t);
+  return st;
+}
+
+/* ---- candidates in memory (kfuse compile) ---- */
+
+kf_status kf_judge_units(const char *task_dir, kf_judge_cand *c, int n, const kf_judge_options *opt,
+                         kf_judge_batch *bt, kf_diag *diag) {
+  kf_judge_options o;
+  if (opt) o = *opt;
+  else kf_judge_options_init(&o);
+  if (o.sets < 5) o.sets = 5;
+  double t0 = now_s();
+  memset(bt, 0, sizeof *bt);
+  for (int k = 0; k < n; k++) {
+    c[k].judged = c[k].correct = false;
+    c[k].reward = -1;
+    c[k].ms = 0;
+    c[k].why[0] = '\0';
+  }
+  if (n < 1 || n > KF_JMAX_UNITS) {
+    kf_diag_error(diag, "judge: %d candidates (1 to %d at once)", n, KF_JMAX_UNITS);
+    return KF_ERR_ARG;
+  }
+  kf_jtask t;
+  kf_strbuf log;
+  kf_strbuf_init(&log);
+  kf_diag d;
+  kf_diag_init(&d, to_buf, &log);
+  kf_status st = kf_jtask_read(task_dir, &t, &d);
+  if (st) {
+    snprintf(bt->why, sizeof bt->why, "%s", log.data ? log.data : "the task cannot be read");
+    kf_strbuf_fini(&log);
+    return KF_OK;
+  }
+  /* static checks and plans: a candidate refused here is -1 without a GPU */
+  void *plans[KF_JMAX_UNITS] = {NULL};
+  size_t plan_bytes[KF_JMAX_UNITS] = {0};
+  bool ready[KF_JMAX_UNITS] = {false};
+  for (int k = 0; k < n; k++) {
+    kf_strbuf_fini(&log);
+    kf_strbuf_init(&log);
+    if (!c[k].unit || (!c[k].unit->cubin && c[k].unit->source)) {
+      snprintf(c[k].why, sizeof c[k].why, "not compiled");
+      continue;
+    }
+    if (!kf_junit_check(&t, c[k].unit, &o, &log)) {
+      snprintf(c[k].why, sizeof c[k].why, "refused before running: %s", log.data ? log.data : "");
+      continue;
+    }
+    if (kf_junit_has_library_steps(c[k].unit) &&
+        kf_jplan_build(&t, c[k].unit, &plans[k], &plan_bytes[k], &d) != KF_OK) {
+      snprintf(c[k].why, sizeof c[k].why, "not judged: %s", log.data ? log.data : "no plan for its library steps");
+      continue;
+    }
+    ready[k] = true;
+  }
+  kf_strbuf_fini(&log);
+  kf_strbuf_init(&log);
+  jprep jp;
+  st = prep_sets(&t, &o, &jp, &log);
+  if (st) {
+    snprintf(bt->why, sizeof bt->why, "%s", log.data ? log.data : "no reference");
+    st = st == KF_ERR_NOMEM ? st : KF_OK;
+    goto done;
+  }
+  kf_jwork w = work_of(&t, &o, &jp);
+  w.n_units = n;
+  for (int k = 0; k < n; k++)
+    if (ready[k]) {
+      w.units[k] = c[k].unit;
+      w.plans[k] = plans[k];
+      w.plan_bytes[k] = plan_bytes[k];
+    }
+  kf_jreport *r = malloc(sizeof *r);
+  kf_jproc p;
+  st = r ? kf_jjudge_units(&w, r, &p, &bt->workers, diag) : KF_ERR_NOMEM;
+  if (st) {
+    free(r);
+    snprintf(bt->why, sizeof bt->why, "the worker could not be started");
+    goto done;
+  }
+  nothing_judged(r, &p, &o, bt->why, sizeof bt->why);
+  bt->no_gpu = !p.reported || !r->gpu_ok;
+  if (!bt->why[0]) {
+    bt->judged = true;
+    snprintf(bt->device, sizeof bt->device, "%s", r->device);
+    bt->floor_ms = floor_ms_of(&t, r);
+    for (int k = 0; k < n; k++) {
+      const kf_jresult *res = &r->res[k];
+      if (!ready[k]) continue;
+      c[k].judged = res->ran && !res->env_error;
+      c[k].ms = res->runs ? res->ms : 0;
+      if (!res->ok) {
+        snprintf(c[k].why, sizeof c[k].why, "%s%s", res->env_error ? "not judged: " : "incorrect: ", res->reason);
+      } else if (bt->floor_ms > 0 && res->ms < FLOOR_SLACK * bt->floor_ms) {
+        snprintf(c[k].why, sizeof c[k].why, "rejected: %.4g ms is below %.2f of the roofline floor (%.4g ms)", res->ms,
+                 FLOOR_SLACK, bt->floor_ms);
+      } else {
+        c[k].correct = true;
+        c[k].reward = 1;
+      }
+    }
+    /* rewards 2 and 3 against the task's baselines, else candidate 0 */
+    double base = t.compile_ms >= 0 ? t.compile_ms : c[0].correct ? c[0].ms : -1;
+    for (int k = 0; k < n; k++) {
+      if (!c[k].correct) continue;
+      if (t.eager_ms >= 0 && c[k].ms * SPEEDUP_NEEDED <= t.eager_ms) c[k].reward = 2;
+      if (base >= 0 && c[k].ms * SPEEDUP_NEEDED <= base) c[k].reward = 3;
+    }
+  }
+  free(r);
+done:
+  for (int k = 0; k < n; k++) free(plans[k]);
+  prep_fini(&t, &o, &jp);
+  kf_jtask_fini(&t);
+  kf_strbuf_fini(&log);
+  bt->seconds = now_s() - t0;
   return st;
 }

@@ -114,14 +114,17 @@ typedef struct kf_jset {
   double **ref; /* per output: numel doubles, the fp64 reference */
 } kf_jset;
 
-#define KF_JUNITS 2 /* [0] the candidate, [1] the task's built-in unit */
+/* units one worker judges, in index order (kfuse judge: the built-in
+ * unit, then the candidate; kfuse compile: a group's candidates) */
+#define KF_JMAX_UNITS KF_JUDGE_MAX_CANDS
 
 typedef struct kf_jwork {
   const kf_jtask *task;
   const kf_judge_options *opt;
-  const kf_unit *units[KF_JUNITS]; /* compiled; [1] may be NULL */
-  const void *plans[KF_JUNITS];    /* a unit with library steps: its plan */
-  size_t plan_bytes[KF_JUNITS];
+  int n_units;
+  const kf_unit *units[KF_JMAX_UNITS]; /* compiled; NULL: an empty slot */
+  const void *plans[KF_JMAX_UNITS];    /* a unit with library steps: its plan */
+  size_t plan_bytes[KF_JMAX_UNITS];
   /* the GPU reference: when set, the sets come without references and the
    * worker makes them by running it first */
   const kf_unit *ref_unit;
@@ -135,6 +138,8 @@ typedef struct kf_jwork {
 
 typedef struct kf_jresult {
   int ran;           /* reached the GPU */
+  int skipped;       /* not run: the worker's context was lost to a unit
+                        before it (kf_jjudge_units runs it again) */
   int env_error;     /* not the unit's fault (a library missing): not judged */
   int ok;            /* verified on every set, twice, and after timing */
   int sets_passed;
@@ -154,8 +159,9 @@ typedef struct kf_jreport {
   char gpu_error[512];
   double bw_gbs;    /* device-to-device copy bandwidth, measured */
   int ref_failed;   /* the GPU reference did not run: gpu_error says why */
+  int refs_ready;   /* the references exist (made, or given): units follow */
   int64_t l2_bytes;
-  kf_jresult res[KF_JUNITS];
+  kf_jresult res[KF_JMAX_UNITS];
 } kf_jreport;
 
 /* In the worker only: everything on the GPU, results into *r, each
@@ -186,5 +192,16 @@ kf_status kf_jcompile(kf_unit *u, const kf_target *tg, const kf_judge_options *o
  * report when p->reported. KF_OK whenever the worker ran (whatever
  * happened to it); an error when it could not be started. */
 kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *diag);
+
+/* What became of a worker, as a reason ("" when it ended normally) */
+void kf_jproc_fate(const kf_jproc *p, const kf_judge_options *o, char *b, size_t n);
+
+/* Every unit of w judged: workers are started until each unit has a
+ * result. A unit that ends its worker (a crash, a hang, a flood) or loses
+ * its CUDA context fails with that fate as its reason; the units after it
+ * go to a fresh worker. *r: the first worker's report (device, bandwidth)
+ * with every unit's result merged in; *p: the first worker's fate;
+ * workers: how many ran. Errors as kf_jproc_run's. */
+kf_status kf_jjudge_units(const kf_jwork *w, kf_jreport *r, kf_jproc *p, int *workers, kf_diag *diag);
 
 #endif

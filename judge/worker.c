@@ -65,7 +65,7 @@ static double now_s(void) {
 
 typedef struct work_hdr {
   uint32_t magic, size_check;
-  int32_t n_in, n_out, n_sets, precision, tf32_conv, sm, arch_specific;
+  int32_t n_in, n_out, n_sets, precision, tf32_conv, sm, arch_specific, n_units;
   double min_time_ms;
 } work_hdr;
 
@@ -104,13 +104,13 @@ static kf_status work_write(int fd, const kf_jwork *w, kf_diag *diag) {
   const kf_jtask *t = w->task;
   wr out = {fd, 0}, *o = &out;
   work_hdr h = {WORK_MAGIC, (uint32_t)sizeof(kf_jvalue), t->n_in, t->n_out, w->n_sets, (int32_t)t->precision,
-                t->tf32_conv, t->target.sm, t->target.arch_specific, w->opt->min_time_ms};
+                t->tf32_conv, t->target.sm, t->target.arch_specific, w->n_units, w->opt->min_time_ms};
   bool ok = put(o, &h, sizeof h) && put(o, t->in, sizeof *t->in * (size_t)t->n_in) &&
             put(o, t->out, sizeof *t->out * (size_t)t->n_out);
-  for (int k = 0; ok && k <= KF_JUNITS; k++) { /* the units, then the GPU reference */
-    const kf_unit *u = k < KF_JUNITS ? w->units[k] : w->ref_unit;
-    const void *plan = k < KF_JUNITS ? w->plans[k] : w->ref_plan;
-    size_t pb = k < KF_JUNITS ? w->plan_bytes[k] : w->ref_plan_bytes;
+  for (int k = 0; ok && k <= w->n_units; k++) { /* the units, then the GPU reference */
+    const kf_unit *u = k < w->n_units ? w->units[k] : w->ref_unit;
+    const void *plan = k < w->n_units ? w->plans[k] : w->ref_plan;
+    size_t pb = k < w->n_units ? w->plan_bytes[k] : w->ref_plan_bytes;
     if (!u) {
       ok = put_blob(o, NULL, 0);
       continue;
@@ -191,7 +191,7 @@ int kf_judge_worker_main(void) {
   rdr r = {base, (size_t)sb.st_size};
   const work_hdr *h = take(&r, sizeof *h);
   if (!h || h->magic != WORK_MAGIC || h->size_check != sizeof(kf_jvalue) || h->n_in < 0 || h->n_out < 1 ||
-      h->n_sets < 1) {
+      h->n_sets < 1 || h->n_units < 1 || h->n_units > KF_JMAX_UNITS) {
     fprintf(stderr, "judge-worker: malformed work\n");
     return 2;
   }
@@ -208,14 +208,21 @@ int kf_judge_worker_main(void) {
   kf_judge_options o;
   kf_judge_options_init(&o);
   o.min_time_ms = h->min_time_ms;
-  kf_jwork w = {&t, &o, {NULL, NULL}, {NULL, NULL}, {0, 0}, NULL, NULL, 0, h->n_sets, NULL};
-  kf_unit *units[KF_JUNITS + 1] = {NULL, NULL, NULL}; /* the last: the GPU reference */
-  const void *plans[KF_JUNITS + 1] = {NULL, NULL, NULL};
-  size_t plan_bytes[KF_JUNITS + 1] = {0, 0, 0};
+  kf_jwork w;
+  memset(&w, 0, sizeof w);
+  w.task = &t;
+  w.opt = &o;
+  w.n_units = h->n_units;
+  w.n_sets = h->n_sets;
+  /* after the units, the GPU reference */
+  kf_unit *units[KF_JMAX_UNITS + 1] = {NULL};
+  const void *plans[KF_JMAX_UNITS + 1] = {NULL};
+  size_t plan_bytes[KF_JMAX_UNITS + 1] = {0};
+  const int nu = h->n_units;
   kf_diag d;
   kf_diag_init(&d, quiet, NULL);
   bool ok = (t.n_in == 0 || t.in) && t.out;
-  for (int k = 0; ok && k <= KF_JUNITS; k++) {
+  for (int k = 0; ok && k <= nu; k++) {
     uint64_t nj = 0, ns = 0, nc = 0;
     const char *js = take_blob(&r, &nj);
     if (!js) ok = false;
@@ -243,14 +250,14 @@ int kf_judge_worker_main(void) {
       units[k]->cubin_bytes = (size_t)nc;
     }
   }
-  for (int k = 0; k < KF_JUNITS; k++) {
+  for (int k = 0; k < nu; k++) {
     w.units[k] = units[k];
     w.plans[k] = plans[k];
     w.plan_bytes[k] = plan_bytes[k];
   }
-  w.ref_unit = units[KF_JUNITS];
-  w.ref_plan = plans[KF_JUNITS];
-  w.ref_plan_bytes = plan_bytes[KF_JUNITS];
+  w.ref_unit = units[nu];
+  w.ref_plan = plans[nu];
+  w.ref_plan_bytes = plan_bytes[nu];
   kf_jset *sets = calloc((size_t)(2 * h->n_sets), sizeof *sets);
   ok = ok && sets;
   for (int v = 0; ok && v < 2 * h->n_sets; v++) {
@@ -285,7 +292,7 @@ done:
     free(sets[v].ref);
   }
   free(sets);
-  for (int k = 0; k <= KF_JUNITS; k++) {
+  for (int k = 0; k <= nu; k++) {
     kf_unit_destroy(units[k]);
     free((void *)plans[k]);
   }
@@ -442,6 +449,118 @@ kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *d
   if (WIFSIGNALED(status) && !(killed && WTERMSIG(status) == SIGKILL && (p->timed_out || p->flooded)))
     p->signal = WTERMSIG(status);
   return KF_OK;
+}
+
+void kf_jproc_fate(const kf_jproc *p, const kf_judge_options *o, char *b, size_t n) {
+  b[0] = '\0';
+  if (p->timed_out)
+    snprintf(b, n, "the worker ran past the judge's %g s limit and was killed (a kernel that does not end?)",
+             o->timeout_s);
+  else if (p->flooded)
+    snprintf(b, n, "the worker printed more than %lld bytes and was killed (a printf flood)",
+             (long long)o->max_output_bytes);
+  else if (p->signal)
+    snprintf(b, n, "the worker died of signal %d (%s)", p->signal, strsignal(p->signal));
+  else if (p->exit_code != 0)
+    snprintf(b, n, "the worker exited with status %d", p->exit_code);
+  else if (!p->reported)
+    snprintf(b, n, "the worker exited without a report");
+}
+
+/* Units of w judged again, without those that have a result: sub's
+ * slots map to w's through idx */
+static void rest_of(const kf_jwork *w, const kf_jreport *all, const bool *done, kf_jwork *sub, int *idx) {
+  *sub = *w;
+  sub->n_units = 0;
+  for (int k = 0; k < w->n_units; k++) {
+    if (!w->units[k] || done[k]) continue;
+    int j = sub->n_units++;
+    sub->units[j] = w->units[k];
+    sub->plans[j] = w->plans[k];
+    sub->plan_bytes[j] = w->plan_bytes[k];
+    idx[j] = k;
+  }
+  (void)all;
+}
+
+kf_status kf_jjudge_units(const kf_jwork *w, kf_jreport *r, kf_jproc *p, int *workers, kf_diag *diag) {
+  bool done[KF_JMAX_UNITS] = {false};
+  kf_jreport *one = malloc(sizeof *one);
+  if (!one) return KF_ERR_NOMEM;
+  memset(r, 0, sizeof *r);
+  *workers = 0;
+  kf_status st = KF_OK;
+  /* each round judges at least one unit (or ends), so n_units + 1 rounds
+   * are always enough */
+  for (int round = 0; round <= w->n_units && !st; round++) {
+    kf_jwork sub;
+    int idx[KF_JMAX_UNITS];
+    rest_of(w, r, done, &sub, idx);
+    if (sub.n_units == 0) break;
+    kf_jproc pp;
+    st = kf_jproc_run(&sub, one, &pp, diag);
+    if (st) break;
+    ++*workers;
+    if (round == 0) {
+      *p = pp;
+      *r = *one;
+      memset(r->res, 0, sizeof r->res);
+    }
+    if (!pp.reported || !one->gpu_ok || one->ref_failed || !one->refs_ready) {
+      /* nothing judged: no GPU, or no reference; the first worker's
+       * report says why */
+      if (round > 0) {
+        char fate[256];
+        kf_jproc_fate(&pp, w->opt, fate, sizeof fate);
+        for (int j = 0; j < sub.n_units; j++) {
+          kf_jresult *res = &r->res[idx[j]];
+          res->ran = 1;
+          snprintf(res->reason, sizeof res->reason, "not judged: a fresh worker failed too: %s",
+                   pp.reported && (one->ref_failed || !one->gpu_ok) ? one->gpu_error : fate);
+        }
+      }
+      break;
+    }
+    char fate[256];
+    kf_jproc_fate(&pp, w->opt, fate, sizeof fate);
+    bool culprit_found = false;
+    for (int j = 0; j < sub.n_units; j++) {
+      kf_jresult *got = &one->res[j];
+      int k = idx[j];
+      if (got->skipped) continue; /* the next round */
+      if (got->ran) {
+        r->res[k] = *got;
+        if (got->env_error) r->res[k].env_error = 1;
+        done[k] = true;
+        continue;
+      }
+      if (!culprit_found) {
+        /* the first unit without a result was running when the worker
+         * ended: that fate is its reason */
+        culprit_found = true;
+        r->res[k].ran = 1;
+        snprintf(r->res[k].reason, sizeof r->res[k].reason, "%s",
+                 fate[0] ? fate : "the worker ended without judging it");
+        done[k] = true;
+      }
+    }
+    if (fate[0] && !culprit_found) {
+      /* every unit reported, then the worker met its end (output counted
+       * after the last report, a kernel still running at exit): the last
+       * unit it judged is failed with it */
+      for (int j = sub.n_units - 1; j >= 0; j--) {
+        kf_jresult *res = &r->res[idx[j]];
+        if (!res->ran || one->res[j].skipped) continue;
+        char tmp[KF_JREASON + sizeof fate + 4];
+        snprintf(tmp, sizeof tmp, "%s%s(%s)", res->reason, res->reason[0] ? " " : "", fate);
+        snprintf(res->reason, sizeof res->reason, "%.*s", (int)sizeof res->reason - 1, tmp);
+        res->ok = 0;
+        break;
+      }
+    }
+  }
+  free(one);
+  return st;
 }
 
 /* ---- NVRTC in a worker ----

@@ -28,6 +28,7 @@
 #include "kfr_plan.h"
 #include "kfr_plan_writer.h"
 #include "kfuse/compile.h"
+#include "kfuse/task.h"
 #include "plan_int.h"
 
 void kf_compile_options_init(kf_compile_options *o) {
@@ -193,20 +194,27 @@ static kf_status layout_weights(const kf_graph *g, int64_t *offset, int64_t *tot
 
 /* ---- units --------------------------------------------------------------- */
 
+#define KF_MAX_CANDS (KF_BUILTIN_MAX_VARIANTS + 1)
+
 typedef struct unit_slot {
   const kf_group *first; /* the group whose key produced the unit */
   kf_unit *unit;
-  double build_s, compile_s, tune_s;
-  bool tuned;
-  kf_tune_result tune;
+  double build_s, compile_s, pick_s;
+  /* judged on the GPU (n_cands > 0): every candidate's verdict (their
+   * units freed, but the chosen one's, which is `unit`) */
+  int n_cands, chosen;
+  kf_pick_cand *cands;
+  kf_pick_info info;
 } unit_slot;
 
-/* Whether the GPU search ran, and why not (the report says). */
-typedef struct tune_state {
-  bool on;
-  char why[256];
-  int searched;
-} tune_state;
+/* Whether candidates were judged, and why not (the report says). */
+typedef struct pick_state {
+  bool on;       /* a picker, and a GPU as far as is known */
+  char why[512]; /* when !on, or no group was judged */
+  int judged;    /* groups judged on the GPU */
+  int verified;  /* of them, with their chosen unit verified */
+  int replaced;  /* of them, where a variant beat the rule's unit */
+} pick_state;
 
 /* Messages of one unit's compile on a worker thread, replayed in program
  * order on the caller's sink: each is a level byte and the text, NUL
@@ -351,8 +359,150 @@ void kf_compile_builtin_options(const kf_compile_options *o, kf_builtin_options 
   bo->attn_scratch_bytes = (int64_t)o->attn_scratch_kib << 10;
 }
 
-static kf_status build_units(const kf_partition *p, const kf_compile_options *o, kf_unit ***out_units,
-                             unit_slot **out_slots, int *n_slots, tune_state *ts, kf_diag *diag) {
+static void quiet_fn(void *user, kf_diag_level level, const char *msg) {
+  (void)user;
+  (void)level;
+  (void)msg;
+}
+
+/* Candidates within this factor of the rule's time do not replace it: the
+ * rule's unit is what a build without a GPU gets, and timing noise should
+ * not make builds differ */
+#define KF_PICK_MARGIN 1.02
+
+/* Group sl->first's candidates (the rule's unit and the built-in policy's
+ * variants of it) judged by o->picker; the fastest verified one becomes
+ * sl->unit. Only no memory is an error: a group that cannot be judged
+ * keeps its rule's unit and the report says why. */
+/* The unit in dir, written for grp's task, as a compiled candidate for
+ * grp (inputs renumbered); errors name the directory */
+static kf_status given_unit(const kf_group *grp, const char *dir, const kf_target *tg, kf_unit **out,
+                            kf_diag *diag) {
+  kf_unit *u = NULL;
+  kf_status st = kf_unit_read_dir(dir, &u, diag);
+  char why[256] = "";
+  if (!st && (st = kf_task_unit_inputs_to_group(grp, u, why, sizeof why)))
+    kf_diag_error(diag, "%s: not a unit for group %d's task: %s", dir, grp->id, why);
+  /* NVRTC in this process: a unit given on the command line is the user's
+   * own code (the judge's compile worker isolates an agent's) */
+  if (!st) st = kf_unit_compile(u, tg, diag);
+  if (st) {
+    kf_unit_destroy(u);
+    return st;
+  }
+  *out = u;
+  return KF_OK;
+}
+
+static kf_status pick_group(const kf_graph *g, const kf_partition *p, const kf_compile_options *o,
+                            const kf_builtin_options *bo, unit_slot *sl, const char *given_dir, pick_state *ps,
+                            kf_diag *diag) {
+  const kf_group *grp = sl->first;
+  kf_builtin_variant v[KF_BUILTIN_MAX_VARIANTS];
+  int nv = kf_builtin_variants(grp, bo, v);
+  if (nv == 0 && !o->picker->all_groups && !given_dir) return KF_OK;
+  kf_pick_cand *c = calloc(KF_MAX_CANDS + 1, sizeof *c);
+  if (!c) return KF_ERR_NOMEM;
+  snprintf(c[0].label, sizeof c[0].label, "rule");
+  c[0].unit = sl->unit;
+  int n = 1, given = -1;
+  if (given_dir) {
+    kf_status gs = given_unit(grp, given_dir, &o->target, &c[1].unit, diag);
+    if (gs) {
+      free(c);
+      return gs;
+    }
+    snprintf(c[1].label, sizeof c[1].label, "given");
+    given = n++;
+  }
+  kf_diag quiet;
+  kf_diag_init(&quiet, quiet_fn, NULL);
+  for (int k = 0; k < nv; k++) {
+    kf_unit *u = NULL;
+    kf_status bs = kf_builtin_unit(p, grp, &v[k].opt, &u, &quiet);
+    for (int j = 0; !bs && j < n; j++)
+      if (kf_unit_same(u, c[j].unit)) bs = KF_ERR_UNSUPPORTED; /* a choice that changes nothing here */
+    if (!bs) bs = kf_unit_compile(u, &o->target, &quiet);
+    if (bs) {
+      kf_unit_destroy(u);
+      if (bs == KF_ERR_NOMEM) {
+        free(c);
+        return bs;
+      }
+      continue;
+    }
+    _Static_assert(sizeof c[n].label == sizeof v[k].label, "labels");
+    memcpy(c[n].label, v[k].label, sizeof c[n].label);
+    c[n].label[sizeof c[n].label - 1] = '\0';
+    c[n++].unit = u;
+  }
+  if (n == 1 && !o->picker->all_groups && given < 0) {
+    free(c);
+    return KF_OK;
+  }
+  double t0 = now_s();
+  kf_status st = o->picker->judge(o->picker->user, g, p, grp, o, c, n, &sl->info, diag);
+  sl->pick_s = now_s() - t0;
+  int best = 0;
+  if (!st && sl->info.judged) {
+    best = -1;
+    for (int k = 0; k < n; k++)
+      if (c[k].correct && (best < 0 || c[k].ms < c[best].ms)) best = k;
+    if (best > 0 && c[0].correct && c[best].ms * KF_PICK_MARGIN > c[0].ms) best = 0;
+    ps->judged++;
+    if (best >= 0) ps->verified++;
+    if (best > 0) ps->replaced++;
+    if (best < 0)
+      kf_diag_warn(diag, "group %d (%s): no candidate was verified on the GPU (the rule's: %s); its rule's unit "
+                   "is kept, unverified", grp->id, kf_group_kind_name(grp->kind), c[0].why);
+    else if (!c[0].correct && c[0].judged)
+      kf_diag_warn(diag, "group %d (%s): the rule's unit failed verification on the GPU (%s); the verified "
+                   "candidate %s is used instead", grp->id, kf_group_kind_name(grp->kind), c[0].why,
+                   c[best].label);
+    if (given >= 0) {
+      if (!c[given].correct) {
+        kf_diag_error(diag, "group %d: the unit in %s failed the judge: %s", grp->id, given_dir, c[given].why);
+        st = KF_ERR_INVALID;
+      } else {
+        best = given; /* asked for, and verified */
+      }
+    }
+    if (best < 0) best = 0;
+    if (o->progress && c[best].correct)
+      fprintf(stderr, "kfuse: group %d judged: %s %.4f ms (rule's %.4f ms), %d candidate%s, %.2f s\n", grp->id,
+              c[best].label, c[best].ms, c[0].ms, n, n == 1 ? "" : "s", sl->pick_s);
+  } else if (!st && given >= 0) {
+    kf_diag_error(diag, "group %d: the unit in %s cannot be verified here, and kfuse never ships an unverified "
+                  "given unit: %s", grp->id, given_dir, sl->info.why);
+    st = KF_ERR_UNSUPPORTED;
+  } else if (!st) {
+    if (sl->info.no_gpu) {
+      ps->on = false;
+      snprintf(ps->why, sizeof ps->why, "%s", sl->info.why);
+      if (o->progress) fprintf(stderr, "kfuse: choices by rule, nothing judged (%s)\n", sl->info.why);
+    } else if (o->progress) {
+      fprintf(stderr, "kfuse: group %d not judged: %s\n", grp->id, sl->info.why);
+    }
+  }
+  for (int k = 0; k < n; k++) {
+    if (k == best) continue;
+    if (c[k].unit != sl->unit) kf_unit_destroy(c[k].unit);
+    c[k].unit = NULL;
+  }
+  if (c[best].unit != sl->unit) {
+    kf_unit_destroy(sl->unit);
+    sl->unit = c[best].unit;
+  }
+  c[best].unit = NULL; /* owned by the slot */
+  sl->cands = c;
+  sl->n_cands = n;
+  sl->chosen = best;
+  return st;
+}
+
+static kf_status build_units(const kf_graph *g, const kf_partition *p, const kf_compile_options *o,
+                             kf_unit ***out_units, unit_slot **out_slots, int *n_slots, pick_state *ps,
+                             kf_diag *diag) {
   kf_builtin_options bo;
   kf_compile_builtin_options(o, &bo);
   kf_unit **units = calloc((size_t)p->n_groups + 1, sizeof *units);
@@ -386,45 +536,48 @@ static kf_status build_units(const kf_partition *p, const kf_compile_options *o,
   }
   /* 2. their kernels compiled, in parallel */
   if (!st) st = compile_units(slots, ns, &o->target, o->progress, diag);
-  /* 3. the GPU search, one group at a time: a CUDA context is opened for
-   * the first group with choices worth timing, when a GPU of the target's
-   * arch is here */
-  kf_tuner *tu = NULL;
-  bool tried = false;
-  ts->on = false;
-  if (o->no_tune) snprintf(ts->why, sizeof ts->why, "--no-tune");
-  else if (o->reference) snprintf(ts->why, sizeof ts->why, "the fp64 reference is not tuned");
-  else snprintf(ts->why, sizeof ts->why, "no group has choices worth timing");
+  /* 3. on a GPU, the candidates of each group with choices judged, one
+   * group at a time (the judge's workers own the GPU while they run) */
+  ps->on = o->picker && !o->no_tune && !o->reference;
+  if (o->no_tune) snprintf(ps->why, sizeof ps->why, "--no-judge");
+  else if (o->reference) snprintf(ps->why, sizeof ps->why, "the fp64 reference is not judged");
+  else if (!o->picker) snprintf(ps->why, sizeof ps->why, "no judge in this build of the compile path");
+  else snprintf(ps->why, sizeof ps->why, "no group has choices worth judging");
+  /* units given for groups: every key names a group, and is judged */
+  const char **given = calloc((size_t)ns + 1, sizeof *given);
+  if (!st && !given) st = KF_ERR_NOMEM;
+  for (int k = 0; k < o->n_given && !st; k++) {
+    int hit = 0;
+    for (int s = 0; s < ns; s++)
+      if (strcmp(slots[s].first->key_hex, o->given_keys[k]) == 0) {
+        given[s] = o->given_dirs[k];
+        hit++;
+      }
+    if (!hit) {
+      kf_diag_error(diag, "--unit %s=%s: no group of this model has that key (kfuse partition --canonical lists "
+                    "them; a task's task.json gives its group's)", o->given_keys[k], o->given_dirs[k]);
+      st = KF_ERR_ARG;
+    } else if (!ps->on) {
+      kf_diag_error(diag, "--unit %s=%s: given units are judged before they are used, and nothing is judged "
+                    "here (%s)", o->given_keys[k], o->given_dirs[k], ps->why);
+      st = KF_ERR_ARG;
+    }
+  }
   for (int s = 0; s < ns && !st; s++) {
     const kf_group *grp = slots[s].first;
-    if (!tried && !o->no_tune && !o->reference && kf_tune_wanted(grp)) {
-      tried = true;
-      if (kf_tuner_open(&o->target, &tu, ts->why, sizeof ts->why) == KF_OK) ts->on = true;
-      else if (o->progress)
-        fprintf(stderr, "kfuse: choices by rule, no GPU search (%s)\n", ts->why);
-    }
-    if (tu && kf_tune_wanted(grp)) {
-      double t2 = now_s();
-      st = kf_tune_group(tu, p, grp, &bo, &slots[s].unit, &slots[s].tune, diag);
-      slots[s].tuned = true;
-      slots[s].tune_s = now_s() - t2;
-      ts->searched += slots[s].tune.searched;
-      if (st) break;
-      if (o->progress && slots[s].tune.searched)
-        fprintf(stderr, "kfuse: group %d searched: %s %.4f ms (rule %.4f ms), %d candidates, %.2f s\n",
-                grp->id, slots[s].tune.label[slots[s].tune.chosen], slots[s].tune.ms[slots[s].tune.chosen],
-                slots[s].tune.ms[0], slots[s].tune.n, slots[s].tune_s);
-      else if (o->progress)
-        fprintf(stderr, "kfuse: group %d: %s\n", grp->id, slots[s].tune.note);
-    }
+    if (ps->on || given[s]) st = pick_group(g, p, o, &bo, &slots[s], given[s], ps, diag);
+
     if (o->progress)
       fprintf(stderr, "kfuse: [%d/%d] group %d (%s, %d ops): %s, %.2f s\n", s + 1, ns, grp->id,
               kf_group_kind_name(grp->kind), grp->n_ops, slots[s].unit->name ? slots[s].unit->name : "?",
-              slots[s].build_s + slots[s].compile_s);
+              slots[s].build_s + slots[s].compile_s + slots[s].pick_s);
   }
-  kf_tuner_close(tu);
+  free(given);
   if (st) {
-    for (int s = 0; s <= p->n_groups && slots[s].unit; s++) kf_unit_destroy(slots[s].unit);
+    for (int s = 0; s <= p->n_groups && slots[s].unit; s++) {
+      kf_unit_destroy(slots[s].unit);
+      free(slots[s].cands);
+    }
     free(units);
     free(slots);
     free(slot_of);
@@ -496,11 +649,43 @@ static run_steps count_steps(const kf_partition *p, kf_unit **units) {
   return r;
 }
 
+/* A judged group's candidates and the judge's figures */
+static void add_candidates(cJSON *e, const unit_slot *sl) {
+  const kf_pick_info *in = &sl->info;
+  if (!in->judged) {
+    char b[600];
+    snprintf(b, sizeof b, "not judged: %s", in->why);
+    cJSON_AddStringToObject(e, "judge", b);
+    return;
+  }
+  cJSON *ca = cJSON_AddArrayToObject(e, "candidates");
+  for (int k = 0; ca && k < sl->n_cands; k++) {
+    const kf_pick_cand *c = &sl->cands[k];
+    cJSON *ce = cJSON_CreateObject();
+    cJSON_AddStringToObject(ce, "candidate", c->label);
+    cJSON_AddBoolToObject(ce, "correct", c->correct);
+    cJSON_AddNumberToObject(ce, "reward", c->reward);
+    if (c->ms > 0) {
+      cJSON_AddNumberToObject(ce, "ms", c->ms);
+      if (sl->cands[0].ms > 0) cJSON_AddNumberToObject(ce, "speedup_vs_rule", sl->cands[0].ms / c->ms);
+      if (in->floor_ms > 0) cJSON_AddNumberToObject(ce, "fraction_of_floor", in->floor_ms / c->ms);
+    }
+    if (!c->correct) cJSON_AddStringToObject(ce, "why", c->why);
+    cJSON_AddBoolToObject(ce, "chosen", k == sl->chosen);
+    cJSON_AddItemToArray(ca, ce);
+  }
+  cJSON *j = cJSON_AddObjectToObject(e, "judge");
+  cJSON_AddStringToObject(j, "device", in->device);
+  cJSON_AddNumberToObject(j, "floor_ms", in->floor_ms);
+  cJSON_AddNumberToObject(j, "workers", in->workers);
+  cJSON_AddNumberToObject(j, "seconds", sl->pick_s);
+}
+
 static kf_status write_report(const char *path, const kf_graph *g, const kf_partition *p,
                               const kf_memplan *mp, kf_unit **units, const unit_slot *slots, int ns,
                               const kf_compile_options *o, const char *out_path, const void *blob,
                               size_t blob_bytes,
-                              int64_t weights_bytes, const double *phase, const tune_state *ts,
+                              int64_t weights_bytes, const double *phase, const pick_state *ps,
                               run_steps rs, kf_diag *diag) {
   cJSON *r = cJSON_CreateObject();
   if (!r) return KF_ERR_NOMEM;
@@ -513,19 +698,24 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
   cJSON_AddStringToObject(r, "target", tgt);
   cJSON_AddStringToObject(r, "precision", kf_precision_name(o->precision));
   cJSON_AddStringToObject(r, "policy", o->reference ? "builtin fp64-reference (per op)" : "builtin");
-  cJSON_AddBoolToObject(r, "verified", false);
-  cJSON_AddBoolToObject(r, "tuned", ts->on && ts->searched > 0);
-  char note[512];
-  if (ts->on)
+  /* verified: every unique unit's chosen candidate passed the judge */
+  cJSON_AddBoolToObject(r, "verified", ns > 0 && ps->verified == ns);
+  cJSON_AddNumberToObject(r, "units_judged", ps->judged);
+  cJSON_AddNumberToObject(r, "units_verified", ps->verified);
+  cJSON_AddNumberToObject(r, "units_replaced", ps->replaced);
+  char note[1500];
+  if (ps->judged)
     snprintf(note, sizeof note,
-             "kernels were compiled with NVRTC; %d group(s) with template choices were timed on the GPU "
-             "and the fastest candidate whose outputs match the rule's kept (group_list[].search); "
-             "the other choices by rule; modules are verified against PyTorch by scripts/gpu_test.sh, "
-             "not at compile time", ts->searched);
+             "kernels were compiled with NVRTC; %d of %d unique units had their candidates (the rule's unit "
+             "and the built-in policy's variants) judged on the GPU: verified against the fp64 reference on "
+             "fresh inputs and timed in a worker process, the fastest verified kept (group_list[].candidates); "
+             "%d verified, %d replaced by a faster variant; the other units by rule, not verified at compile "
+             "time%s%s",
+             ps->judged, ns, ps->verified, ps->replaced, ps->on ? "" : "; judging stopped: ", ps->on ? "" : ps->why);
   else
     snprintf(note, sizeof note,
              "kernels were compiled with NVRTC but not verified or timed (%s); choices were made by "
-             "rule", ts->why);
+             "rule", ps->why);
   cJSON_AddStringToObject(r, "note", note);
   cJSON_AddNumberToObject(r, "groups", p->n_groups);
   cJSON_AddNumberToObject(r, "unique_units", ns);
@@ -571,21 +761,7 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
         if (slots[s].unit == units[i] && slots[s].first == grp) {
           cJSON_AddNumberToObject(e, "build_seconds", slots[s].build_s);
           cJSON_AddNumberToObject(e, "compile_seconds", slots[s].compile_s);
-          const kf_tune_result *tr = &slots[s].tune;
-          if (slots[s].tuned && tr->searched) {
-            cJSON *sa = cJSON_AddArrayToObject(e, "search");
-            for (int c = 0; c < tr->n; c++) {
-              cJSON *ce = cJSON_CreateObject();
-              cJSON_AddStringToObject(ce, "candidate", tr->label[c]);
-              cJSON_AddNumberToObject(ce, "ms", tr->ms[c]);
-              cJSON_AddBoolToObject(ce, "matches_rule", tr->ok[c]);
-              cJSON_AddBoolToObject(ce, "chosen", c == tr->chosen);
-              cJSON_AddItemToArray(sa, ce);
-            }
-            cJSON_AddNumberToObject(e, "search_seconds", slots[s].tune_s);
-          } else if (slots[s].tuned) {
-            cJSON_AddStringToObject(e, "search", tr->note);
-          }
+          if (slots[s].n_cands) add_candidates(e, &slots[s]);
         }
     }
     cJSON_AddItemToArray(ga, e);
@@ -642,9 +818,9 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
     fprintf(stderr, "kfuse: %s: %d ops in %d groups\n", g->name, kf_graph_count_ops(g), p->n_groups);
 
   t = now_s();
-  tune_state ts;
-  memset(&ts, 0, sizeof ts);
-  st = build_units(p, o, &units, &slots, &ns, &ts, diag);
+  pick_state ps;
+  memset(&ps, 0, sizeof ps);
+  st = build_units(g, p, o, &units, &slots, &ns, &ps, diag);
   phase[2] = now_s() - t;
   if (st) goto done;
 
@@ -784,16 +960,16 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   if (o->report_path) {
     if ((st = art_init(&art[ART_REPORT], o->report_path))) goto done;
     st = write_report(art[ART_REPORT].tmp, g, p, mp, units, slots, ns, o, out_path, blob, blob_bytes, wbytes,
-                      phase, &ts, rs, diag);
+                      phase, &ps, rs, diag);
   }
   if (!st) st = art_commit(art, diag);
   if (o->progress && !st) {
     fprintf(stderr,
             "kfuse: wrote %s (%d groups, %d kernel units, %d launches + %d library calls a run, "
-            "arena %.1f KiB vs %.1f KiB naive, %.2f s; kernels compiled, not verified; %d group(s) "
-            "searched on the GPU, other choices by rule)\n",
+            "arena %.1f KiB vs %.1f KiB naive, %.2f s; %d unit(s) judged on the GPU, %d verified, %d "
+            "replaced by a faster variant; the others by rule, not verified)\n",
             out_path, p->n_groups, ns, rs.launches, rs.gemm + rs.conv, (double)mp->arena_bytes / 1024,
-            (double)mp->naive_bytes / 1024, phase[7], ts.searched);
+            (double)mp->naive_bytes / 1024, phase[7], ps.judged, ps.verified, ps.replaced);
   }
 done:
   if (wf) fclose(wf);
@@ -803,7 +979,10 @@ done:
   free(blob);
   free(woff);
   if (slots)
-    for (int s = 0; s < ns; s++) kf_unit_destroy(slots[s].unit);
+    for (int s = 0; s < ns; s++) {
+      kf_unit_destroy(slots[s].unit);
+      free(slots[s].cands);
+    }
   free(slots);
   free(units);
   kf_memplan_destroy(mp);

@@ -195,6 +195,25 @@ kf_status kf_task_unit_inputs(const kf_group *grp, kf_unit *u, char *why, size_t
   return KF_OK;
 }
 
+kf_status kf_task_unit_inputs_to_group(const kf_group *grp, kf_unit *u, char *why, size_t n) {
+  for (int s = 0; s < u->n_steps; s++)
+    for (int a = 0; a < u->steps[s].n_args; a++) {
+      kf_unit_arg *arg = &u->steps[s].args[a];
+      if (arg->kind != KF_UARG_INPUT) continue;
+      int j = -1;
+      for (int i = 0, k = 0; i < grp->n_inputs && j < 0; i++) {
+        if (grp->inputs[i]->def && grp->inputs[i]->def->code == KF_OP_SCALAR) continue;
+        if (k++ == arg->index) j = i;
+      }
+      if (j < 0) {
+        snprintf(why, n, "step %d reads input %d; the task has fewer", s, arg->index);
+        return KF_ERR_INVALID;
+      }
+      arg->index = j;
+    }
+  return KF_OK;
+}
+
 /* ---- task.json -------------------------------------------------------------- */
 
 static cJSON *ints(const int64_t *v, int n) {
@@ -346,8 +365,8 @@ static char *task_json(const kf_graph *g, const kf_group *grp, const kf_compile_
 
 /* ---- one task --------------------------------------------------------------- */
 
-static kf_status write_task(const kf_graph *g, const kf_partition *p, const kf_group *grp,
-                            const kf_compile_options *o, const char *dir, kf_diag *diag) {
+kf_status kf_task_write_group(const kf_graph *g, const kf_partition *p, const kf_group *grp,
+                             const kf_compile_options *o, const char *dir, kf_diag *diag) {
   if (exists(dir)) {
     kf_diag_error(diag, "%s: exists; kfuse task writes a new directory (remove it or choose another)", dir);
     return KF_ERR_ARG;
@@ -447,7 +466,7 @@ kf_status kf_task_write(kf_graph *g, const kf_compile_options *o, int group, con
       kf_diag_error(diag, "--group %d is a view group (it runs no kernel; kfuse partition lists the groups)", group);
       st = KF_ERR_ARG;
     } else {
-      st = write_task(g, p, grp, o, out_dir, diag);
+      st = kf_task_write_group(g, p, grp, o, out_dir, diag);
     }
     kf_partition_destroy(p);
     return st;
@@ -470,7 +489,7 @@ kf_status kf_task_write(kf_graph *g, const kf_compile_options *o, int group, con
     char sub[64];
     snprintf(sub, sizeof sub, "group_%d", grp->id);
     char *dir = join(out_dir, sub);
-    st = dir ? write_task(g, p, grp, o, dir, diag) : KF_ERR_NOMEM;
+    st = dir ? kf_task_write_group(g, p, grp, o, dir, diag) : KF_ERR_NOMEM;
     free(dir);
     if (st) break;
     cJSON *e = cJSON_CreateObject();

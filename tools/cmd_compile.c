@@ -3,8 +3,8 @@
  *   kfuse compile MODEL -o OUT.so [--emit so|obj] [--target sm_90|sm_90a]
  *                 [--precision default|tf32|bf16|fp16] [--report R.json]
  *                 [--embed-weights] [--no-fuse] [--no-horizontal] [--no-cudnn]
- *                 [--no-channels-last] [--channels-last-all] [--no-tune] [--reference]
- *                 [--prefix NAME] [--kernel-option KEY=N ...] [-q]
+ *                 [--no-channels-last] [--channels-last-all] [--no-judge] [--judge-all]
+ *                 [--judge-timeout S] [--unit KEY=DIR ...] [--reference] [--prefix NAME] [--kernel-option KEY=N ...] [-q]
  *
  * --kernel-option forces a template choice on every group instead of the
  * rule's: block=N threads a block, vec=N elements a vector access, tpr=N
@@ -16,15 +16,23 @@
  * rule).
  *
  * Needs no GPU: kernels are compiled with NVRTC; with a GPU of the target's
- * arch here (and no --no-tune) groups with template choices are timed on it
- * and the fastest matching candidate kept (agent/tune.c), else choices are
- * by rule (the report says which). */
+ * arch here (and no --no-judge, formerly --no-tune) the candidates of each
+ * group with choices (the rule's unit and the built-in policy's variants)
+ * are judged on it by the kernel environment's judge (judge/pick.c: fresh
+ * inputs against the fp64 reference, timed in a worker process) and the
+ * fastest verified kept; --judge-all judges every group, so every kernel of
+ * the module is verified on this GPU. Without a GPU choices are by rule
+ * (the report says which). --unit KEY=DIR puts the unit in DIR (one written
+ * for the task of the group with canonical key KEY, as an agent or a person
+ * writes it) into the module once the judge has verified it here; never
+ * unverified. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kfuse/compile.h"
 #include "kfuse/frontend.h"
+#include "kfuse/judge.h"
 #include "tools_int.h"
 
 /* --kernel-option KEY=N: a template choice forced on every group */
@@ -61,6 +69,11 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   kf_compile_options_init(&o);
   o.progress = true;
   const char *in = NULL, *out = NULL;
+  bool judge_all = false;
+  enum { MAX_GIVEN = 64 };
+  const char *given_keys[MAX_GIVEN], *given_dirs[MAX_GIVEN];
+  int n_given = 0;
+  double judge_timeout = 60;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v;
     if (kf_cli_is_help(a)) {
@@ -88,8 +101,26 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
       o.embed_weights = true;
     } else if (strcmp(a, "--no-fuse") == 0) {
       o.fuse = false;
-    } else if (strcmp(a, "--no-tune") == 0) {
+    } else if (strcmp(a, "--no-judge") == 0 || strcmp(a, "--no-tune") == 0) {
       o.no_tune = true;
+    } else if (strcmp(a, "--judge-all") == 0) {
+      judge_all = true;
+    } else if (strcmp(a, "--unit") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
+      const char *eq = strchr(v, '=');
+      if (!eq || eq - v != 64 || !eq[1] || strspn(v, "0123456789abcdef") != 64)
+        return kf_cli_error("compile", diag, "--unit takes KEY=DIR, KEY a group's 64-hex-digit key, not '%s'", v);
+      if (n_given >= MAX_GIVEN) return kf_cli_error("compile", diag, "more than %d --unit options", MAX_GIVEN);
+      given_keys[n_given] = strndup(v, 64);
+      given_dirs[n_given] = eq + 1;
+      if (!given_keys[n_given]) return 1;
+      n_given++;
+    } else if (strcmp(a, "--judge-timeout") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
+      char *end = NULL;
+      judge_timeout = strtod(v, &end);
+      if (end == v || *end || !(judge_timeout >= 1 && judge_timeout <= 3600))
+        return kf_cli_error("compile", diag, "--judge-timeout takes seconds from 1 to 3600, not '%s'", v);
     } else if (strcmp(a, "--no-channels-last") == 0) {
       o.no_channels_last = true;
     } else if (strcmp(a, "--channels-last-all") == 0) {
@@ -119,6 +150,22 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
     kf_diag_error(diag, "--prefix applies to --emit obj only (a .so exports kfuse_model_*)");
     return 2;
   }
+  if (judge_all && o.no_tune) {
+    kf_diag_error(diag, "--judge-all and --no-judge contradict each other");
+    return 2;
+  }
+  /* candidates judged as kfuse judge judges them, with 100 ms of timed runs
+   * each (the median of at least 10) */
+  kf_judge_options jo;
+  kf_judge_options_init(&jo);
+  jo.min_time_ms = 100;
+  jo.timeout_s = judge_timeout;
+  kf_judge_picker jp;
+  kf_judge_picker_init(&jp, &jo, judge_all);
+  o.picker = &jp.picker;
+  o.n_given = n_given;
+  o.given_keys = given_keys;
+  o.given_dirs = given_dirs;
   kf_load_options lo;
   kf_load_options_init(&lo);
   kf_graph *g = NULL;
@@ -126,5 +173,6 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   if (st == KF_OK) st = kf_graph_verify(g, diag);
   if (st == KF_OK) st = kf_compile_graph(g, &o, out, diag);
   kf_graph_destroy(g);
+  for (int k = 0; k < n_given; k++) free((char *)given_keys[k]);
   return st == KF_OK ? 0 : 1;
 }

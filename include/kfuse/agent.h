@@ -179,35 +179,27 @@ KF_API kf_status kf_builtin_unit(const kf_partition *p, const kf_group *g,
                                  const kf_builtin_options *o, kf_unit **out,
                                  kf_diag *diag);
 
-/* ---- the GPU search (agent/tune.c) ---------------------------------------- */
+/* ---- choices worth timing ---------------------------------------------- */
 
-typedef struct kf_tuner kf_tuner;
+#define KF_BUILTIN_MAX_VARIANTS 6
 
-/* A CUDA context on device 0 for timing candidates; KF_ERR_UNSUPPORTED with
- * the reason in why[n] without a driver, a device, or one of t's arch. */
-KF_API kf_status kf_tuner_open(const kf_target *t, kf_tuner **out, char *why, size_t n);
-KF_API void kf_tuner_close(kf_tuner *tu);
+typedef struct kf_builtin_variant {
+  char label[32];          /* "occ=1024", "no-cudnn" */
+  kf_builtin_options opt;  /* base with the choice made */
+} kf_builtin_variant;
 
-#define KF_TUNE_MAX 8
-typedef struct kf_tune_result {
-  bool searched;          /* false: note says why not */
-  int n;                  /* candidates timed: [0] is the rule's */
-  char label[KF_TUNE_MAX][32];
-  double ms[KF_TUNE_MAX]; /* median GPU time of the unit */
-  bool ok[KF_TUNE_MAX];   /* outputs matched the rule's candidate */
-  int chosen;
-  char note[300];
-} kf_tune_result;
+/* The built-in policy's choices for group g beside the rule's unit, to be
+ * judged on a GPU (kfuse compile: the fastest verified is kept): other
+ * template shapes of row reductions and scans, a convolution without
+ * cuDNN. Returns how many (at most KF_BUILTIN_MAX_VARIANTS); 0 when only
+ * the rule is worth building. A variant may still fail to build, or build
+ * the rule's unit again: the caller drops those. */
+KF_API int kf_builtin_variants(const kf_group *g, const kf_builtin_options *base, kf_builtin_variant *out);
 
-/* Whether group g has template choices worth timing. */
-KF_API bool kf_tune_wanted(const kf_group *g);
-/* Times the rule's unit *io_unit (compiled) and the built-in policy's
- * variants of it for g on the GPU, and replaces *io_unit by the fastest
- * whose outputs match the rule's. A candidate that cannot be built, run or
- * that mismatches is skipped; only allocation failure is an error. */
-KF_API kf_status kf_tune_group(kf_tuner *tu, const kf_partition *p, const kf_group *g,
-                               const kf_builtin_options *base, kf_unit **io_unit,
-                               kf_tune_result *res, kf_diag *diag);
+/* Whether two units are the same (launch plan and source) */
+KF_API bool kf_unit_same(const kf_unit *a, const kf_unit *b);
+/* A deep copy of u, cubin included */
+KF_API kf_status kf_unit_clone(const kf_unit *u, kf_unit **out);
 
 #ifdef __cplusplus
 }

@@ -4,8 +4,9 @@
  *   (built-in policy) -> NVRTC -> memory plan -> plan blob -> object file
  *   (LLVM C API) -> linked with the runtime into a shared module
  *
- * Works without a GPU: kernels are compiled but neither verified nor tuned,
- * and the report says so. */
+ * Works without a GPU: kernels are compiled but neither verified nor timed,
+ * and the report says so; with one (and a picker), each group's candidates
+ * are judged and the fastest verified kept. */
 #ifndef KFUSE_COMPILE_H
 #define KFUSE_COMPILE_H
 
@@ -24,6 +25,47 @@ typedef enum kf_emit_kind {
   KF_EMIT_OBJ = 1, /* object + generated header: <prefix>_create */
 } kf_emit_kind;
 
+/* ---- choosing among a group's candidates on a GPU ----
+ * kfuse compile builds, beside each group's rule unit, the built-in
+ * policy's variants (kf_builtin_variants) and hands them to a picker, which
+ * judges them (verification and timing in a worker process: judge/pick.c,
+ * wired by the kfuse command, above this layer); the fastest verified one
+ * goes into the module. */
+
+struct kf_compile_options;
+
+typedef struct kf_pick_cand {
+  char label[32];  /* "rule", "occ=1024", "no-cudnn" */
+  kf_unit *unit;   /* compiled, numbering its inputs as the group does */
+  /* the picker's verdict */
+  bool judged;     /* it reached the GPU */
+  bool correct;    /* verified (and not under the roofline floor) */
+  int reward;      /* the judge's milestone: -1, 1, 2, 3 */
+  double ms;       /* median GPU time, when timed */
+  char why[512];   /* why not correct */
+} kf_pick_cand;
+
+typedef struct kf_pick_info {
+  bool judged;     /* false: nothing could be (why says: no GPU, ...) */
+  bool no_gpu;     /* and never will be in this compile: stop asking */
+  char why[512];
+  char device[96];
+  double floor_ms; /* the group's roofline floor on that device */
+  int workers;     /* worker processes the judge started */
+  double seconds;
+} kf_pick_info;
+
+typedef struct kf_picker {
+  /* judges c[0..n) (c[0] is the rule's unit) for group grp of p, a
+   * partition of g; KF_OK whenever it looked at them (info says whether
+   * they were judged), an error only for no memory */
+  kf_status (*judge)(void *user, const kf_graph *g, const kf_partition *p, const kf_group *grp,
+                     const struct kf_compile_options *o, kf_pick_cand *c, int n, kf_pick_info *info,
+                     kf_diag *diag);
+  void *user;
+  bool all_groups; /* judge groups without choices too (verification) */
+} kf_picker;
+
 typedef struct kf_compile_options {
   kf_precision precision;
   kf_target target;
@@ -40,6 +82,15 @@ typedef struct kf_compile_options {
   int block_size, vector_width, row_threads, row_cache, row_occupancy;
   int attn_scratch_kib;     /* attention's score scratch bound, KiB (0: by rule) */
   bool no_tune;             /* no GPU search even with a GPU here */
+  const kf_picker *picker;  /* judges candidates on a GPU; NULL: choices by
+                               rule, nothing verified at compile time */
+  /* units given for groups (kfuse compile --unit KEY=DIR): the group whose
+   * canonical key is key_hex gets the unit in dir (written for its task:
+   * inputs numbered as task.json's) once the picker has verified it; an
+   * error when no group has the key, or the unit cannot be verified here */
+  int n_given;
+  const char *const *given_keys;
+  const char *const *given_dirs;
   bool no_channels_last;    /* keep 2-d convolutions' activations NCHW
                                (pass/layout.c is skipped) */
   bool channels_last_all;   /* channels-last also for convolutions chained

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kfuse/compile.h"
 #include "kfuse/status.h"
 
 #ifdef __cplusplus
@@ -41,6 +42,50 @@ KF_API void kf_judge_options_init(kf_judge_options *o);
  * diag and also written as a verdict with "judged": false and the reason. */
 KF_API kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_judge_options *o,
                                kf_strbuf *verdict, kf_diag *diag);
+
+/* Candidates the caller built and compiled itself (kfuse compile: the
+ * built-in policy's variants of one group), judged together in one worker
+ * for the task in task_dir, in order: candidate 0 is the baseline of
+ * reward 3 when the task has no torch.compile time. Each gets the static
+ * checks, the verification and the timing kf_judge_unit gives. The units
+ * number their inputs as the task does (kf_task_unit_inputs). */
+typedef struct kf_judge_cand {
+  struct kf_unit *unit; /* compiled (cubin set) */
+  /* the verdict */
+  bool judged;  /* verified and timed on the GPU (or failed there) */
+  bool correct; /* verified, and not under the floor */
+  int reward;   /* -1, 1, 2, 3 as in kf_judge_unit's verdict */
+  double ms;    /* median time, when timed */
+  char why[512]; /* the reason it is not correct */
+} kf_judge_cand;
+
+typedef struct kf_judge_batch {
+  bool judged;     /* false: nothing was (no GPU, no reference): why */
+  bool no_gpu;     /* the reason is that there is no GPU of the target's arch */
+  char why[512];
+  char device[96];
+  double floor_ms; /* the task's roofline floor on that device */
+  int workers;     /* worker processes started (more than one after a fault) */
+  double seconds;
+} kf_judge_batch;
+
+/* At most this many candidates a call */
+#define KF_JUDGE_MAX_CANDS 8
+
+/* KF_OK whenever the candidates were looked at, judged or not (bt says);
+ * an error only for bad arguments or no memory. */
+KF_API kf_status kf_judge_units(const char *task_dir, kf_judge_cand *c, int n, const kf_judge_options *o,
+                                kf_judge_batch *bt, kf_diag *diag);
+
+/* kfuse compile's picker (kf_compile_options.picker): each group's
+ * candidates written as a task in a temporary directory (removed after)
+ * and judged by kf_judge_units with o's options. */
+typedef struct kf_judge_picker {
+  kf_picker picker; /* what kf_compile_options.picker points to */
+  kf_judge_options opt;
+} kf_judge_picker;
+
+KF_API void kf_judge_picker_init(kf_judge_picker *jp, const kf_judge_options *o, bool all_groups);
 
 /* The worker's entry (`kfuse judge-worker`, which kf_judge_unit starts;
  * not for use by hand): reads its work from fd 4, reports on fd 3. Returns

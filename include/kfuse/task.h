@@ -23,6 +23,12 @@ extern "C" {
 KF_API kf_status kf_task_write(kf_graph *g, const kf_compile_options *o, int group, const char *out_dir,
                                kf_diag *diag);
 
+/* One group's task into dir (which must not exist), from a graph the
+ * compile passes ran on and its partition p: what kf_task_write writes
+ * per group. kfuse compile writes one for the judge. */
+KF_API kf_status kf_task_write_group(const kf_graph *g, const kf_partition *p, const kf_group *grp,
+                                     const kf_compile_options *o, const char *dir, kf_diag *diag);
+
 /* u, a unit for group grp, with its input arguments renumbered as the
  * task's inputs (grp's inputs without its scalars, which group.mlir holds
  * as constants). KF_ERR_UNSUPPORTED, the reason in why[n], when u reads a
@@ -30,6 +36,10 @@ KF_API kf_status kf_task_write(kf_graph *g, const kf_compile_options *o, int gro
 struct kf_unit;
 struct kf_group;
 KF_API kf_status kf_task_unit_inputs(const struct kf_group *grp, struct kf_unit *u, char *why, size_t n);
+
+/* The reverse: u, a unit written for grp's task (kfuse compile --unit),
+ * with its input arguments renumbered as grp's inputs. */
+KF_API kf_status kf_task_unit_inputs_to_group(const struct kf_group *grp, struct kf_unit *u, char *why, size_t n);
 
 #ifdef __cplusplus
 }
