@@ -407,6 +407,13 @@ static kf_status prep_sets(const kf_jtask *t, const kf_judge_options *o, jprep *
   for (int i = 0; i < t->n_out; i++) host += 8.0 * (double)t->out[i].numel;
   host *= 2.0 * 2 * o->sets;
   double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+  if (o->max_host_bytes > 0 && host > o->max_host_bytes) {
+    kf_strbuf_printf(why,
+                     "the input sets and references need %.1f GiB of host memory, over the %.1f GiB allowed (the "
+                     "judge draws inputs and checks outputs on the host: a limit of this version)",
+                     host / (1 << 30), o->max_host_bytes / (1 << 30));
+    return KF_ERR_LIMIT;
+  }
   if (phys > 0 && host > phys / 4) {
     kf_strbuf_printf(why,
                      "the input sets and references need %.1f GiB of host memory, over a quarter of this machine's "
@@ -662,6 +669,14 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   add_num_or_null(bj, "eager_ms", t.eager_ms, t.eager_ms >= 0);
   add_num_or_null(bj, "torch_compile_ms", t.compile_ms, t.compile_ms >= 0);
   add_num_or_null(bj, "builtin_ms", b->ms, w.units[0] && b->ok);
+  char timing[400];
+  snprintf(timing, sizeof timing, "CUDA events around each run, %s, %s, inputs rotated over %d copies, device "
+           "synchronised after, median",
+           r->spin ? "a spin kernel queued ahead (launch gaps left out)"
+                   : "no spin kernel ahead (it did not load: launch gaps included)",
+           r->flush ? "the L2 flushed before (written over twice its size)" : "the L2 not flushed (no memory for it)",
+           c->copies);
+  cJSON_AddStringToObject(v, "timing", timing);
   cJSON *wj = cJSON_AddObjectToObject(v, "worker");
   cJSON_AddNumberToObject(wj, "wall_s", p.wall_s);
   cJSON_AddNumberToObject(wj, "workers", workers);

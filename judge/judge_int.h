@@ -160,6 +160,8 @@ typedef struct kf_jreport {
   double bw_gbs;    /* device-to-device copy bandwidth, measured */
   int ref_failed;   /* the GPU reference did not run: gpu_error says why */
   int refs_ready;   /* the references exist (made, or given): units follow */
+  int spin;         /* timed runs had a spin kernel queued ahead (gpu.c) */
+  int flush;        /* and the L2 flushed (written) before each */
   int64_t l2_bytes;
   kf_jresult res[KF_JMAX_UNITS];
 } kf_jreport;

@@ -11,7 +11,10 @@
  * .kb probe: plain fork 0, after nvrtcCompileProgram 3), and the judging
  * process always has. A fresh image also inherits no threads or locks.
  *
- * The worker: its own process group, stdin /dev/null, stdout and stderr
+ * The wall-time limit is per stage: opening the device, the GPU
+ * reference, then each unit (a worker judging six candidates of a large
+ * group may take minutes in all, none of them stuck). The worker: its own
+ * process group, stdin /dev/null, stdout and stderr
  * (where the driver prints device printf) into a pipe the parent counts,
  * the report pipe on fd 3, the work on fd 4, no core files, SIGKILL when
  * the parent dies. kf_jgpu_run writes its report whole after each stage;
@@ -399,6 +402,9 @@ kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *d
           memcpy(r, buf, sizeof *r);
           p->reported = r->magic == KF_JREPORT_MAGIC;
           have = 0;
+          /* a stage finished (the device opened, the references made, a
+           * unit judged): the next one gets the whole limit */
+          deadline = now_s() + w->opt->timeout_s;
         }
       }
     }

@@ -13,7 +13,7 @@
 #      verified, replaced, and compile seconds (median, slowest);
 #   3. scripts/rejudge.py on a sample of tasks: the judge's milestone
 #      against the one PyTorch sees through kfuse.load.
-# Logs under $OUT. Exit 0 when every judged unit of the fixtures is verified,
+# STEPS (default "1 2 3") picks the steps. Logs under $OUT. Exit 0 when every judged unit of the fixtures is verified,
 # every module matches PyTorch, and the re-judgement agrees.
 set -u
 . scripts/gpu_env.sh
@@ -25,6 +25,10 @@ d=$(cudnn_dir)
 [ -n "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 rc=0
 
+STEPS=${STEPS:-1 2 3}
+step() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+if step 1; then
 echo "== softmax: the candidates judged"
 /usr/bin/time -f "%e s" "$KFUSE" compile tests/judge/softmax.mlir -o "$WORK/softmax.so" --report "$OUT/softmax.json" \
   2> "$OUT/softmax.log"
@@ -44,7 +48,9 @@ for g in r["group_list"]:
         print("  judge:", g["judge"])
 sys.exit(0 if ok else 1)
 PY
+fi
 
+if step 2; then
 echo "== fixtures compiled with --judge-all, then run against PyTorch"
 python3 - "$KFUSE" "$WORK" "$OUT" <<'PY' || rc=1
 import concurrent.futures, glob, json, os, statistics, subprocess, sys, time
@@ -95,7 +101,9 @@ if secs:
         os.environ.get("JOBS", "2"), statistics.median(secs), max(secs)))
 sys.exit(1 if bad else 0)
 PY
+fi
 
+if step 3; then
 echo "== outside re-judgement (scripts/rejudge.py)"
 tasks=()
 i=0
@@ -112,6 +120,7 @@ for m in ${REJUDGE_FIXTURES:-norms mlp reductions convs resnet_block}; do
     [ $n -lt 3 ] && tasks+=("$t") && n=$((n + 1))
   done
 done
-python3 scripts/rejudge.py "$KFUSE" "${tasks[@]}" --out "$OUT/rejudge.jsonl" || rc=1
+python3 scripts/rejudge.py "$KFUSE" "${tasks[@]}" --out "$OUT/rejudge.jsonl" 2> "$OUT/rejudge.stderr" || rc=1
+fi
 echo "== result: $([ $rc -eq 0 ] && echo PASS || echo FAIL)"
 exit $rc

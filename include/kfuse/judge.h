@@ -20,12 +20,16 @@ extern "C" {
 
 typedef struct kf_judge_options {
   int sets;                  /* random input sets verified (at least 5) */
-  double timeout_s;          /* the worker's wall time */
+  double timeout_s;          /* the worker's wall time for each stage (the
+                                device and reference, each unit) */
   int64_t max_output_bytes;  /* what the worker may print (device printf) */
   int64_t max_scratch_bytes; /* the unit's scratch buffers together */
   uint64_t seed;             /* 0: fresh from the OS (and never reported) */
   bool builtin;              /* also judge the task's built-in unit, the baseline */
   double min_time_ms;        /* GPU time spent timing each unit, at least */
+  double max_host_bytes;     /* the input sets and references held on the
+                                host (twice: here and in the worker's memory
+                                file), at most; 0: a quarter of the RAM */
   const char *worker_exe;    /* the kfuse binary, run as the worker; NULL:
                                 this process's own (right for kfuse) */
 } kf_judge_options;
