@@ -1,6 +1,6 @@
 /* kfr_int.h — internals of the kfuse runtime (runtime/), shared by its
- * source files, by the runtime's own tests and by the compiler's GPU search
- * (agent/tune.c, which loads the driver through kfr_driver_load); nothing
+ * source files, by the runtime's own tests and by the judge's GPU worker
+ * (judge/gpu.c, which loads the driver through kfr_driver_load); nothing
  * else includes it.
  *
  * The runtime never links the CUDA driver or cuBLASLt: both are loaded with

@@ -37,8 +37,9 @@ starts each as a fresh Python):
      model is dropped and eager builds its own with the same seed (one
      model's weights in memory at a time);
   3. `kfuse compile` it (--kfuse, --compile-args passed through, --report):
-     cold wall time recorded; with the GPU present kfuse times its template
-     candidates on it (unless --no-tune is among the compile args);
+     cold wall time recorded; with the GPU present kfuse's judge verifies
+     and times its candidates on it (unless --no-judge is among the compile
+     args);
   4. move the model to the GPU, draw two FRESH input sets from get_inputs()
      (seeds other than the export's, generated on the GPU), run eager on
      each (twice on the first: an eager that disagrees with itself, such as
@@ -100,8 +101,8 @@ Device-time economy:
                   (levels 1-3 export about 31 GB in all, a third of it in
                   four problems): they are exported again when timed.
                   --warm-kfuse lets them also `kfuse compile` (in parallel, so
-                  its GPU tuning is timed under contention: add
-                  --compile-args=--no-tune for clean tuning; the record says
+                  its GPU judging is timed under contention: add
+                  --compile-args=--no-judge for clean timing; the record says
                   compile_in_warm_phase). --warm-only stops after the warm
                   phase (warm.jsonl remembers what is warm; with
                   --warm-export/--warm-kfuse give --work DIR so the exports
@@ -1188,8 +1189,9 @@ def kfuse_compile(w, pt2):
 
 def report_fields(rep):
     out = {k: rep.get(k) for k in ("groups", "unique_units", "steps_per_run", "arena_bytes", "scratch_bytes",
-                                   "weights_bytes", "precision", "tuned") if k in rep}
-    out["searched_groups"] = sum(1 for g in rep.get("group_list", []) if isinstance(g.get("search"), list))
+                                   "weights_bytes", "precision", "units_judged", "units_verified",
+                                   "units_replaced") if k in rep}
+    out["searched_groups"] = sum(1 for g in rep.get("group_list", []) if isinstance(g.get("candidates"), list))
     kinds = {}
     for g in rep.get("group_list", []):
         kinds[g.get("kind")] = kinds.get(g.get("kind"), 0) + 1
@@ -1227,7 +1229,7 @@ EXPORT_KEYS = ("exported", "export_s", "export_inputs", "non_tensor_inputs", "pt
                "export_workaround_error")
 COMPILE_KEYS = ("compiled", "compile_s", "compile_rc", "compile_error", "report_error", "tf32", "groups",
                 "unique_units", "steps_per_run", "arena_bytes", "scratch_bytes", "weights_bytes", "precision",
-                "tuned", "searched_groups", "group_kinds")
+                "units_judged", "units_verified", "units_replaced", "searched_groups", "group_kinds")
 
 
 def as_buffers(torch, model):
@@ -1909,7 +1911,7 @@ def main():
     ap.add_argument("--cpu-check", action="store_true", help="export and kfuse compile on the CPU only: no GPU, "
                     "no forward pass, no timing")
     ap.add_argument("--jobs", type=int, default=2, help="--cpu-check: problems at a time")
-    ap.add_argument("--compile-args", default="", help="extra `kfuse compile` flags, e.g. --no-tune")
+    ap.add_argument("--compile-args", default="", help="extra `kfuse compile` flags, e.g. --no-judge")
     ap.add_argument("--timeout", type=float, default=None,
                     help="seconds a problem's process may take (default 480; --cpu-check 300)")
     ap.add_argument("--compile-timeout", type=float, default=300, help="seconds `kfuse compile` may take")
@@ -1933,7 +1935,7 @@ def main():
                     help="warm exports larger than this are not kept (exported again when timed): the disk")
     ap.add_argument("--warm-kfuse", action="store_true",
                     help="the warm workers also export and `kfuse compile` (in parallel, so GPU tuning is under "
-                         "contention; see --compile-args=--no-tune)")
+                         "contention; see --compile-args=--no-judge)")
     ap.add_argument("--warm-only", action="store_true", help="stop after the warm phase")
     ap.add_argument("--inductor-cache", help="TORCHINDUCTOR_CACHE_DIR for every worker (e.g. inside --out)")
     ap.add_argument("--reuse-baselines", metavar="OLD.jsonl",
