@@ -15,7 +15,7 @@
  * get a warp per row (short rows: fewer lanes; rows over 4096 elements, or
  * normalisations whose row would not fit 16 values per lane: a block);
  * reductions over an outer dim (the kept dim is the contiguous one) use a
- * column layout, 32 rows per block with 8 threads splitting each row; when
+ * column layout, 32 rows per block with 16 threads splitting each row; when
  * there are too few rows to fill 132 SMs, rows are split over several
  * blocks through a scratch buffer of partial states (stages 1-3 of the
  * template). */
@@ -615,6 +615,7 @@ static kf_status build_kernel(rctx *c, int stage, int scratch, kf_unit *u, kf_st
   kb_def(&k, "KF_CACHE_EXP", "%d", c->anchor->code == KF_OP_SOFTMAX ? 1 : 0);
   kb_def(&k, "KF_RVEC", "%d", rvec);
   kb_def(&k, "KF_OCC", "%d", c->o->row_occupancy);
+  kb_def(&k, "KF_UNROLL", "%d", c->o->row_unroll > 0 ? c->o->row_unroll : 4);
   kb_def(&k, "KF_PH2VEC", "%d", ph2vec && rvec > 1 ? 1 : 0);
   for (int i = 0; i < k.n_stores; i++) {
     char nm[32];

@@ -356,6 +356,9 @@ void kf_compile_builtin_options(const kf_compile_options *o, kf_builtin_options 
   bo->row_threads = o->row_threads;
   bo->row_cache = o->row_cache;
   bo->row_occupancy = o->row_occupancy;
+  bo->col_threads = o->col_threads;
+  bo->col_block = o->col_block;
+  bo->row_unroll = o->row_unroll;
   bo->attn_scratch_bytes = (int64_t)o->attn_scratch_kib << 10;
 }
 

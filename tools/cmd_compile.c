@@ -13,7 +13,9 @@
  * resident threads a SM asked of ptxas for row kernels (sets the register
  * budget), attn_scratch=N KiB of attention scores held at once by the
  * GEMM-softmax-GEMM lowering (the batch is chunked to fit; 256 MiB by
- * rule).
+ * rule), ctpr=N threads splitting each row and cblock=N threads a block of
+ * reductions over an outer dim (the column layout), unroll=N the unroll
+ * factor of a row kernel's reduced loop.
  *
  * Needs no GPU: kernels are compiled with NVRTC; with a GPU of the target's
  * arch here (and no --no-judge, formerly --no-tune) the candidates of each
@@ -43,7 +45,8 @@ static bool kernel_option(kf_compile_options *o, const char *s, kf_diag *diag) {
     bool pow2;
   } keys[] = {{"block", 32, 1024, true},    {"vec", 1, 8, true},      {"tpr", 1, 1024, true},
               {"cache", -1, 32, false},      {"occ", 32, 2048, false},
-              {"attn_scratch", 1, 1 << 24, false}};
+              {"attn_scratch", 1, 1 << 24, false}, {"ctpr", 1, 32, true},  {"cblock", 32, 1024, true},
+              {"unroll", 1, 16, true}};
   const char *eq = strchr(s, '=');
   char *end = NULL;
   long v = eq ? strtol(eq + 1, &end, 10) : 0;
@@ -55,12 +58,12 @@ static bool kernel_option(kf_compile_options *o, const char *s, kf_diag *diag) {
       return false;
     }
     int *f[] = {&o->block_size, &o->vector_width, &o->row_threads, &o->row_cache, &o->row_occupancy,
-                &o->attn_scratch_kib};
+                &o->attn_scratch_kib, &o->col_threads, &o->col_block, &o->row_unroll};
     *f[i] = (int)v;
     return true;
   }
-  kf_diag_error(diag, "--kernel-option '%s': expected block=N, vec=N, tpr=N, cache=N, occ=N or attn_scratch=N",
-                s);
+  kf_diag_error(diag, "--kernel-option '%s': expected block=N, vec=N, tpr=N, cache=N, occ=N, attn_scratch=N, "
+                "ctpr=N, cblock=N or unroll=N", s);
   return false;
 }
 

@@ -38,6 +38,13 @@
 #include "kf_ops.cuh"
 #include "kf_reduce.cuh"
 
+// #pragma unroll with a macro's value (the builder's KF_UNROLL)
+#define KF_PRAGMA(x) _Pragma(#x)
+#define KF_PRAGMA_UNROLL(n) KF_PRAGMA(unroll n)
+#ifndef KF_UNROLL
+#define KF_UNROLL 4
+#endif
+
 #define KF_DECL_L(k)                                                            \
   constexpr long long kf_lsk_##k[KF_KRANK] = {KF_L##k##_SK};                    \
   constexpr long long kf_lsr_##k[KF_RRANK] = {KF_L##k##_SR};
@@ -211,7 +218,7 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MINB) KF_KERNEL(KF_PAR
         r_first = r_end; // done
       }
 #endif
-#pragma unroll 4
+      KF_PRAGMA_UNROLL(KF_UNROLL)
       for (I r = r_first; r < r_end; r += r_step) {
         I rc[KF_RRANK];
         kf::unravel(r, rshape, rc);

@@ -160,6 +160,11 @@ typedef struct kf_builtin_options {
   int row_cache;
   /* resident threads a SM asked of ptxas for row kernels (0: by rule) */
   int row_occupancy;
+  /* reductions over an outer dim (the column layout: neighbouring rows are
+   * neighbouring threads): threads splitting each row and threads a block
+   * (0: by rule, 8 and 256); the reduced loop's unroll factor in row
+   * kernels (0: by rule, 4) */
+  int col_threads, col_block, row_unroll;
   /* compute in fp64 (inputs converted on load, outputs rounded to their
    * dtype on store): the per-op verification reference */
   bool fp64;
@@ -181,7 +186,7 @@ KF_API kf_status kf_builtin_unit(const kf_partition *p, const kf_group *g,
 
 /* ---- choices worth timing ---------------------------------------------- */
 
-#define KF_BUILTIN_MAX_VARIANTS 6
+#define KF_BUILTIN_MAX_VARIANTS 7
 
 typedef struct kf_builtin_variant {
   char label[32];          /* "occ=1024", "no-cudnn" */

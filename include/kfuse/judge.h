@@ -74,7 +74,7 @@ typedef struct kf_judge_batch {
 } kf_judge_batch;
 
 /* At most this many candidates a call */
-#define KF_JUDGE_MAX_CANDS 8
+#define KF_JUDGE_MAX_CANDS 10
 
 /* KF_OK whenever the candidates were looked at, judged or not (bt says);
  * an error only for bad arguments or no memory. */

@@ -252,10 +252,14 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   bool chunked = strcmp(mode, "fused-chunked") == 0;
   /* fused-oob: integer inputs out of range for every index op */
   bool oob = strcmp(mode, "fused-oob") == 0;
-  if (!fp64 && !nocudnn && !reread && !nhwc && !chunked && !oob && strcmp(mode, "fused") != 0) {
+  /* fused-variants: the choices kfuse compile judges on a GPU
+   * (kf_builtin_variants), here 4 threads on each row of a column
+   * reduction in 1024-thread blocks and the reduced loop unrolled 8 times */
+  bool variants = strcmp(mode, "fused-variants") == 0;
+  if (!fp64 && !nocudnn && !reread && !nhwc && !chunked && !oob && !variants && strcmp(mode, "fused") != 0) {
     fprintf(stderr,
             "unknown mode '%s' (fused, fused-nocudnn, fused-reread, fused-nhwc, fused-chunked, fused-oob, "
-            "perop-fp64)\n",
+            "fused-variants, perop-fp64)\n",
             mode);
     return 2;
   }
@@ -288,6 +292,11 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   bo.fp64 = fp64;
   bo.no_cudnn = nocudnn;
   if (chunked) bo.attn_scratch_bytes = 16 << 10;
+  if (variants) {
+    bo.col_threads = 4;
+    bo.col_block = 1024;
+    bo.row_unroll = 8;
+  }
   if (reread) {
     bo.row_cache = -1;
     bo.row_threads = 128;
