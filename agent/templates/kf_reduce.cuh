@@ -50,6 +50,14 @@ template <class T> struct red_prod {
 };
 
 // amax/amin: NaN wins (ATen's max_propagate_nan)
+// amax/amin's identity: every value (and NaN) replaces it
+template <bool MAX> __device__ __forceinline__ float ext_identity(float) { return MAX ? -inf_f() : inf_f(); }
+template <bool MAX> __device__ __forceinline__ double ext_identity(double) { return MAX ? -inf_d() : inf_d(); }
+template <bool MAX, class T> __device__ __forceinline__ T ext_identity(T) { // signed integers
+  const T hi = (T)(~0ULL >> (65 - 8 * sizeof(T)));
+  return MAX ? (T)(-hi - 1) : hi;
+}
+
 template <class T, bool MAX> struct red_ext {
   typedef struct { T v; bool any; } state;
   __device__ static T pick(T a, T b) {
@@ -57,9 +65,14 @@ template <class T, bool MAX> struct red_ext {
     if (isnan_(b)) return b;
     return MAX ? (a > b ? a : b) : (a < b ? a : b);
   }
-  __device__ state init() const { state s; s.v = T(0); s.any = false; return s; }
+  __device__ state init() const { state s; s.v = ext_identity<MAX>(T()); s.any = false; return s; }
+  // per element one compare and one select on the running value, from the
+  // identity: the first NaN stays (nothing compares greater than it), the
+  // identity never survives a value. Against a "first value?" test and
+  // pick's two NaN tests per element, which left L1 49 (amax over dim 1 of
+  // [128, 4096, 4095]) at 0.77x eager.
   __device__ void add(state &s, T v, long long) const {
-    s.v = s.any ? pick(s.v, v) : v;
+    s.v = (isnan_(v) || (MAX ? v > s.v : v < s.v)) ? v : s.v;
     s.any = true;
   }
   __device__ state combine(state a, state b) const {
@@ -78,7 +91,7 @@ template <class T, bool MAX> struct red_ext {
     s.any = shfl_idx((int)s.any, l) != 0;
     return s;
   }
-  __device__ T r0(state s, long long) const { return s.v; }
+  __device__ T r0(state s, long long) const { return s.any ? s.v : T(0); }
   __device__ long long r1(state, long long) const { return 0; }
 };
 
