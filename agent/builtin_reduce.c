@@ -614,7 +614,17 @@ static kf_status build_kernel(rctx *c, int stage, int scratch, kf_unit *u, kf_st
   kb_def(&k, "KF_CACHE", "%d", cache);
   kb_def(&k, "KF_CACHE_EXP", "%d", c->anchor->code == KF_OP_SOFTMAX ? 1 : 0);
   kb_def(&k, "KF_RVEC", "%d", rvec);
-  kb_def(&k, "KF_OCC", "%d", c->o->row_occupancy);
+  /* Rows of a normalisation read twice, neither kept in registers nor read
+   * in vectors (group norm's rows over several dims, rows of odd length):
+   * a full SM of threads (32 registers) even where ptxas spills, more loads
+   * in flight than the 1024 the template falls back to. H100, 2026-11-25:
+   * GroupNorm over [112, 64, 512, 512] 11.60 -> 9.54 ms (eager 9.97), x /
+   * ||x|| over rows of 65535, [32768, 65535], 12.61 -> 11.12 ms (eager
+   * 9.98); rows of 65536, read in vectors, lost 12% the same way and are
+   * left out; a whole-tensor norm and a mean over (2, 3) unchanged */
+  int occ = c->o->row_occupancy;
+  if (occ == 0 && stage == 0 && c->rowlayout && c->phase2 && cache == 0 && rvec == 1) occ = 2048;
+  kb_def(&k, "KF_OCC", "%d", occ);
   kb_def(&k, "KF_UNROLL", "%d", c->o->row_unroll > 0 ? c->o->row_unroll : 4);
   kb_def(&k, "KF_PH2VEC", "%d", ph2vec && rvec > 1 ? 1 : 0);
   for (int i = 0; i < k.n_stores; i++) {
