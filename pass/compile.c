@@ -373,10 +373,6 @@ static void quiet_fn(void *user, kf_diag_level level, const char *msg) {
  * not make builds differ */
 #define KF_PICK_MARGIN 1.02
 
-/* Group sl->first's candidates (the rule's unit and the built-in policy's
- * variants of it) judged by o->picker; the fastest verified one becomes
- * sl->unit. Only no memory is an error: a group that cannot be judged
- * keeps its rule's unit and the report says why. */
 /* The unit in dir, written for grp's task, as a compiled candidate for
  * grp (inputs renumbered); errors name the directory */
 static kf_status given_unit(const kf_group *grp, const char *dir, const kf_target *tg, kf_unit **out,
@@ -397,6 +393,12 @@ static kf_status given_unit(const kf_group *grp, const char *dir, const kf_targe
   return KF_OK;
 }
 
+/* Group sl->first's candidates (the rule's unit, a unit given for it with
+ * --unit, and the built-in policy's variants of it) judged by o->picker;
+ * the fastest verified one becomes sl->unit, or the given unit when it is
+ * verified. Errors: no memory, and a given unit that cannot be read,
+ * compiled or verified; a group that merely cannot be judged keeps its
+ * rule's unit and the report says why. */
 static kf_status pick_group(const kf_graph *g, const kf_partition *p, const kf_compile_options *o,
                             const kf_builtin_options *bo, unit_slot *sl, const char *given_dir, pick_state *ps,
                             kf_diag *diag) {
