@@ -18,7 +18,8 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
   (void)st;
   (void)flag;
   (void)ftw;
-  return remove(path) == 0 ? 0 : 0; /* best effort: a leftover is only a temporary file */
+  (void)remove(path); /* best effort: a leftover is only a temporary file */
+  return 0;
 }
 
 static void first_error(void *user, kf_diag_level level, const char *msg) {

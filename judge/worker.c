@@ -475,7 +475,7 @@ void kf_jproc_fate(const kf_jproc *p, const kf_judge_options *o, char *b, size_t
 
 /* Units of w judged again, without those that have a result: sub's
  * slots map to w's through idx */
-static void rest_of(const kf_jwork *w, const kf_jreport *all, const bool *done, kf_jwork *sub, int *idx) {
+static void rest_of(const kf_jwork *w, const bool *done, kf_jwork *sub, int *idx) {
   *sub = *w;
   sub->n_units = 0;
   for (int k = 0; k < w->n_units; k++) {
@@ -486,7 +486,6 @@ static void rest_of(const kf_jwork *w, const kf_jreport *all, const bool *done, 
     sub->plan_bytes[j] = w->plan_bytes[k];
     idx[j] = k;
   }
-  (void)all;
 }
 
 kf_status kf_jjudge_units(const kf_jwork *w, kf_jreport *r, kf_jproc *p, int *workers, kf_diag *diag) {
@@ -501,7 +500,7 @@ kf_status kf_jjudge_units(const kf_jwork *w, kf_jreport *r, kf_jproc *p, int *wo
   for (int round = 0; round <= w->n_units && !st; round++) {
     kf_jwork sub;
     int idx[KF_JMAX_UNITS];
-    rest_of(w, r, done, &sub, idx);
+    rest_of(w, done, &sub, idx);
     if (sub.n_units == 0) break;
     kf_jproc pp;
     st = kf_jproc_run(&sub, one, &pp, diag);

@@ -25,7 +25,6 @@ a summary. Tasks with non-contiguous inputs are skipped (kfuse.load passes
 contiguous tensors). Needs a GPU, torch and the kfuse Python package.
 """
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -96,12 +95,7 @@ def one(kfuse, td, unit_name, budget, work):
         rec["outside_why"] = "the module with this unit was not built: " + p.stderr.strip()[-400:]
         rec["agree"] = rec["judge_reward"] == -1
         return rec
-    spec = importlib.util.spec_from_file_location("kfuse_rejudge_model", os.path.join(td, task["model_py"]))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    tf32 = task.get("precision") == "tf32"
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = True
+    mod = baselines.task_model(td, task)
     tf32_conv = task.get("precision") == "default" and any(o["op"] == "conv" for o in task.get("ops", []))
     tol = tolerance(task.get("precision"), tf32_conv)
     model = mod.Model(*mod.get_init_inputs()).cuda().eval()

@@ -62,6 +62,22 @@ def _gpu_clock(torch):
     return run
 
 
+def task_model(task_dir, task):
+    """model.py of a task imported, and PyTorch's precision set as the
+    task's policy asks (TF32 in matmul only for a tf32 task; cuDNN's
+    default, TF32 allowed, kept). Returns the module object."""
+    import torch
+
+    if not task.get("model_py"):
+        raise ValueError(f"{task_dir}: the task has no model.py ({task.get('model_py_why', 'no reason given')})")
+    spec = importlib.util.spec_from_file_location("kfuse_task_model", os.path.join(task_dir, task["model_py"]))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    torch.backends.cuda.matmul.allow_tf32 = task.get("precision") == "tf32"
+    torch.backends.cudnn.allow_tf32 = True
+    return mod
+
+
 def measure(task_dir, mode="default", budget=0.5):
     """Times eager and torch.compile for one task and writes them into its
     task.json; returns the new "baselines" object."""
@@ -70,14 +86,7 @@ def measure(task_dir, mode="default", budget=0.5):
     path = os.path.join(task_dir, "task.json")
     with open(path) as f:
         task = json.load(f)
-    if not task.get("model_py"):
-        raise ValueError(f"{task_dir}: the task has no model.py ({task.get('model_py_why', 'no reason given')})")
-    spec = importlib.util.spec_from_file_location("kfuse_task_model", os.path.join(task_dir, task["model_py"]))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    tf32 = task.get("precision") == "tf32"
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = True
+    mod = task_model(task_dir, task)
     torch.manual_seed(0)
     sets = [[x.cuda() for x in mod.get_inputs()] for _ in range(2)]
     model = mod.Model(*mod.get_init_inputs()).cuda().eval()
