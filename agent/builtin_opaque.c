@@ -612,46 +612,8 @@ static kf_status op_pool(const kf_partition *p, const kf_group *g, const kf_buil
 
 /* ---- dispatch ------------------------------------------------------------------- */
 
-/* A layout copy (kf_op_is_layout_copy) as a batched transpose: NCHW ->
- * NHWC moves [N, C, HW] to [N, HW, C], NHWC -> NCHW the reverse (HW: every
- * spatial dim, DHW for rank 5). */
-static kf_status op_layout_copy(const kf_group *g, const kf_builtin_options *o, const kf_op *op,
-                                kf_unit *u, kf_strbuf *src, kf_diag *diag) {
-  const kf_value *xv = op->operands[0], *r = op->results[0];
-  const kf_type *t = &r->type;
-  int64_t n = t->shape[0], c = t->shape[1], hw = 1;
-  for (int i = 2; i < t->rank; i++) hw *= t->shape[i];
-  bool to_cl = kf_type_is_contiguous(&xv->type);
-  int64_t R = to_cl ? c : hw, S = to_cl ? hw : c;
-  if (n > 65535 || (R + 31) / 32 > 65535 || (S + 31) / 32 > INT32_MAX)
-    return kb_unsupported(diag, g, op, "a layout copy too large for one grid");
-  kb_kernel k;
-  char name[96];
-  snprintf(name, sizeof name, "%s_k%d", u->name, u->n_steps);
-  int64_t one = 1;
-  kb_init(&k, o, name, 1, &one);
-  int a = kb_use_param(&k, KF_UARG_INPUT, kb_group_input(g, xv), t->dtype, false);
-  int b = kb_use_param(&k, KF_UARG_OUTPUT, kb_group_output(g, r), t->dtype, true);
-  kb_def_params(&k);
-  kb_def(&k, "KF_T", "%s", kb_storage_type(t->dtype));
-  kb_def(&k, "KF_X", "kf_p%d", a);
-  kb_def(&k, "KF_Y", "kf_p%d", b);
-  kb_def(&k, "KF_B", "%lldLL", (long long)n);
-  kb_def(&k, "KF_R", "%lldLL", (long long)R);
-  kb_def(&k, "KF_S", "%lldLL", (long long)S);
-  kb_def(&k, "KF_INDEX", "%s", kf_type_numel(t) < ((int64_t)1 << 31) ? "int" : "long long");
-  uint32_t grid[3] = {(uint32_t)((S + 31) / 32), (uint32_t)((R + 31) / 32), (uint32_t)n};
-  uint32_t block[3] = {256, 1, 1};
-  kf_status s = kb_finish(&k, u, src, "transpose.cu", grid, block, 0, diag);
-  kb_fini(&k);
-  return s;
-}
-
 kf_status kb_unit_opaque(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
                          kf_unit *u, kf_strbuf *src, kf_diag *diag) {
-  if (g->n_ops == 1 && kf_op_is_layout_copy(g->ops[0]) && kb_group_input(g, g->ops[0]->operands[0]) >= 0 &&
-      kb_group_output(g, g->ops[0]->results[0]) >= 0 && kf_type_numel(&g->ops[0]->results[0]->type) > 0)
-    return op_layout_copy(g, o, g->ops[0], u, src, diag);
   bool all_ew = g->n_ops > 0;
   for (int i = 0; i < g->n_ops; i++) all_ew &= kb_expr_can(g->ops[i]);
   if (all_ew) return kb_unit_elementwise(p, g, o, u, src, diag);

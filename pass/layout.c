@@ -26,9 +26,10 @@
  *    depthwise convolutions NCHW — cuDNN's fused grouped plans there are
  *    not what PyTorch's bare call measured. An earlier rule asked for
  *    channel counts in multiples of 8; cuDNN pads what it needs;
- *  - it goes channels-last only when chained to another qualifying one
- *    through element-wise ops (chain_convs below: a lone convolution pays
- *    two layout copies for no cuDNN gain);
+ *  - it goes channels-last when chained to another qualifying one
+ *    through element-wise ops (chain_convs below), or alone when its
+ *    result goes through element-wise ops (lone_pays: the copy back joins
+ *    that epilogue launch, so only the input copy is paid);
  *  - its input becomes channels-last: the value itself when it already is,
  *    else a kf.copy declared channels-last (one per source value, shared by
  *    every use that needs it);
@@ -139,6 +140,55 @@ static void unite(int *p, int a, int b) {
   if (a != b) p[a] = b;
 }
 
+/* A lone convolution that pays channels-last on its own: its result goes
+ * through element-wise ops (an epilogue launch runs after cuDNN in either
+ * layout, and the row-major copy back joins that launch, tiled through
+ * shared memory: agent/templates/ew_tiled.cu), so channels-last costs one
+ * copy of its input and buys cuDNN's NHWC kernels. A transposed
+ * convolution with a bias has that launch already (the bias follows
+ * cuDNN's backward data). Not for 1x1 convolutions (no cuDNN gain
+ * measured), nor where a reduction other than over the channels or over
+ * every spatial dim reads the region (L2 13 and 24's reductions over depth
+ * ran 2x slower on channels-last data). H100, 2026-11-25, torch.profiler
+ * of KernelBench L2 1, 2, 5, 32, 67: the NCHW cuDNN paths ran 1.4-2.2x the
+ * NHWC kernels' time, transposes included. */
+static bool lone_pays(const lay *l, const kf_op *conv) {
+  const kf_value *w = conv->operands[1];
+  bool spatial = false;
+  for (int d = 2; d < w->type.rank; d++) spatial |= w->type.shape[d] != 1;
+  if (!spatial) return false;
+  bool tr = kf_op_get_bool(conv, "transposed");
+  bool epi = tr && conv->n_operands > 2 && conv->operands[2];
+  bool *in = calloc((size_t)l->g->next_value_id + 1, sizeof *in);
+  if (!in) return false;
+  in[conv->results[0]->id] = true;
+  bool ok = true;
+  int rank = conv->results[0]->type.rank;
+  for (const kf_op *op = conv->next; op && ok; op = op->next) {
+    bool reads = false;
+    for (int i = 0; i < op->n_operands; i++)
+      if (op->operands[i] && in[op->operands[i]->id]) reads = true;
+    if (!reads) continue;
+    if (elementwise(op) && kf_type_same_dims(&op->results[0]->type, &conv->results[0]->type)) {
+      in[op->results[0]->id] = true;
+      epi = true;
+      continue;
+    }
+    if (kf_op_info_get(op->code)->kind != KF_KIND_REDUCE) continue; /* reads a copy */
+    int nd = 0;
+    const int64_t *dims = kf_op_get_ints(op, "dims", &nd);
+    bool chan = nd == 1 && dims && (dims[0] == 1 || dims[0] == 1 - rank);
+    bool all_spatial = dims && nd == rank - 2;
+    for (int i = 0; i < nd && all_spatial; i++) {
+      int64_t d = dims[i] < 0 ? dims[i] + rank : dims[i];
+      all_spatial = d >= 2;
+    }
+    ok = chan || all_spatial;
+  }
+  free(in);
+  return ok && epi;
+}
+
 static kf_status chain_convs(lay *l) {
   int n = 0;
   for (kf_op *op = l->g->first; op; op = op->next)
@@ -179,7 +229,8 @@ static kf_status chain_convs(lay *l) {
   for (int i = 0; i < n; i++) size[find(parent, i)]++;
   l->n_chosen = 0;
   for (int i = 0; i < n; i++)
-    if (!l->need_chain || size[find(parent, i)] >= 2) convs[l->n_chosen++] = convs[i];
+    if (!l->need_chain || size[find(parent, i)] >= 2 || lone_pays(l, convs[i]))
+      convs[l->n_chosen++] = convs[i];
   l->chosen = convs;
   free(parent);
   free(size);

@@ -105,11 +105,6 @@ static cls classify(const kf_op *op) {
   if (op->code == KF_OP_PARAM || op->code == KF_OP_SCALAR) return C_FREE;
   if (op->code == KF_OP_FULL || op->code == KF_OP_ARANGE) return C_SOURCE;
   if (kf_pass_is_view_op(op)) return C_VIEW;
-  /* a layout change is a transpose with a kernel of its own (tiled through
-   * shared memory): fused into a neighbour it would be an uncoalesced
-   * element-wise pass, and it would keep a convolution's epilogue out of
-   * cuDNN's fused call */
-  if (kf_op_is_layout_copy(op)) return C_OPAQUE;
   switch (kf_op_info_get(op->code)->kind) {
   case KF_KIND_UNARY: case KF_KIND_BINARY: case KF_KIND_TERNARY: return C_EW;
   case KF_KIND_REDUCE: case KF_KIND_NORM: return C_REDUCE;
@@ -388,16 +383,29 @@ static bool is_epilogue_kind(kf_group_kind k) {
   return k == KF_GROUP_REDUCE || k == KF_GROUP_SCAN || k == KF_GROUP_GEMM || k == KF_GROUP_CONV;
 }
 
+/* Does group h hold a layout copy (kf_op_is_layout_copy)? */
+static bool has_layout_copy(const part *P, int h) {
+  const pgroup *ph = &P->gs[h];
+  for (int k = 0; k < ph->n_ops; k++)
+    if (kf_op_is_layout_copy(P->ops[ph->ops[k]])) return true;
+  return false;
+}
+
 static kf_status place_elementwise(part *P, int i) {
   const kf_op *op = P->ops[i];
   const kf_type *rt = &op->results[0]->type;
+  /* a layout change joins only launches the element-wise emitter builds
+   * (it tiles them through shared memory): not a row kernel's epilogue,
+   * whose stores it would stride */
+  bool layout = kf_op_is_layout_copy(op);
   int cands[KF_MAX_OPERAND_SLOTS * 2], nc = 0;
   for (int k = 0; k < op->n_operands && P->fuse; k++) {
     if (!op->operands[k]) continue;
     int h = group_of_value(P, op->operands[k]);
     if (h < 0) continue;
     const pgroup *ph = &P->gs[h];
-    bool ok = (ph->kind == KF_GROUP_ELEMENTWISE || is_epilogue_kind(ph->kind)) &&
+    bool ok = (ph->kind == KF_GROUP_ELEMENTWISE ||
+               (is_epilogue_kind(ph->kind) && (!layout || ph->kind == KF_GROUP_CONV))) &&
               (shape_is(ph, rt) || eshape_is(ph, rt));
     for (int j = 0; j < nc && ok; j++) ok = cands[j] != h;
     if (ok && nc < (int)(sizeof cands / sizeof cands[0])) cands[nc++] = h;
@@ -438,7 +446,9 @@ static int prologue_of(part *P, int i) {
   const kf_value *x = P->ops[i]->operands[0];
   if (!x) return -1;
   int h = group_of_value(P, x);
-  if (h < 0 || P->gs[h].kind != KF_GROUP_ELEMENTWISE) return -1;
+  /* a layout change stays in an element-wise launch (tiled), out of the
+   * row kernel's loads */
+  if (h < 0 || P->gs[h].kind != KF_GROUP_ELEMENTWISE || has_layout_copy(P, h)) return -1;
   if (classify(P->ops[i]) == C_SCAN) {
     const pgroup *ph = &P->gs[h];
     for (int k = 0; k < ph->n_ops; k++) {
