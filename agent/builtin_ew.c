@@ -114,6 +114,8 @@ static bool tile_plan(const kb_kernel *k, const kf_builtin_options *o, kb_tiling
     else
       break;
   }
+  if (o && o->tile_a > 0) ta = o->tile_a;
+  if (o && o->tile_t > 0) tt = o->tile_t;
   while (ta * tt > 256 && (int64_t)n_tiled * ta * (tt + 1) * regb > TILE_SMEM_MAX) {
     if (ta >= tt)
       ta /= 2;

@@ -359,6 +359,8 @@ void kf_compile_builtin_options(const kf_compile_options *o, kf_builtin_options 
   bo->col_threads = o->col_threads;
   bo->col_block = o->col_block;
   bo->row_unroll = o->row_unroll;
+  bo->tile_a = o->tile_a;
+  bo->tile_t = o->tile_t;
   bo->attn_scratch_bytes = (int64_t)o->attn_scratch_kib << 10;
 }
 

@@ -65,7 +65,9 @@ static const command commands[] = {
      "        read the row twice), occ=N resident threads a SM for row kernels,\n"
      "        attn_scratch=N KiB of scores attention's GEMM lowering holds at once,\n"
      "        ctpr=N / cblock=N threads a row / a block of column reductions,\n"
-     "        unroll=N the unroll factor of a row kernel's reduced loop\n"},
+     "        unroll=N the unroll factor of a row kernel's reduced loop,\n"
+     "        tilea=N / tilet=N a tiled element-wise launch's tile along its\n"
+     "        innermost dim / along the dim its transposed accesses walk\n"},
     {"task",
      "task MODEL (--group N | --all) -o DIR [--precision default|tf32|bf16|fp16]\n"
      "          [--target sm_90|sm_90a] [--no-fuse] [--no-horizontal] [--no-cudnn]\n"

@@ -33,20 +33,29 @@
   __shared__ KF_S##k##_R kf_ts_##k[KF_S##k##_T ? KF_TA : 1][KF_S##k##_T ? KF_TT + 1 : 1];
 #define KF_TL_LBASE(k) const I kf_lb_##k = kf::dot(c0, kf_lst_##k);
 #define KF_TL_SBASE(k) const I kf_sb_##k = kf::dot(c0, kf_sst_##k);
-// step 1: a tiled load's tile, threads along KF_DT
+// step 1: a tiled load's tile, threads along KF_DT; every load of the
+// thread issued before the first shared-memory store
 #define KF_TL_FILL(k)                                                               \
   if constexpr (KF_L##k##_T) {                                                      \
-    for (int e = (int)threadIdx.x; e < KF_TA * KF_TT; e += KF_BLOCK) {             \
+    KF_L##k##_R kf_f_##k[kf_per];                                                   \
+    _Pragma("unroll") for (int j = 0; j < kf_per; j++) {                            \
+      const int e = (int)threadIdx.x + j * KF_BLOCK;                                \
       const int tl = e % KF_TT, al = e / KF_TT;                                     \
       if (al < na && tl < nt)                                                       \
-        kf_tl_##k[al][tl] = kf::ld<KF_L##k##_R>(                                    \
+        kf_f_##k[j] = kf::ld<KF_L##k##_R>(                                          \
             KF_L##k##_P + kf_lb_##k + (I)al * (I)kf_lst_##k[KF_DA] + (I)tl * (I)kf_lst_##k[KF_DT]); \
+    }                                                                               \
+    _Pragma("unroll") for (int j = 0; j < kf_per; j++) {                            \
+      const int e = (int)threadIdx.x + j * KF_BLOCK;                                \
+      const int tl = e % KF_TT, al = e / KF_TT;                                     \
+      if (al < na && tl < nt) kf_tl_##k[al][tl] = kf_f_##k[j];                      \
     }                                                                               \
   }
 // step 3: a tiled store's tile, threads along KF_DT
 #define KF_TL_DRAIN(k)                                                              \
   if constexpr (KF_S##k##_T) {                                                      \
-    for (int e = (int)threadIdx.x; e < KF_TA * KF_TT; e += KF_BLOCK) {             \
+    _Pragma("unroll") for (int j = 0; j < kf_per; j++) {                            \
+      const int e = (int)threadIdx.x + j * KF_BLOCK;                                \
       const int tl = e % KF_TT, al = e / KF_TT;                                     \
       if (al < na && tl < nt)                                                       \
         kf::st(KF_S##k##_P + kf_sb_##k + (I)al * (I)kf_sst_##k[KF_DA] + (I)tl * (I)kf_sst_##k[KF_DT], \
@@ -64,6 +73,8 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
   KF_LOADS(KF_TL_LTILE)
   KF_STORES(KF_TL_STILE)
   constexpr bool tiled_loads = false KF_LOADS(KF_TL_ANY_L);
+  // elements a thread handles in each step (a warp over a smaller tile: 1)
+  constexpr int kf_per = KF_TA * KF_TT >= KF_BLOCK ? KF_TA * KF_TT / KF_BLOCK : 1;
   constexpr bool tiled_stores = false KF_STORES(KF_TL_ANY_S);
   // the tile: along KF_DA, along KF_DT, then the other dims (row-major)
   long long b = (long long)blockIdx.x;
@@ -99,9 +110,8 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
     else                                                                               \
       kf::st(KF_S##k##_P + kf_sb_##k + (I)al * (I)kf_sst_##k[KF_DA] + (I)tl * (I)kf_sst_##k[KF_DT], (v)); \
   } while (0)
-  constexpr int per = KF_TA * KF_TT >= KF_BLOCK ? KF_TA * KF_TT / KF_BLOCK : 1;
 #pragma unroll
-  for (int j = 0; j < per; j++) {
+  for (int j = 0; j < kf_per; j++) {
     const int e = (int)threadIdx.x + j * KF_BLOCK;
     const int al = e % KF_TA, tl = e / KF_TA;
     if (al < na && tl < nt) {

@@ -165,6 +165,10 @@ typedef struct kf_builtin_options {
    * (0: by rule, 8 and 256); the reduced loop's unroll factor in row
    * kernels (0: by rule, 4) */
   int col_threads, col_block, row_unroll;
+  /* tiled element-wise launches (agent/templates/ew_tiled.cu): the tile's
+   * extent along the innermost loop dim and along the dim the tiled
+   * accesses walk (0: by rule) */
+  int tile_a, tile_t;
   /* compute in fp64 (inputs converted on load, outputs rounded to their
    * dtype on store): the per-op verification reference */
   bool fp64;
