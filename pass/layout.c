@@ -147,8 +147,9 @@ static void unite(int *p, int a, int b) {
  * copy of its input and buys cuDNN's NHWC kernels. A transposed
  * convolution with a bias has that launch already (the bias follows
  * cuDNN's backward data). Not for 1x1 convolutions (no cuDNN gain
- * measured), nor where a reduction other than over the channels or over
- * every spatial dim reads the region (L2 13 and 24's reductions over depth
+ * measured), nor where an element-wise op of the region reads another
+ * tensor of its shape, nor where a reduction other than over the channels
+ * or over every spatial dim reads the region (L2 13 and 24's reductions over depth
  * ran 2x slower on channels-last data). H100, 2026-11-25, torch.profiler
  * of KernelBench L2 1, 2, 5, 32, 67: the NCHW cuDNN paths ran 1.4-2.2x the
  * NHWC kernels' time, transposes included. */
@@ -170,6 +171,16 @@ static bool lone_pays(const lay *l, const kf_op *conv) {
       if (op->operands[i] && in[op->operands[i]->id]) reads = true;
     if (!reads) continue;
     if (elementwise(op) && kf_type_same_dims(&op->results[0]->type, &conv->results[0]->type)) {
+      /* an operand of the result's shape from outside the region would
+       * need a channels-last copy of its own: a pass over a tensor the
+       * size of the result (L2 26's added input, L2 92's residual sum
+       * with a group norm's result: 2.52 -> 3.31 ms) */
+      for (int i = 0; i < op->n_operands && ok; i++) {
+        const kf_value *v = op->operands[i];
+        if (v && !in[v->id] && v->type.kind == KF_TYPE_TENSOR &&
+            kf_type_same_dims(&v->type, &conv->results[0]->type))
+          ok = false;
+      }
       in[op->results[0]->id] = true;
       epi = true;
       continue;

@@ -7,7 +7,8 @@
 // chain_convs). A lone one whose result goes through element-wise ops goes
 // NHWC (c6 -> tanh: the copy back joins the epilogue launch; lone_pays),
 // unless a reduction over a spatial dim alone reads the region (c7 -> relu
-// -> mean over H stays NCHW). channels-last-unchained (kfuse compile --channels-last-all)
+// -> mean over H stays NCHW) or an element-wise op of the region reads
+// another tensor of its shape (c8 + s stays NCHW). channels-last-unchained (kfuse compile --channels-last-all)
 // and channels-last-all (tests: any size) apply the layout to every
 // qualifying convolution (ALL).
 //
@@ -32,13 +33,15 @@
 // CHECK: %t6_nchw = "kf.copy"(%t6)
 // CHECK: %c7 = "kf.conv"(%s, %w7)
 // CHECK-SAME: -> tensor<1x16x128x128xf32> loc
-// CHECK: "func.return"(%a_nchw, %c5, %c3, %t6_nchw, %m7)
+// CHECK: %c8 = "kf.conv"(%s, %w8)
+// CHECK-SAME: -> tensor<1x16x128x128xf32> loc
+// CHECK: "func.return"(%a_nchw, %c5, %c3, %t6_nchw, %m7, %a8)
 //
 // ALL: %c5 = "kf.conv"(%p_nhwc, %w5_nhwc)
 // ALL: %c3 = "kf.conv"(%s_nhwc, %w3_nhwc)
 
 "builtin.module"() ({
-  "func.func"() <{arg_attrs = [{kf.name = "x"}, {kf.name = "s"}], function_type = (tensor<1x16x64x64xf32>, tensor<1x16x128x128xf32>) -> (tensor<1x16x64x64xf32>, tensor<1x16x64x64xf32>, tensor<1x16x128x128xf32>, tensor<1x16x128x128xf32>, tensor<1x16x1x128xf32>), sym_name = "chains"}> ({
+  "func.func"() <{arg_attrs = [{kf.name = "x"}, {kf.name = "s"}], function_type = (tensor<1x16x64x64xf32>, tensor<1x16x128x128xf32>) -> (tensor<1x16x64x64xf32>, tensor<1x16x64x64xf32>, tensor<1x16x128x128xf32>, tensor<1x16x128x128xf32>, tensor<1x16x1x128xf32>, tensor<1x16x128x128xf32>), sym_name = "chains"}> ({
   ^bb0(%x: tensor<1x16x64x64xf32>, %s: tensor<1x16x128x128xf32>):
     %w1 = "kf.param"() {fqn = "w1", kind = "parameter"} : () -> tensor<16x16x3x3xf32> loc("w1")
     %w2 = "kf.param"() {fqn = "w2", kind = "parameter"} : () -> tensor<16x16x3x3xf32> loc("w2")
@@ -46,6 +49,7 @@
     %w5 = "kf.param"() {fqn = "w5", kind = "parameter"} : () -> tensor<16x16x3x3xf32> loc("w5")
     %w6 = "kf.param"() {fqn = "w6", kind = "parameter"} : () -> tensor<16x16x3x3xf32> loc("w6")
     %w7 = "kf.param"() {fqn = "w7", kind = "parameter"} : () -> tensor<16x16x3x3xf32> loc("w7")
+    %w8 = "kf.param"() {fqn = "w8", kind = "parameter"} : () -> tensor<16x16x3x3xf32> loc("w8")
     %c1 = "kf.conv"(%x, %w1) {dilation = array<i64: 1, 1>, groups = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 0>, output_padding = array<i64: 0, 0>, padding = array<i64: 1, 1>, stride = array<i64: 1, 1>, transposed = false} : (tensor<1x16x64x64xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x64x64xf32> loc("c1")
     %r1 = "kf.relu"(%c1) : (tensor<1x16x64x64xf32>) -> tensor<1x16x64x64xf32> loc("r1")
     %c2 = "kf.conv"(%r1, %w2) {dilation = array<i64: 1, 1>, groups = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 0>, output_padding = array<i64: 0, 0>, padding = array<i64: 1, 1>, stride = array<i64: 1, 1>, transposed = false} : (tensor<1x16x64x64xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x64x64xf32> loc("c2")
@@ -58,6 +62,8 @@
     %c7 = "kf.conv"(%s, %w7) {dilation = array<i64: 1, 1>, groups = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 0>, output_padding = array<i64: 0, 0>, padding = array<i64: 1, 1>, stride = array<i64: 1, 1>, transposed = false} : (tensor<1x16x128x128xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x128x128xf32> loc("c7")
     %r7 = "kf.relu"(%c7) : (tensor<1x16x128x128xf32>) -> tensor<1x16x128x128xf32> loc("r7")
     %m7 = "kf.mean"(%r7) {dims = array<i64: 2>, keepdim = true} : (tensor<1x16x128x128xf32>) -> tensor<1x16x1x128xf32> loc("m7")
-    "func.return"(%a, %c5, %c3, %t6, %m7) : (tensor<1x16x64x64xf32>, tensor<1x16x64x64xf32>, tensor<1x16x128x128xf32>, tensor<1x16x128x128xf32>, tensor<1x16x1x128xf32>) -> ()
+    %c8 = "kf.conv"(%s, %w8) {dilation = array<i64: 1, 1>, groups = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 0>, output_padding = array<i64: 0, 0>, padding = array<i64: 1, 1>, stride = array<i64: 1, 1>, transposed = false} : (tensor<1x16x128x128xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x128x128xf32> loc("c8")
+    %a8 = "kf.add"(%c8, %s) : (tensor<1x16x128x128xf32>, tensor<1x16x128x128xf32>) -> tensor<1x16x128x128xf32> loc("a8")
+    "func.return"(%a, %c5, %c3, %t6, %m7, %a8) : (tensor<1x16x64x64xf32>, tensor<1x16x64x64xf32>, tensor<1x16x128x128xf32>, tensor<1x16x128x128xf32>, tensor<1x16x1x128xf32>, tensor<1x16x128x128xf32>) -> ()
   }) : () -> ()
 }) : () -> ()

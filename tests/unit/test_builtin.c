@@ -462,8 +462,12 @@ static void test_vector_choice(void **state) {
                               "    %y = \"kf.neg\"(%t) : (tensor<6x8xf32, #kf.strided<[1, 6]>>) -> tensor<6x8xf32>\n",
                               "%y", KF_GROUP_ELEMENTWISE, &o, &b),
                    KF_OK);
-  assert_true(has(b.u->source, "#define KF_VEC 1\n"));
+  /* a transposed read: tiled through shared memory (ew_tiled.cu), the
+   * load walking dim 0 */
+  assert_true(has(b.u->source, "(template ew_tiled.cu)"));
   assert_true(has(b.u->source, "#define KF_L0_ST 1LL, 6LL\n"));
+  assert_true(has(b.u->source, "#define KF_L0_T 1\n"));
+  assert_true(has(b.u->source, "#define KF_DT 0\n"));
   built_fini(&b);
   /* block size and vector width from the options override the rule */
   o.block_size = 128;
@@ -613,9 +617,10 @@ static void test_conv_cudnn_epilogue(void **state) {
 }
 
 
-/* a channels-last convolution's epilogue launch (SiLU: not cuDNN's) loops
- * in memory order (N, H, W, C) and moves 16 bytes per access, rather than
- * striding over C in NCHW order */
+/* a channels-last convolution's epilogue launch (SiLU: not cuDNN's) writes
+ * the row-major graph output straight from the channels-last result: the
+ * copy back is in the launch, tiled through shared memory (the result read
+ * along C, the output written along H * W) */
 static void test_conv_epilogue_nhwc(void **state) {
   (void)state;
   kf_builtin_options o;
@@ -638,8 +643,10 @@ static void test_conv_epilogue_nhwc(void **state) {
   assert_non_null(s);
   assert_int_equal(s->conv.layout, KFR_CONV_NHWC);
   assert_int_equal(n_launches(b.u), 1);
-  assert_true(has(b.u->source, "#define KF_SHAPE 72LL, 8LL\n")); /* N*H*W, C (the bias: stride 0, 1) */
-  assert_true(has(b.u->source, "#define KF_VEC 4\n"));
+  assert_true(has(b.u->source, "(template ew_tiled.cu)"));
+  assert_true(has(b.u->source, "#define KF_SHAPE 2LL, 8LL, 36LL\n")); /* N, C, H*W */
+  assert_true(has(b.u->source, "#define KF_DT 1\n"));
+  assert_true(has(b.u->source, "_T 1\n"));
   built_fini(&b);
 }
 /* transposed convolutions: a backward-data cuDNN step (w [c, k/g, ...],
