@@ -391,6 +391,25 @@ static bool has_layout_copy(const part *P, int h) {
   return false;
 }
 
+/* Op i's result reaches a plain reduction's input through element-wise ops
+ * of its shape, each value used once and none a graph output: a
+ * convolution's epilogue the reduction takes as its prologue (one kernel
+ * reading the bare convolution; pass/conv_bias.c splits the bias off)
+ * rather than a launch of its own writing what the reduction reads back. */
+static bool feeds_reduction(const part *P, int i) {
+  const kf_op *op = P->ops[i];
+  const kf_type *t = &op->results[0]->type;
+  for (int steps = 0; steps < 64; steps++) {
+    uint32_t id = op->results[0]->id;
+    if (P->is_out[id] || P->use_start[id + 1] - P->use_start[id] != 1) return false;
+    const kf_op *u = P->ops[P->use_list[P->use_start[id]]];
+    if (kf_op_info_get(u->code)->kind == KF_KIND_REDUCE) return u->operands[0] == op->results[0];
+    if (classify(u) != C_EW || !kf_type_same_dims(&u->results[0]->type, t)) return false;
+    op = u;
+  }
+  return false;
+}
+
 static kf_status place_elementwise(part *P, int i) {
   const kf_op *op = P->ops[i];
   const kf_type *rt = &op->results[0]->type;
@@ -407,6 +426,7 @@ static kf_status place_elementwise(part *P, int i) {
     bool ok = (ph->kind == KF_GROUP_ELEMENTWISE ||
                (is_epilogue_kind(ph->kind) && (!layout || ph->kind == KF_GROUP_CONV))) &&
               (shape_is(ph, rt) || eshape_is(ph, rt));
+    if (ok && ph->kind == KF_GROUP_CONV && feeds_reduction(P, i)) ok = false;
     for (int j = 0; j < nc && ok; j++) ok = cands[j] != h;
     if (ok && nc < (int)(sizeof cands / sizeof cands[0])) cands[nc++] = h;
   }

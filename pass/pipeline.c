@@ -21,6 +21,8 @@ static const kf_pass_info passes[] = {
      kf_pass_fold_reductions},
     {"scan-forms", "flip/scan/flip as one reverse scan; cat(identity, scan of all but the last) as one "
                    "exclusive scan", kf_pass_scan_forms},
+    {"split-conv-bias", "a convolution's bias as an element-wise add where a reduction reads its result "
+                        "(the reduction's prologue then takes the epilogue)", kf_pass_split_conv_bias},
     {"sink-reshapes", "move contiguous reshapes below element-wise ops (epilogues meet producers)",
      kf_pass_sink_reshapes},
     {"channels-last", "NHWC / NDHWC activations and dim-1-innermost weights for 2-d and 3-d "
