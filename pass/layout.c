@@ -186,23 +186,7 @@ static bool lone_pays(const lay *l, const kf_op *conv) {
       continue;
     }
     if (kf_op_info_get(op->code)->kind != KF_KIND_REDUCE) continue; /* reads a copy */
-    int nd = 0;
-    int64_t one;
-    const int64_t *dims = NULL;
-    if (kf_op_has_attr(op, "dims")) {
-      dims = kf_op_get_ints(op, "dims", &nd);
-    } else if (kf_op_has_attr(op, "dim")) { /* min_dim, argmax, ... */
-      one = kf_op_get_int(op, "dim");
-      dims = &one;
-      nd = 1;
-    }
-    bool chan = nd == 1 && dims && (dims[0] == 1 || dims[0] == 1 - rank);
-    bool all_spatial = dims && nd == rank - 2;
-    for (int i = 0; i < nd && all_spatial; i++) {
-      int64_t d = dims[i] < 0 ? dims[i] + rank : dims[i];
-      all_spatial = d >= 2;
-    }
-    ok = chan || all_spatial;
+    ok = kf_pass_reduces_channels_or_space(op, rank);
   }
   free(in);
   return ok && epi;

@@ -35,6 +35,10 @@ bool kf_pass_is_whole_view(const kf_value *v);
 /* A name no input or op of g has: base itself, else base_1, base_2, ...
  * (arena string). Scans the graph: for a few names per pass. */
 const char *kf_pass_unique_name(kf_graph *g, const char *base);
+/* Does reduction red (a "dims" or "dim" attribute) of a rank-`rank`
+ * N, C, spatial... tensor reduce over the channels alone or over every
+ * spatial dim? */
+bool kf_pass_reduces_channels_or_space(const kf_op *red, int rank);
 
 /* Fresh names for passes that make many: a hash set of the graph's names,
  * built once. */

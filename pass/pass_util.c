@@ -201,3 +201,22 @@ kf_status kf_pass_new_param(kf_graph *g, const char *fqn_base, const char *name_
   *out = p->results[0];
   return KF_OK;
 }
+
+bool kf_pass_reduces_channels_or_space(const kf_op *red, int rank) {
+  int nd = 0;
+  int64_t one;
+  const int64_t *dims = NULL;
+  if (kf_op_has_attr(red, "dims")) {
+    dims = kf_op_get_ints(red, "dims", &nd);
+  } else if (kf_op_has_attr(red, "dim")) { /* min_dim, argmax, ... */
+    one = kf_op_get_int(red, "dim");
+    dims = &one;
+    nd = 1;
+  }
+  if (!dims || nd < 1) return false;
+  if (nd == 1 && (dims[0] < 0 ? dims[0] + rank : dims[0]) == 1) return true;
+  if (nd != rank - 2) return false;
+  for (int i = 0; i < nd; i++)
+    if ((dims[i] < 0 ? dims[i] + rank : dims[i]) < 2) return false;
+  return true;
+}
