@@ -146,8 +146,14 @@ kb_row_rules kb_rules_rows(const kf_builtin_options *o, int64_t rows, int64_t rl
      * sum over dim 1 of [128, 4096, 4095] 3.66 -> 3.41 ms and of [16,
      * 16384, 1024] 0.392 -> 0.361 ms, sum over dim 0 of [8192, 8192] and
      * mean over dim 1 of [64, 1024, 2048] unchanged, amax over dim 1 of
-     * [128, 4096, 4095] 3.96 -> 4.05 ms (H100, .kb sweep, 2026-11-25) */
-    r.tpr = o->col_threads > 0 ? o->col_threads : 16;
+     * [128, 4096, 4095] 3.96 -> 4.05 ms (H100, .kb sweep, 2026-11-25).
+     * Fewer on short rows, so that a thread reduces 8 elements or more:
+     * a min over the depth (22) of a [128, 16, 22, 30, 30] convolution
+     * took 0.605 ms with 16 a row, 0.102 with 2, 0.101 with 1, 0.120 with
+     * 4, 0.206 with 8 (KernelBench L2 24; eager 0.127; H100, 2026-11-25) */
+    r.tpr = 16;
+    while (r.tpr > 1 && (int64_t)r.tpr * 8 > rlen) r.tpr /= 2;
+    if (o->col_threads > 0) r.tpr = o->col_threads;
     block = o->col_block > 0 ? o->col_block : 256;
     if (block < r.tpr * 32) block = r.tpr * 32 > 1024 ? 1024 : r.tpr * 32;
   }
