@@ -47,7 +47,8 @@ void kf_builtin_options_init(kf_builtin_options *o) {
  *     the row twice instead of keeping it (kernel option cache=-1) lost
  *     at every block shape tried;
  *   - reductions over an outer dim (the kept dim is the contiguous one):
- *     a column layout, 32 rows per block and 16 threads splitting each row;
+ *     a column layout, 32 rows per block and 16 threads splitting each row
+ *     (fewer on rows under 128: 8 elements a thread at least);
  *   - fewer row blocks than 2 per SM: long rows split over up to 1024
  *     blocks (about 4 blocks per SM in all, at least 16 elements a thread),
  *     partial states combined by a second launch;

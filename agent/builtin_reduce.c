@@ -15,7 +15,8 @@
  * get a warp per row (short rows: fewer lanes; rows over 4096 elements, or
  * normalisations whose row would not fit 16 values per lane: a block);
  * reductions over an outer dim (the kept dim is the contiguous one) use a
- * column layout, 32 rows per block with 16 threads splitting each row; when
+ * column layout, 32 rows per block with 16 threads splitting each row (fewer
+ * on short rows); when
  * there are too few rows to fill 132 SMs, rows are split over several
  * blocks through a scratch buffer of partial states (stages 1-3 of the
  * template). */

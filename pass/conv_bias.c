@@ -45,10 +45,11 @@ static bool is_ew(const kf_op *op) {
  * element-wise ops of its shape, each value used once? A transposed
  * convolution's bias is a launch of its own anyway, and so is a forward
  * one's when element-wise ops follow it. A forward convolution feeding the
- * reduction directly has its bias free inside cuDNN: moved only into a
- * reduction over the channels or every spatial dim (KernelBench L2 25,
- * conv + min over the channels: 4.53 -> 4.04 ms; L2 24, conv3d + min over
- * the depth: 0.94 -> 1.26 ms; H100, 2026-11-25). */
+ * reduction directly has its bias free inside cuDNN's fused call: moved
+ * only into a reduction over the channels or every spatial dim, the row
+ * and column kernels measured (KernelBench L2 25, conv + min over the
+ * channels: 4.53 -> 4.04 ms; H100, 2026-11-25); not into one over some
+ * spatial dims, where nothing was gained to measure. */
 static bool bias_to_reduction(kf_graph *g, const kf_op *conv) {
   const kf_value *v = conv->results[0];
   bool tr = kf_op_get_bool(conv, "transposed"), ew = false;
