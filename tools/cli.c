@@ -89,6 +89,17 @@ static const command commands[] = {
      "        floor, reward -1/1/2/3, every reason); the GPU work runs in a worker\n"
      "        process killed after S seconds (default 60) or BYTES of output\n"
      "        (default 65536); exit 1 when it could not judge (docs/AGENT.md)\n"},
+    {"llm-chat",
+     "llm-chat --endpoint URL --model NAME (--prompt TEXT | --messages FILE)\n"
+     "          [--tools FILE] [--api-key-env NAME] [--temperature T] [--max-tokens N]\n"
+     "          [--timeout S] [--retries N] [--backoff S]",
+     "        send one chat request to an OpenAI-compatible endpoint\n"
+     "        (URL/chat/completions) and print the reply as JSON: text, tool calls\n"
+     "        with their arguments parsed, token counts, attempts; the API key\n"
+     "        comes from $OPENAI_API_KEY or the variable --api-key-env names and\n"
+     "        is never printed; 429, 5xx and timeouts are retried (Retry-After\n"
+     "        honoured, else backoff from S seconds, default 1, doubling);\n"
+     "        exit 1 when the request failed (docs/AGENT.md)\n"},
     {"run-module", "run MODULE.so --io FILE.kfio [--atol A] [--rtol R] [--graph]",
      "        run a compiled module on the GPU on the recorded inputs and compare\n"},
     {"bench", "bench MODULE.so [--iters N] [--warmup N] [--graph]",

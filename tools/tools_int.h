@@ -45,5 +45,6 @@ int kf_cmd_judge(int argc, char **argv, kf_diag *diag);
 int kf_cmd_run_module(const char *path, const char *io, double atol, double rtol, bool graph,
                       kf_diag *diag);
 int kf_cmd_bench(int argc, char **argv, kf_diag *diag);
+int kf_cmd_llm_chat(int argc, char **argv, kf_diag *diag);
 
 #endif

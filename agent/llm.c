@@ -1,0 +1,468 @@
+/* agent/llm.c — the OpenAI-compatible Chat Completions client
+ * (kfuse/llm.h).
+ *
+ * libcurl is loaded with dlopen ("libcurl.so.4", then "libcurl.so"); curl.h
+ * is used for its constants and types only. One easy handle per request:
+ * the client is called a few times a minute, and a fresh handle keeps
+ * nothing (no connection, no cookie) between conversations. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+
+#include "kfuse/llm.h"
+
+/* ---- libcurl, loaded at run time ------------------------------------------- */
+
+typedef CURLcode (*pfn_global_init)(long);
+typedef CURL *(*pfn_init)(void);
+typedef CURLcode (*pfn_setopt)(CURL *, CURLoption, ...);
+typedef CURLcode (*pfn_perform)(CURL *);
+typedef CURLcode (*pfn_getinfo)(CURL *, CURLINFO, ...);
+typedef void (*pfn_cleanup)(CURL *);
+typedef const char *(*pfn_strerror)(CURLcode);
+typedef struct curl_slist *(*pfn_slist_append)(struct curl_slist *, const char *);
+typedef void (*pfn_slist_free)(struct curl_slist *);
+
+static struct {
+  void *lib;
+  char error[512];
+  pfn_init init;
+  pfn_setopt setopt;
+  pfn_perform perform;
+  pfn_getinfo getinfo;
+  pfn_cleanup cleanup;
+  pfn_strerror strerror;
+  pfn_slist_append slist_append;
+  pfn_slist_free slist_free;
+} cu;
+
+static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
+
+static void cu_load(void) {
+  const char *names[] = {"libcurl.so.4", "libcurl.so"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && !cu.lib; i++)
+    cu.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!cu.lib) {
+    const char *e = dlerror();
+    snprintf(cu.error, sizeof cu.error, "libcurl is not available (dlopen libcurl.so.4: %s); install "
+             "libcurl4 (Debian: apt-get install libcurl4)", e ? e : "not found");
+    return;
+  }
+  pfn_global_init gi = (pfn_global_init)dlsym(cu.lib, "curl_global_init");
+  cu.init = (pfn_init)dlsym(cu.lib, "curl_easy_init");
+  cu.setopt = (pfn_setopt)dlsym(cu.lib, "curl_easy_setopt");
+  cu.perform = (pfn_perform)dlsym(cu.lib, "curl_easy_perform");
+  cu.getinfo = (pfn_getinfo)dlsym(cu.lib, "curl_easy_getinfo");
+  cu.cleanup = (pfn_cleanup)dlsym(cu.lib, "curl_easy_cleanup");
+  cu.strerror = (pfn_strerror)dlsym(cu.lib, "curl_easy_strerror");
+  cu.slist_append = (pfn_slist_append)dlsym(cu.lib, "curl_slist_append");
+  cu.slist_free = (pfn_slist_free)dlsym(cu.lib, "curl_slist_free_all");
+  if (!gi || !cu.init || !cu.setopt || !cu.perform || !cu.getinfo || !cu.cleanup || !cu.strerror ||
+      !cu.slist_append || !cu.slist_free) {
+    snprintf(cu.error, sizeof cu.error, "libcurl lacks the easy interface's symbols");
+    dlclose(cu.lib);
+    cu.lib = NULL;
+    return;
+  }
+  CURLcode r = gi(CURL_GLOBAL_DEFAULT);
+  if (r != CURLE_OK) {
+    snprintf(cu.error, sizeof cu.error, "curl_global_init failed: %s", cu.strerror(r));
+    dlclose(cu.lib);
+    cu.lib = NULL;
+  }
+}
+
+/* ---- config and replies ---------------------------------------------------------- */
+
+void kf_llm_config_init(kf_llm_config *c) {
+  memset(c, 0, sizeof *c);
+  c->temperature = -1.0;
+  c->timeout_s = 120.0;
+  c->max_retries = 4;
+  c->backoff_s = 1.0;
+  c->backoff_max_s = 30.0;
+  c->retry_after_max_s = 120.0;
+}
+
+void kf_llm_reply_fini(kf_llm_reply *r) {
+  if (!r) return;
+  free(r->content);
+  free(r->finish_reason);
+  for (int i = 0; i < r->n_calls; i++) {
+    free(r->calls[i].id);
+    free(r->calls[i].name);
+    free(r->calls[i].arguments);
+    free(r->calls[i].args_error);
+    cJSON_Delete(r->calls[i].args);
+  }
+  free(r->calls);
+  cJSON_Delete(r->message);
+  memset(r, 0, sizeof *r);
+}
+
+static char *dup_str(const char *s) {
+  if (!s) return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+/* ---- one request ----------------------------------------------------------------- */
+
+typedef struct body {
+  char *data;
+  size_t len, cap;
+  bool overflow;
+} body;
+
+/* Replies larger than this are refused (a chat completion is kilobytes). */
+#define BODY_MAX ((size_t)64 << 20)
+
+static size_t on_data(char *p, size_t size, size_t n, void *user) {
+  body *b = user;
+  size_t k = size * n;
+  if (b->len + k + 1 > BODY_MAX) {
+    b->overflow = true;
+    return 0; /* aborts the transfer */
+  }
+  if (b->len + k + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + k + 1) cap *= 2;
+    char *d = realloc(b->data, cap);
+    if (!d) return 0;
+    b->data = d;
+    b->cap = cap;
+  }
+  memcpy(b->data + b->len, p, k);
+  b->len += k;
+  b->data[b->len] = '\0';
+  return k;
+}
+
+typedef struct hdrs {
+  double retry_after; /* seconds; < 0: none */
+} hdrs;
+
+static size_t on_header(char *p, size_t size, size_t n, void *user) {
+  hdrs *h = user;
+  size_t k = size * n;
+  static const char key[] = "retry-after:";
+  if (k > sizeof key - 1 && strncasecmp(p, key, sizeof key - 1) == 0) {
+    char v[64];
+    size_t m = k - (sizeof key - 1);
+    if (m >= sizeof v) m = sizeof v - 1;
+    memcpy(v, p + sizeof key - 1, m);
+    v[m] = '\0';
+    char *end;
+    double s = strtod(v, &end);
+    /* delta-seconds only; an HTTP date falls back to the backoff */
+    if (end != v && s >= 0 && isfinite(s)) h->retry_after = s;
+  }
+  return k;
+}
+
+typedef enum outcome { SENT, TRANSIENT, FATAL } outcome;
+
+/* One POST; *status the HTTP status (0: none). why: the failure, for the
+ * diagnostic and the retry's progress line. */
+static outcome post_once(const kf_llm_config *c, const char *url, const char *payload, const char *key,
+                         body *b, long *status, hdrs *h, char *why, size_t nwhy) {
+  *status = 0;
+  h->retry_after = -1;
+  b->len = 0;
+  b->overflow = false;
+  if (b->data) b->data[0] = '\0';
+  CURL *e = cu.init();
+  if (!e) {
+    snprintf(why, nwhy, "curl_easy_init failed");
+    return FATAL;
+  }
+  struct curl_slist *hl = cu.slist_append(NULL, "Content-Type: application/json");
+  struct curl_slist *h2 = hl ? cu.slist_append(hl, "Accept: application/json") : NULL;
+  char *auth = NULL;
+  bool ok = h2 != NULL;
+  if (ok && key && *key) {
+    size_t n = strlen(key) + 32;
+    auth = malloc(n);
+    ok = auth != NULL;
+    if (ok) {
+      snprintf(auth, n, "Authorization: Bearer %s", key);
+      struct curl_slist *h3 = cu.slist_append(h2, auth);
+      ok = h3 != NULL;
+      if (ok) h2 = h3;
+    }
+  }
+  if (h2) hl = h2;
+  if (!ok) {
+    if (auth) {
+      memset(auth, 0, strlen(auth));
+      free(auth);
+    }
+    if (hl) cu.slist_free(hl);
+    cu.cleanup(e);
+    snprintf(why, nwhy, "out of memory");
+    return FATAL;
+  }
+  long tmo = (long)(c->timeout_s * 1000.0);
+  if (tmo < 1) tmo = 1;
+  CURLcode r = CURLE_OK;
+#define SET(opt, val) \
+  if (r == CURLE_OK) r = cu.setopt(e, opt, val)
+  SET(CURLOPT_URL, url);
+  SET(CURLOPT_HTTPHEADER, hl);
+  SET(CURLOPT_POSTFIELDS, payload);
+  SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(payload));
+  SET(CURLOPT_WRITEFUNCTION, on_data);
+  SET(CURLOPT_WRITEDATA, b);
+  SET(CURLOPT_HEADERFUNCTION, on_header);
+  SET(CURLOPT_HEADERDATA, h);
+  SET(CURLOPT_TIMEOUT_MS, tmo);
+  SET(CURLOPT_CONNECTTIMEOUT_MS, tmo);
+  SET(CURLOPT_NOSIGNAL, 1L);
+  SET(CURLOPT_FOLLOWLOCATION, 0L);
+  SET(CURLOPT_USERAGENT, "kfuse");
+#undef SET
+  outcome out = SENT;
+  if (r != CURLE_OK) {
+    snprintf(why, nwhy, "setting up the request: %s", cu.strerror(r));
+    out = FATAL;
+  } else {
+    r = cu.perform(e);
+    if (r != CURLE_OK) {
+      snprintf(why, nwhy, "%s", b->overflow ? "the reply exceeds 64 MiB" : cu.strerror(r));
+      out = b->overflow ? FATAL : TRANSIENT;
+    } else if (cu.getinfo(e, CURLINFO_RESPONSE_CODE, status) != CURLE_OK) {
+      snprintf(why, nwhy, "no HTTP status");
+      out = FATAL;
+    } else if (*status == 429 || *status == 500 || *status == 502 || *status == 503 || *status == 504 ||
+               *status == 408) {
+      snprintf(why, nwhy, "HTTP %ld", *status);
+      out = TRANSIENT;
+    } else if (*status < 200 || *status >= 300) {
+      snprintf(why, nwhy, "HTTP %ld", *status);
+      out = FATAL;
+    }
+  }
+  cu.slist_free(hl);
+  if (auth) {
+    memset(auth, 0, strlen(auth));
+    free(auth);
+  }
+  cu.cleanup(e);
+  return out;
+}
+
+/* The server's own error message in a JSON error body, or the start of
+ * the body, for the diagnostic. */
+static void server_message(const body *b, char *out, size_t n) {
+  out[0] = '\0';
+  if (!b->data || !b->len) return;
+  cJSON *j = cJSON_ParseWithLength(b->data, b->len);
+  const cJSON *err = j ? cJSON_GetObjectItemCaseSensitive(j, "error") : NULL;
+  const cJSON *msg = cJSON_IsObject(err) ? cJSON_GetObjectItemCaseSensitive(err, "message") : err;
+  if (cJSON_IsString(msg)) {
+    snprintf(out, n, ": %s", msg->valuestring);
+  } else {
+    size_t k = b->len < 200 ? b->len : 200;
+    snprintf(out, n, ": %.*s%s", (int)k, b->data, b->len > k ? "..." : "");
+  }
+  cJSON_Delete(j);
+  for (char *p = out; *p; p++)
+    if (*p == '\n' || *p == '\r') *p = ' ';
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double s) {
+  if (s <= 0) return;
+  struct timespec t = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+  while (nanosleep(&t, &t) == -1 && errno == EINTR) {
+  }
+}
+
+/* A jitter factor in [0.5, 1): retries of many clients spread out. */
+static double jitter(void) {
+  static __thread uint64_t s;
+  if (!s) s = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^ (uint64_t)(uintptr_t)&s;
+  s ^= s << 13;
+  s ^= s >> 7;
+  s ^= s << 17;
+  return 0.5 + 0.5 * (double)(s >> 11) / (double)(1ull << 53);
+}
+
+/* ---- the reply ------------------------------------------------------------------- */
+
+static kf_status parse_reply(const body *b, kf_llm_reply *out, kf_diag *diag, const char *url) {
+  cJSON *j = cJSON_ParseWithLength(b->data ? b->data : "", b->len);
+  const cJSON *choices = j ? cJSON_GetObjectItemCaseSensitive(j, "choices") : NULL;
+  const cJSON *c0 = cJSON_IsArray(choices) ? cJSON_GetArrayItem(choices, 0) : NULL;
+  const cJSON *msg = c0 ? cJSON_GetObjectItemCaseSensitive(c0, "message") : NULL;
+  if (!cJSON_IsObject(msg)) {
+    kf_diag_error(diag, "%s: the reply is not a chat completion (%s)", url,
+                  !j ? "not JSON" : !cJSON_IsArray(choices) ? "no \"choices\" array"
+                                  : !c0 ? "\"choices\" is empty" : "no \"message\" object in choices[0]");
+    cJSON_Delete(j);
+    return KF_ERR_FORMAT;
+  }
+  kf_status st = KF_OK;
+  const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
+  if (cJSON_IsString(content) && !(out->content = dup_str(content->valuestring))) st = KF_ERR_NOMEM;
+  const cJSON *fr = cJSON_GetObjectItemCaseSensitive(c0, "finish_reason");
+  if (!st && cJSON_IsString(fr) && !(out->finish_reason = dup_str(fr->valuestring))) st = KF_ERR_NOMEM;
+  const cJSON *usage = cJSON_GetObjectItemCaseSensitive(j, "usage");
+  const cJSON *pt = cJSON_IsObject(usage) ? cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens") : NULL;
+  const cJSON *ct = cJSON_IsObject(usage) ? cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens") : NULL;
+  out->prompt_tokens = cJSON_IsNumber(pt) ? (int64_t)pt->valuedouble : -1;
+  out->completion_tokens = cJSON_IsNumber(ct) ? (int64_t)ct->valuedouble : -1;
+  const cJSON *tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
+  int n = cJSON_IsArray(tc) ? cJSON_GetArraySize(tc) : 0;
+  if (!st && n > 0) {
+    out->calls = calloc((size_t)n, sizeof *out->calls);
+    if (!out->calls) st = KF_ERR_NOMEM;
+  }
+  for (int i = 0; i < n && !st; i++) {
+    const cJSON *call = cJSON_GetArrayItem(tc, i);
+    kf_llm_tool_call *k = &out->calls[out->n_calls++];
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(call, "id");
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+    const cJSON *name = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "name") : NULL;
+    const cJSON *args = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "arguments") : NULL;
+    k->id = dup_str(cJSON_IsString(id) ? id->valuestring : "");
+    k->name = dup_str(cJSON_IsString(name) ? name->valuestring : "");
+    if (!k->id || !k->name) {
+      st = KF_ERR_NOMEM;
+      break;
+    }
+    const char *why = NULL;
+    if (!cJSON_IsString(name) || !*name->valuestring) why = "the tool call names no function";
+    if (cJSON_IsString(args)) {
+      if (!(k->arguments = dup_str(args->valuestring))) {
+        st = KF_ERR_NOMEM;
+        break;
+      }
+      k->args = cJSON_Parse(args->valuestring);
+      if (!why && !k->args) why = "the arguments are not valid JSON";
+      else if (!why && !cJSON_IsObject(k->args)) why = "the arguments are not a JSON object";
+    } else if (cJSON_IsObject(args)) { /* some servers send the object itself */
+      k->args = cJSON_Duplicate(args, 1);
+      k->arguments = cJSON_PrintUnformatted(args);
+      if (!k->args || !k->arguments) st = KF_ERR_NOMEM;
+    } else if (!why) {
+      why = "the tool call has no arguments";
+    }
+    if (why) {
+      cJSON_Delete(k->args);
+      k->args = NULL;
+      if (!(k->args_error = dup_str(why))) st = KF_ERR_NOMEM;
+    }
+  }
+  if (!st) {
+    out->message = cJSON_Duplicate(msg, 1);
+    if (!out->message) st = KF_ERR_NOMEM;
+  }
+  cJSON_Delete(j);
+  return st;
+}
+
+/* ---- the call -------------------------------------------------------------------- */
+
+kf_status kf_llm_chat(const kf_llm_config *c, const cJSON *messages, const cJSON *tools,
+                      kf_llm_reply *out, kf_diag *diag) {
+  memset(out, 0, sizeof *out);
+  out->prompt_tokens = out->completion_tokens = -1;
+  double t0 = now_s();
+  if (!c || !c->endpoint || !*c->endpoint || !c->model || !*c->model || !cJSON_IsArray(messages) ||
+      (tools && !cJSON_IsArray(tools)) || c->timeout_s <= 0 || c->max_retries < 0) {
+    kf_diag_error(diag, "LLM request: an endpoint, a model, a message array and a positive timeout "
+                        "are needed");
+    return KF_ERR_ARG;
+  }
+  if (strncmp(c->endpoint, "http://", 7) != 0 && strncmp(c->endpoint, "https://", 8) != 0) {
+    kf_diag_error(diag, "LLM endpoint '%s': expected an http:// or https:// URL", c->endpoint);
+    return KF_ERR_ARG;
+  }
+  pthread_once(&cu_once, cu_load);
+  if (!cu.lib) {
+    kf_diag_error(diag, "LLM endpoint %s: %s", c->endpoint, cu.error);
+    return KF_ERR_UNSUPPORTED;
+  }
+  size_t ne = strlen(c->endpoint);
+  while (ne > 0 && c->endpoint[ne - 1] == '/') ne--;
+  char *url = malloc(ne + 32);
+  cJSON *req = cJSON_CreateObject();
+  char *payload = NULL;
+  kf_status st = url && req ? KF_OK : KF_ERR_NOMEM;
+  if (!st) {
+    snprintf(url, ne + 32, "%.*s/chat/completions", (int)ne, c->endpoint);
+    bool ok = cJSON_AddStringToObject(req, "model", c->model) != NULL;
+    cJSON *m = ok ? cJSON_Duplicate(messages, 1) : NULL;
+    ok = m && cJSON_AddItemToObject(req, "messages", m);
+    if (ok && tools && cJSON_GetArraySize(tools) > 0) {
+      cJSON *t = cJSON_Duplicate(tools, 1);
+      ok = t && cJSON_AddItemToObject(req, "tools", t);
+    }
+    if (ok && c->temperature >= 0) ok = cJSON_AddNumberToObject(req, "temperature", c->temperature) != NULL;
+    if (ok && c->max_tokens > 0) ok = cJSON_AddNumberToObject(req, "max_tokens", c->max_tokens) != NULL;
+    if (ok) ok = (payload = cJSON_PrintUnformatted(req)) != NULL;
+    if (!ok) st = KF_ERR_NOMEM;
+  }
+  cJSON_Delete(req);
+  const char *kenv = c->api_key_env && *c->api_key_env ? c->api_key_env : "OPENAI_API_KEY";
+  const char *key = getenv(kenv);
+  body b = {0};
+  hdrs h;
+  long status = 0;
+  char why[512] = "", smsg[400] = "";
+  double wait = c->backoff_s > 0 ? c->backoff_s : 0;
+  outcome o = FATAL;
+  for (int attempt = 0; !st; attempt++) {
+    out->attempts++;
+    o = post_once(c, url, payload, key, &b, &status, &h, why, sizeof why);
+    if (o != TRANSIENT || attempt >= c->max_retries) break;
+    double w = wait * jitter();
+    if (h.retry_after >= 0) w = h.retry_after < c->retry_after_max_s ? h.retry_after : c->retry_after_max_s;
+    kf_diag_note(diag, "LLM endpoint %s: %s; retrying in %.1f s (attempt %d of %d)", url, why, w, attempt + 2,
+                 c->max_retries + 1);
+    sleep_s(w);
+    wait = wait * 2 < c->backoff_max_s ? wait * 2 : c->backoff_max_s;
+  }
+  if (!st && o != SENT) {
+    server_message(&b, smsg, sizeof smsg);
+    kf_diag_error(diag, "LLM endpoint %s: %s%s%s", url, why, smsg,
+                  o == TRANSIENT ? " (no attempt left)" : "");
+    if (o == TRANSIENT && out->attempts > 1)
+      kf_diag_note(diag, "%d attempts in %.1f s", out->attempts, now_s() - t0);
+    st = KF_ERR_IO;
+  }
+  if (!st) st = parse_reply(&b, out, diag, url);
+  if (st && st != KF_ERR_IO && st != KF_ERR_FORMAT && st != KF_ERR_ARG)
+    kf_diag_error(diag, "LLM endpoint %s: out of memory reading the reply", url ? url : c->endpoint);
+  if (st) {
+    int a = out->attempts;
+    kf_llm_reply_fini(out);
+    out->attempts = a;
+    out->prompt_tokens = out->completion_tokens = -1;
+  }
+  out->seconds = now_s() - t0;
+  free(b.data);
+  free(payload);
+  free(url);
+  return st;
+}
