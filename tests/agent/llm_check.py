@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -167,4 +168,8 @@ for root, _, files in os.walk(work):
 check(not leaked, "the API key appears in no output or file")
 
 print(f"llm_check: {'FAIL' if failures else 'PASS'} ({len(failures)} failed)")
+if failures:
+    print(f"llm_check: requests, outputs and scripts kept in {work}")
+else:
+    shutil.rmtree(work, ignore_errors=True)
 sys.exit(1 if failures else 0)
