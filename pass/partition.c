@@ -27,12 +27,17 @@
  * created group among its operands' groups that is compatible — an
  * ELEMENTWISE group whose iteration shape is the op's result shape, or a
  * REDUCE/SCAN/GEMM/CONV group whose anchor's first result has that shape (an
- * epilogue) — and where joining closes no cycle between groups; after
+ * epilogue; a layout copy joins only an ELEMENTWISE or CONV group, whose
+ * launches the element-wise emitter tiles, and no op joins a CONV group
+ * when its result reaches a plain reduction through element-wise ops used
+ * once: the reduction takes them as its prologue, feeds_reduction) — and
+ * where joining closes no cycle between groups; after
  * joining an ELEMENTWISE group it also merges the other compatible
  * ELEMENTWISE operand groups that can merge without a cycle. A REDUCE
  * anchor absorbs the ELEMENTWISE group producing its input (a prologue;
  * values of it used elsewhere become the group's outputs) unless that
- * closes a cycle; a SCAN anchor only when every value of that group used
+ * closes a cycle or the group holds a layout copy; a SCAN anchor only when
+ * every value of that group used
  * outside it is used by the anchor alone. A plain reduction whose result
  * broadcasts back to its input row by row also takes element-wise ops over
  * the input's shape (row_broadcast: run after the row's statistics). A
