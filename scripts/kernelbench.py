@@ -129,7 +129,8 @@ against compile (correct and faster, over all problems), geometric-mean
 speedups over correct problems, worst ten against eager, median fraction of
 the floor of memory-bound problems (bytes floor >= flops floor), slowest cold
 compiles, every failure with its first error line, every problem), reports/
-(kfuse's compile reports) and logs/ (worker logs of failed problems). A
+(kfuse's compile reports) and logs/ (worker logs of failed problems), both
+also in reports.tar.gz (one file, for tools that bring back few). A
 progress line per problem is printed as it ends, the level table at the end.
 """
 import argparse
@@ -142,6 +143,7 @@ import os
 import re
 import shlex
 import shutil
+import tarfile
 import signal
 import statistics
 import subprocess
@@ -445,6 +447,20 @@ def summary_md(summ):
     return "\n".join(L) + "\n"
 
 
+def bundle_reports(out):
+    """reports/ and logs/ as one reports.tar.gz beside them: the device tool
+    brings back a limited number of files, and a run's reports are one per
+    problem (most of a 38-problem run's did not come back one by one)."""
+    dirs = [d for d in ("reports", "logs") if os.path.isdir(os.path.join(out, d))]
+    if not dirs:
+        return
+    tmp = os.path.join(out, "reports.tar.gz.tmp")
+    with tarfile.open(tmp, "w:gz") as t:
+        for d in dirs:
+            t.add(os.path.join(out, d), arcname=d)
+    os.replace(tmp, os.path.join(out, "reports.tar.gz"))
+
+
 def write_summary(out, quiet=False):
     records = read_jsonl(os.path.join(out, "results.jsonl"))
     summ = summarize(records)
@@ -452,6 +468,7 @@ def write_summary(out, quiet=False):
         json.dump({k: v for k, v in summ.items() if k != "problems"}, f, indent=1)
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write(summary_md(summ))
+    bundle_reports(out)
     if not quiet:
         print("\n".join(level_table(summ["levels"])), flush=True)
     return summ
