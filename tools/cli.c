@@ -89,6 +89,18 @@ static const command commands[] = {
      "        floor, reward -1/1/2/3, every reason); the GPU work runs in a worker\n"
      "        process killed after S seconds (default 60) or BYTES of output\n"
      "        (default 65536); exit 1 when it could not judge (docs/AGENT.md)\n"},
+    {"agent",
+     "agent TASK_DIR -o OUT_DIR --endpoint URL --model NAME [--api-key-env NAME]\n"
+     "          [--temperature T] [--max-tokens N] [--timeout S] [--retries N] [--backoff S]\n"
+     "          [--max-turns N] [--session-tokens N] [--max-seconds S] [--max-judge N]\n"
+     "          [--target-fraction F] [--judge-timeout S] [--trajectory FILE]",
+     "        let a model behind an OpenAI-compatible endpoint write kernels for\n"
+     "        the task (kfuse task) with tools: list_files, read_file, write_unit,\n"
+     "        judge, submit; the best unit the judge verified goes to OUT_DIR\n"
+     "        (unit.json, unit.cu), every attempt to OUT_DIR/attempts/, the\n"
+     "        session to OUT_DIR/trajectory.jsonl; budgets: turns (default 20),\n"
+     "        tokens, seconds, judge calls (default 10); prints result.json\n"
+     "        (docs/AGENT.md)\n"},
     {"llm-chat",
      "llm-chat --endpoint URL --model NAME (--prompt TEXT | --messages FILE)\n"
      "          [--tools FILE] [--api-key-env NAME] [--temperature T] [--max-tokens N]\n"

@@ -57,47 +57,59 @@ static cJSON *reply_json(const kf_llm_reply *r) {
   return o;
 }
 
+int kf_cli_llm_option(int argc, char **argv, int *i, const char *cmd, kf_llm_config *c, kf_diag *diag) {
+  const char *a = argv[*i], *v;
+  double d;
+  long long n;
+  if (strcmp(a, "--endpoint") == 0) return kf_cli_value(argc, argv, i, cmd, &c->endpoint, diag) ? 1 : -1;
+  if (strcmp(a, "--model") == 0) return kf_cli_value(argc, argv, i, cmd, &c->model, diag) ? 1 : -1;
+  if (strcmp(a, "--api-key-env") == 0) return kf_cli_value(argc, argv, i, cmd, &c->api_key_env, diag) ? 1 : -1;
+  if (strcmp(a, "--temperature") == 0) {
+    if (!kf_cli_value(argc, argv, i, cmd, &v, diag) || !kf_cli_double(cmd, a, v, 0, 2, &d, diag)) return -1;
+    c->temperature = d;
+    return 1;
+  }
+  if (strcmp(a, "--max-tokens") == 0) {
+    if (!kf_cli_value(argc, argv, i, cmd, &v, diag) || !kf_cli_int(cmd, a, v, 1, 1 << 24, &n, diag)) return -1;
+    c->max_tokens = (int)n;
+    return 1;
+  }
+  if (strcmp(a, "--timeout") == 0) {
+    if (!kf_cli_value(argc, argv, i, cmd, &v, diag) || !kf_cli_double(cmd, a, v, 0.001, 86400, &c->timeout_s, diag))
+      return -1;
+    return 1;
+  }
+  if (strcmp(a, "--retries") == 0) {
+    if (!kf_cli_value(argc, argv, i, cmd, &v, diag) || !kf_cli_int(cmd, a, v, 0, 100, &n, diag)) return -1;
+    c->max_retries = (int)n;
+    return 1;
+  }
+  if (strcmp(a, "--backoff") == 0) {
+    if (!kf_cli_value(argc, argv, i, cmd, &v, diag) || !kf_cli_double(cmd, a, v, 0, 3600, &c->backoff_s, diag))
+      return -1;
+    return 1;
+  }
+  return 0;
+}
+
 int kf_cmd_llm_chat(int argc, char **argv, kf_diag *diag) {
   kf_llm_config c;
   kf_llm_config_init(&c);
-  const char *prompt = NULL, *mfile = NULL, *tfile = NULL, *v;
+  const char *prompt = NULL, *mfile = NULL, *tfile = NULL;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
-    double d;
-    long long n;
+    int k = kf_cli_llm_option(argc, argv, &i, "llm-chat", &c, diag);
+    if (k < 0) return 2;
+    if (k > 0) continue;
     if (kf_cli_is_help(a)) {
       kf_cli_usage(stdout, "llm-chat");
       return 0;
-    } else if (strcmp(a, "--endpoint") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "llm-chat", &c.endpoint, diag)) return 2;
-    } else if (strcmp(a, "--model") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "llm-chat", &c.model, diag)) return 2;
-    } else if (strcmp(a, "--api-key-env") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "llm-chat", &c.api_key_env, diag)) return 2;
     } else if (strcmp(a, "--prompt") == 0) {
       if (!kf_cli_value(argc, argv, &i, "llm-chat", &prompt, diag)) return 2;
     } else if (strcmp(a, "--messages") == 0) {
       if (!kf_cli_value(argc, argv, &i, "llm-chat", &mfile, diag)) return 2;
     } else if (strcmp(a, "--tools") == 0) {
       if (!kf_cli_value(argc, argv, &i, "llm-chat", &tfile, diag)) return 2;
-    } else if (strcmp(a, "--temperature") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "llm-chat", &v, diag)) return 2;
-      if (!kf_cli_double("llm-chat", a, v, 0, 2, &d, diag)) return 2;
-      c.temperature = d;
-    } else if (strcmp(a, "--max-tokens") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "llm-chat", &v, diag)) return 2;
-      if (!kf_cli_int("llm-chat", a, v, 1, 1 << 24, &n, diag)) return 2;
-      c.max_tokens = (int)n;
-    } else if (strcmp(a, "--timeout") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "llm-chat", &v, diag)) return 2;
-      if (!kf_cli_double("llm-chat", a, v, 0.001, 86400, &c.timeout_s, diag)) return 2;
-    } else if (strcmp(a, "--retries") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "llm-chat", &v, diag)) return 2;
-      if (!kf_cli_int("llm-chat", a, v, 0, 100, &n, diag)) return 2;
-      c.max_retries = (int)n;
-    } else if (strcmp(a, "--backoff") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "llm-chat", &v, diag)) return 2;
-      if (!kf_cli_double("llm-chat", a, v, 0, 3600, &c.backoff_s, diag)) return 2;
     } else {
       return kf_cli_unknown("llm-chat", a, diag);
     }

@@ -46,5 +46,12 @@ int kf_cmd_run_module(const char *path, const char *io, double atol, double rtol
                       kf_diag *diag);
 int kf_cmd_bench(int argc, char **argv, kf_diag *diag);
 int kf_cmd_llm_chat(int argc, char **argv, kf_diag *diag);
+int kf_cmd_agent(int argc, char **argv, kf_diag *diag);
+/* An option of the LLM client (--endpoint, --model, --api-key-env,
+ * --temperature, --max-tokens, --timeout, --retries, --backoff) at
+ * argv[*i] into c: 1 taken (advancing *i past its value), 0 not one, -1
+ * an error (reported). */
+struct kf_llm_config;
+int kf_cli_llm_option(int argc, char **argv, int *i, const char *cmd, struct kf_llm_config *c, kf_diag *diag);
 
 #endif

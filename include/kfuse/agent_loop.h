@@ -1,0 +1,59 @@
+/* kfuse/agent_loop.h — the LLM kernel agent's loop over one task (issue 11;
+ * docs/AGENT.md, "The agent loop").
+ *
+ * A model behind an OpenAI-compatible endpoint (kfuse/llm.h) gets the skill
+ * document (agent/SKILL.md) as its system prompt and the task's summary,
+ * and works through tools over the task directory: list_files, read_file,
+ * write_unit, judge (kfuse/judge.h: compile, verify, time, reward) and
+ * submit. The best unit the judge verified is kept in the output directory
+ * whatever the model submits last; every turn, tool call and verdict goes
+ * to a JSONL trajectory. Budgets: turns, tokens, wall time, judge calls.
+ * The API key stays inside the client: no trajectory or file holds it. */
+#ifndef KFUSE_AGENT_LOOP_H
+#define KFUSE_AGENT_LOOP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kfuse/judge.h"
+#include "kfuse/llm.h"
+
+typedef struct kf_agent_options {
+  kf_llm_config llm;
+  int max_turns;           /* model replies, at most */
+  int64_t max_tokens;      /* prompt + completion tokens over the session; 0: no limit */
+  double max_seconds;      /* wall time; 0: no limit */
+  int max_judge;           /* judge calls; 0: no limit */
+  double target_fraction;  /* stop once a verified unit reaches this fraction
+                              of the floor; 0: never */
+  int64_t context_chars;   /* older tool observations are trimmed past this */
+  kf_judge_options judge;
+  const char *trajectory;  /* JSONL path; NULL: OUT_DIR/trajectory.jsonl */
+} kf_agent_options;
+
+/* 20 turns, no token or time limit, 10 judge calls, target 0, 400k
+ * characters of context, the judge's defaults. */
+KF_API void kf_agent_options_init(kf_agent_options *o);
+
+typedef struct kf_agent_result {
+  bool have_unit;      /* a verified unit is in OUT_DIR (unit.json, unit.cu) */
+  int best_reward;     /* its reward (-2 when none) */
+  double best_ms;      /* its median time (ms), or -1 */
+  double best_fraction; /* its fraction of the floor, or -1 */
+  int turns, tool_calls, judge_calls, units_written;
+  int64_t prompt_tokens, completion_tokens;
+  double seconds, model_seconds, judge_seconds;
+  char stop[160];      /* why the session ended */
+} kf_agent_result;
+
+/* The version line of the embedded skill document ("skill-version: N"). */
+KF_API const char *kf_agent_skill_version(void);
+
+/* Run the loop on the task in task_dir; candidates and the kept unit go to
+ * out_dir (created; it must not exist). KF_OK whenever the session ran,
+ * whatever it found (res says); errors for bad arguments, an unreadable
+ * task, an out_dir that exists or cannot be written. */
+KF_API kf_status kf_agent_run(const char *task_dir, const char *out_dir, const kf_agent_options *o,
+                              kf_agent_result *res, kf_diag *diag);
+
+#endif
