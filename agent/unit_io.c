@@ -238,25 +238,12 @@ kf_status kf_unit_to_json(const kf_unit *u, const char *source_file, kf_strbuf *
 
 /* Write `data` to dir/name through a temporary file renamed into place. */
 static kf_status write_file(const char *dir, const char *name, const char *data, size_t n, kf_diag *diag) {
-  char path[4096], tmp[4160];
+  char path[4096];
   if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path) {
     kf_diag_error(diag, "%s/%s: path too long", dir, name);
     return KF_ERR_ARG;
   }
-  snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    kf_diag_error(diag, "%s: cannot write: %s", path, strerror(errno));
-    return KF_ERR_IO;
-  }
-  bool ok = fwrite(data, 1, n, f) == n;
-  ok = (fclose(f) == 0) && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    kf_diag_error(diag, "%s: write failed: %s", path, strerror(errno));
-    remove(tmp);
-    return KF_ERR_IO;
-  }
-  return KF_OK;
+  return kf_write_file_atomic(path, data, n, diag);
 }
 
 kf_status kf_unit_write_dir(const kf_unit *u, const char *dir, kf_diag *diag) {

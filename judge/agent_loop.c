@@ -92,24 +92,6 @@ static char *fmt_str(const char *fmt, const char *a) {
 
 /* ---- files ------------------------------------------------------------------------ */
 
-static kf_status write_all(const char *path, const char *data, size_t n, kf_diag *diag) {
-  char tmp[PATH_MAX];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    kf_diag_error(diag, "%s: cannot write: %s", tmp, strerror(errno));
-    return KF_ERR_IO;
-  }
-  bool ok = fwrite(data, 1, n, f) == n;
-  ok = (fclose(f) == 0) && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    kf_diag_error(diag, "%s: cannot write: %s", path, strerror(errno));
-    remove(tmp);
-    return KF_ERR_IO;
-  }
-  return KF_OK;
-}
-
 /* The task file rel names, inside task_real (realpath of the task
  * directory): NULL with *why set for anything outside it. */
 static char *task_path(const char *task_real, const char *rel, const char **why) {
@@ -339,11 +321,11 @@ static char *obs_write(sess *S, const cJSON *args) {
   if (st) kf_diag_error(&d, "cannot create the attempt directory: %s", strerror(errno));
   if (!st) {
     snprintf(p, sizeof p, "%s/unit.cu", dir);
-    st = write_all(p, cu->valuestring, strlen(cu->valuestring), &d);
+    st = kf_write_file_atomic(p, cu->valuestring, strlen(cu->valuestring), &d);
   }
   if (!st) {
     snprintf(p, sizeof p, "%s/unit.json", dir);
-    st = write_all(p, jtext, strlen(jtext), &d);
+    st = kf_write_file_atomic(p, jtext, strlen(jtext), &d);
   }
   free(jtext);
   char *r;
@@ -369,7 +351,7 @@ static kf_status copy_file(const char *from, const char *to, kf_diag *diag) {
     kf_diag_error(diag, "%s: cannot be read", from);
     return KF_ERR_IO;
   }
-  kf_status st = write_all(to, t, strlen(t), diag);
+  kf_status st = kf_write_file_atomic(to, t, strlen(t), diag);
   free(t);
   return st;
 }
@@ -560,7 +542,7 @@ static void write_result(sess *S) {
   if (s) {
     char p[PATH_MAX + 16];
     snprintf(p, sizeof p, "%s/result.json", S->out_dir);
-    if (write_all(p, s, strlen(s), S->diag) != KF_OK) kf_diag_warn(S->diag, "result.json not written");
+    if (kf_write_file_atomic(p, s, strlen(s), S->diag) != KF_OK) kf_diag_warn(S->diag, "result.json not written");
     free(s);
   }
   record(S, r);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -182,5 +183,31 @@ kf_status kf_read_text(const char *path, long max, char **out, kf_diag *diag) {
     return KF_ERR_FORMAT;
   }
   *out = b;
+  return KF_OK;
+}
+
+kf_status kf_write_file_atomic(const char *path, const char *data, size_t n, kf_diag *diag) {
+  size_t len = strlen(path) + 32;
+  char *tmp = malloc(len);
+  if (!tmp) {
+    kf_diag_error(diag, "%s: out of memory", path);
+    return KF_ERR_NOMEM;
+  }
+  snprintf(tmp, len, "%s.tmp%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "wb");
+  if (!f) {
+    kf_diag_error(diag, "%s: cannot write: %s", path, strerror(errno));
+    free(tmp);
+    return KF_ERR_IO;
+  }
+  bool ok = fwrite(data, 1, n, f) == n;
+  ok = (fclose(f) == 0) && ok;
+  if (!ok || rename(tmp, path) != 0) {
+    kf_diag_error(diag, "%s: write failed: %s", path, strerror(errno));
+    remove(tmp);
+    free(tmp);
+    return KF_ERR_IO;
+  }
+  free(tmp);
   return KF_OK;
 }

@@ -98,6 +98,11 @@ KF_API int kf_write_strbuf(void *strbuf, const char *data, size_t n);
  * NUL byte. */
 KF_API kf_status kf_read_text(const char *path, long max, char **out, kf_diag *diag);
 
+/* n bytes to path through a temporary file beside it (PATH.tmpPID) renamed
+ * into place: a reader sees the old file or the whole new one. An error
+ * naming the file when it cannot be written. */
+KF_API kf_status kf_write_file_atomic(const char *path, const char *data, size_t n, kf_diag *diag);
+
 /* Abort with file and line: for broken internal invariants only. */
 KF_API void kf_panic(const char *file, int line, const char *msg)
     __attribute__((noreturn));

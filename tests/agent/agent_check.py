@@ -24,7 +24,6 @@ kept. Checks:
   - an endpoint that fails: the session ends, says why, exits 0;
   - a reply without tool calls gets a nudge;
   - the API key appears in no output and no file."""
-import hashlib
 import json
 import os
 import secrets
@@ -32,7 +31,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import key_leaks, read_requests, scripted_server  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KFUSE = sys.argv[1]
@@ -63,15 +64,8 @@ def reply(calls=None, content=None, tokens=(100, 20)):
 def session(name, script, extra=(), env_extra=None):
     d = os.path.join(work, name)
     os.makedirs(d)
-    sp, log, portf, out = (os.path.join(d, x) for x in ("script.json", "requests.jsonl", "port", "out"))
-    json.dump(script, open(sp, "w"))
-    srv = subprocess.Popen([sys.executable, os.path.join(HERE, "llm_server.py"), sp, log, portf])
-    try:
-        for _ in range(200):
-            if os.path.exists(portf):
-                break
-            time.sleep(0.05)
-        port = open(portf).read().strip()
+    out = os.path.join(d, "out")
+    with scripted_server(script, d) as port:
         env = dict(os.environ)
         env.pop("OPENAI_API_KEY", None)
         env["KFUSE_TEST_AGENT_KEY"] = key
@@ -84,11 +78,8 @@ def session(name, script, extra=(), env_extra=None):
                "--model", "scripted", "--api-key-env", "KFUSE_TEST_AGENT_KEY", "--backoff", "0.05",
                "--judge-timeout", "120"] + list(extra)
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-    finally:
-        srv.kill()
-        srv.wait()
     outputs.append(p.stdout + p.stderr)
-    reqs = [json.loads(l) for l in open(log)] if os.path.exists(log) else []
+    reqs = read_requests(d)
     res = None
     try:
         res = json.loads(p.stdout)
@@ -206,12 +197,7 @@ p2 = subprocess.run([KFUSE, "agent", TASK, "-o", out, "--endpoint", "http://127.
 check(p2.returncode == 1 and "must not exist" in p2.stderr, "an existing OUT_DIR is refused")
 
 # ---- the key in no output and no file ----
-leaked = [o for o in outputs if key in o]
-for root, _, files in os.walk(work):
-    for f in files:
-        if key.encode() in open(os.path.join(root, f), "rb").read():
-            leaked.append(os.path.join(root, f))
-check(not leaked, "the API key appears in no output or file")
+check(not key_leaks(key, outputs, work), "the API key appears in no output or file")
 
 print(f"agent_check: {'FAIL' if failures else 'PASS'} ({len(failures)} failed)")
 if failures:

@@ -23,6 +23,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import key_leaks, read_requests, scripted_server  # noqa: E402
+
 kfuse = sys.argv[1]
 work = tempfile.mkdtemp(prefix="kfuse-llm-")
 key = "sk-test-" + secrets.token_hex(16)
@@ -49,15 +52,7 @@ def completion(content=None, calls=None, usage=(12, 7)):
 def run(name, script, args, env_key=True, timeout=60):
     d = os.path.join(work, name)
     os.makedirs(d)
-    sp, log, portf = (os.path.join(d, x) for x in ("script.json", "requests.jsonl", "port"))
-    json.dump(script, open(sp, "w"))
-    srv = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "llm_server.py"), sp, log, portf])
-    try:
-        for _ in range(200):
-            if os.path.exists(portf):
-                break
-            time.sleep(0.05)
-        port = open(portf).read().strip()
+    with scripted_server(script, d) as port:
         env = dict(os.environ)
         env.pop("OPENAI_API_KEY", None)
         if env_key:
@@ -67,13 +62,10 @@ def run(name, script, args, env_key=True, timeout=60):
         t0 = time.time()
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
         dt = time.time() - t0
-    finally:
-        srv.kill()
-        srv.wait()
     outputs.append(p.stdout + p.stderr)
     open(os.path.join(d, "stdout"), "w").write(p.stdout)
     open(os.path.join(d, "stderr"), "w").write(p.stderr)
-    reqs = [json.loads(l) for l in open(log)] if os.path.exists(log) else []
+    reqs = read_requests(d)
     out = None
     if p.returncode == 0:
         try:
@@ -160,12 +152,7 @@ p, out, reqs, _ = run("no_key", [{"status": 200, "body": completion("local")}], 
 check(p.returncode == 0 and reqs and reqs[0]["auth"] is None, "no key, no Authorization header")
 
 # 10. the key in no output and no file
-leaked = [o for o in outputs if key in o]
-for root, _, files in os.walk(work):
-    for f in files:
-        if key.encode() in open(os.path.join(root, f), "rb").read():
-            leaked.append(os.path.join(root, f))
-check(not leaked, "the API key appears in no output or file")
+check(not key_leaks(key, outputs, work), "the API key appears in no output or file")
 
 print(f"llm_check: {'FAIL' if failures else 'PASS'} ({len(failures)} failed)")
 if failures:
