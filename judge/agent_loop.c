@@ -344,14 +344,10 @@ static char *obs_write(sess *S, const cJSON *args) {
 }
 
 static kf_status copy_file(const char *from, const char *to, kf_diag *diag) {
-  bool tr = false;
-  char *t = read_limited(from, (size_t)64 << 20, &tr);
-  if (!t || tr) {
-    free(t);
-    kf_diag_error(diag, "%s: cannot be read", from);
-    return KF_ERR_IO;
-  }
-  kf_status st = kf_write_file_atomic(to, t, strlen(t), diag);
+  char *t = NULL;
+  kf_status st = kf_read_text(from, 64L << 20, &t, diag); /* the unit reader's limit */
+  if (st) return st;
+  st = kf_write_file_atomic(to, t, strlen(t), diag);
   free(t);
   return st;
 }
