@@ -43,7 +43,9 @@ static const command commands[] = {
      "          [--embed-weights] [--no-fuse] [--no-horizontal] [--no-cudnn]\n"
      "          [--no-channels-last] [--channels-last-all] [--no-judge] [--judge-all]\n"
      "          [--judge-timeout S] [--unit KEY=DIR ...] [--reference] [--prefix NAME]\n"
-     "          [--kernel-option KEY=N ...] [-q]",
+     "          [--kernel-option KEY=N ...] [-q]\n"
+     "          [--agent llm --endpoint URL --model NAME [--agent-groups N] [--agent-turns N]\n"
+     "           [--agent-judge N] [--agent-dir DIR] [LLM options as llm-chat's]]",
      "        compile MODEL into a module linked with the kfuse runtime; weights go\n"
      "        to OUT.so.weights unless embedded; every output is written under a\n"
      "        temporary name and renamed into place (docs/DEPLOY.md); needs no GPU\n"
@@ -67,7 +69,12 @@ static const command commands[] = {
      "        ctpr=N / cblock=N threads a row / a block of column reductions,\n"
      "        unroll=N the unroll factor of a row kernel's reduced loop,\n"
      "        tilea=N / tilet=N a tiled element-wise launch's tile along its\n"
-     "        innermost dim / along the dim its transposed accesses walk\n"},
+     "        innermost dim / along the dim its transposed accesses walk\n"
+     "        --agent llm: before compiling, a model behind an OpenAI-compatible\n"
+     "        endpoint works on the N groups with the largest floor (default 4) in\n"
+     "        sessions of kfuse agent (OUT.so.agent/ or --agent-dir; agent.json\n"
+     "        lists them); the units the judge verified go in as --unit does; the\n"
+     "        built-in units stay wherever none is verified or the endpoint fails\n"},
     {"task",
      "task MODEL (--group N | --all) -o DIR [--precision default|tf32|bf16|fp16]\n"
      "          [--target sm_90|sm_90a] [--no-fuse] [--no-horizontal] [--no-cudnn]\n"

@@ -5,6 +5,9 @@
  *                 [--embed-weights] [--no-fuse] [--no-horizontal] [--no-cudnn]
  *                 [--no-channels-last] [--channels-last-all] [--no-judge] [--judge-all]
  *                 [--judge-timeout S] [--unit KEY=DIR ...] [--reference] [--prefix NAME] [--kernel-option KEY=N ...] [-q]
+ *                 [--agent llm --endpoint URL --model NAME [--agent-groups N] [--agent-turns N]
+ *                  [--agent-judge N] [--agent-dir DIR] [--api-key-env NAME] [--temperature T]
+ *                  [--max-tokens N] [--timeout S] [--retries N] [--backoff S]]
  *
  * --kernel-option forces a template choice on every group instead of the
  * rule's: block=N threads a block, vec=N elements a vector access, tpr=N
@@ -27,11 +30,14 @@
  * (the report says which). --unit KEY=DIR puts the unit in DIR (one written
  * for the task of the group with canonical key KEY, as an agent or a person
  * writes it) into the module once the judge has verified it here; never
- * unverified. */
+ * unverified. --agent llm runs LLM agent sessions on the groups first
+ * (tools/compile_agent.c) and hands their verified units in the same way:
+ * the built-in units stay wherever none is verified. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kfuse/agent_loop.h"
 #include "kfuse/compile.h"
 #include "kfuse/frontend.h"
 #include "kfuse/judge.h"
@@ -78,8 +84,36 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   const char *given_keys[MAX_GIVEN], *given_dirs[MAX_GIVEN];
   int n_given = 0;
   double judge_timeout = 60;
+  /* --agent llm: sessions before the compile (tools/compile_agent.c) */
+  bool agent = false;
+  kf_agent_options ao;
+  kf_agent_options_init(&ao);
+  const char *agent_dir = NULL;
+  long long agent_groups = 4;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v;
+    long long nn;
+    int k = kf_cli_llm_option(argc, argv, &i, "compile", &ao.llm, diag);
+    if (k < 0) return 2;
+    if (k > 0) continue;
+    if (strcmp(a, "--agent") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
+      if (strcmp(v, "llm") == 0) agent = true;
+      else if (strcmp(v, "builtin") == 0) agent = false;
+      else return kf_cli_error("compile", diag, "--agent takes llm or builtin, not '%s'", v);
+      continue;
+    } else if (strcmp(a, "--agent-dir") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &agent_dir, diag)) return 2;
+      continue;
+    } else if (strcmp(a, "--agent-groups") == 0 || strcmp(a, "--agent-turns") == 0 ||
+               strcmp(a, "--agent-judge") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag) || !kf_cli_int("compile", a, v, 1, 100000, &nn, diag))
+        return 2;
+      if (a[8] == 'g') agent_groups = nn;
+      else if (a[8] == 't') ao.max_turns = (int)nn;
+      else ao.max_judge = (int)nn;
+      continue;
+    }
     if (kf_cli_is_help(a)) {
       kf_cli_usage(stdout, "compile");
       return 0;
@@ -172,6 +206,33 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   kf_judge_picker jp;
   kf_judge_picker_init(&jp, &jo, judge_all);
   o.picker = &jp.picker;
+  kf_compile_given *ag = NULL;
+  char adir[4200];
+  if (agent) {
+    if (!ao.llm.endpoint || !ao.llm.model)
+      return kf_cli_error("compile", diag, "--agent llm needs --endpoint and --model");
+    if (!agent_dir) {
+      snprintf(adir, sizeof adir, "%s.agent", out);
+      agent_dir = adir;
+    }
+    ag = calloc(1, sizeof *ag);
+    if (!ag) return 1;
+    ao.judge.timeout_s = judge_timeout;
+    kf_status as = kf_compile_agent(in, &o, &ao, agent_dir, (int)agent_groups, ag, diag);
+    if (as != KF_OK) {
+      /* the built-in policy still gives a module */
+      kf_diag_warn(diag, "the agent sessions did not finish (%s); compiling with the built-in units",
+                   kf_status_str(as));
+    }
+    for (int k = 0; k < ag->n && n_given < MAX_GIVEN; k++) {
+      given_keys[n_given] = strdup(ag->keys[k]);
+      if (!given_keys[n_given]) {
+        free(ag);
+        return 1;
+      }
+      given_dirs[n_given++] = ag->dirs[k];
+    }
+  }
   o.n_given = n_given;
   o.given_keys = given_keys;
   o.given_dirs = given_dirs;
@@ -183,5 +244,6 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   if (st == KF_OK) st = kf_compile_graph(g, &o, out, diag);
   kf_graph_destroy(g);
   for (int k = 0; k < n_given; k++) free((char *)given_keys[k]);
+  free(ag);
   return st == KF_OK ? 0 : 1;
 }

@@ -47,6 +47,21 @@ int kf_cmd_run_module(const char *path, const char *io, double atol, double rtol
 int kf_cmd_bench(int argc, char **argv, kf_diag *diag);
 int kf_cmd_llm_chat(int argc, char **argv, kf_diag *diag);
 int kf_cmd_agent(int argc, char **argv, kf_diag *diag);
+/* kfuse compile --agent llm (tools/compile_agent.c): agent sessions on
+ * the model's groups before the compile; the units they verified, by key,
+ * for the compile to verify again and use (as --unit). AGENT_DIR must not
+ * exist. */
+#define KF_COMPILE_GIVEN_MAX 64
+typedef struct kf_compile_given {
+  int n;
+  char keys[KF_COMPILE_GIVEN_MAX][65];
+  char dirs[KF_COMPILE_GIVEN_MAX][4200];
+} kf_compile_given;
+struct kf_agent_options;
+struct kf_compile_options;
+kf_status kf_compile_agent(const char *model, const struct kf_compile_options *co,
+                           const struct kf_agent_options *ao, const char *agent_dir, int max_groups,
+                           kf_compile_given *given, kf_diag *diag);
 /* An option of the LLM client (--endpoint, --model, --api-key-env,
  * --temperature, --max-tokens, --timeout, --retries, --backoff) at
  * argv[*i] into c: 1 taken (advancing *i past its value), 0 not one, -1

@@ -196,6 +196,52 @@ p2 = subprocess.run([KFUSE, "agent", TASK, "-o", out, "--endpoint", "http://127.
                     capture_output=True, text=True)
 check(p2.returncode == 1 and "must not exist" in p2.stderr, "an existing OUT_DIR is refused")
 
+# ---- kfuse compile --agent llm: sessions before the compile, the built-in fallback ----
+def compile_agent(name, script, extra=()):
+    d = os.path.join(work, name)
+    os.makedirs(d)
+    so = os.path.join(d, "m.so")
+    with scripted_server(script, d) as port:
+        env = dict(os.environ)
+        env.pop("OPENAI_API_KEY", None)
+        env["KFUSE_TEST_AGENT_KEY"] = key
+        if not GPU:
+            env.pop("KFUSE_LIBCUDA", None)
+            if FAKE:
+                env["KFUSE_LIBCUDA"] = FAKE
+        p = subprocess.run([KFUSE, "compile", os.path.join(HERE, "..", "judge", "softmax.mlir"), "-o", so,
+                            "--report", os.path.join(d, "r.json"), "--agent", "llm",
+                            "--endpoint", f"http://127.0.0.1:{port}/v1", "--model", "scripted",
+                            "--api-key-env", "KFUSE_TEST_AGENT_KEY", "--backoff", "0.05"] + list(extra),
+                           capture_output=True, text=True, env=env, timeout=900)
+    outputs.append(p.stdout + p.stderr)
+    summary = None
+    sp = os.path.join(d, "m.so.agent", "agent.json")
+    if os.path.exists(sp):
+        summary = json.load(open(sp))
+    return p, summary, read_requests(d), d
+
+
+p, summ, reqs, d = compile_agent("compile", [reply([("list_files", {})]), reply([("submit", {})])] * 8,
+                                 ["--agent-groups", "2"])
+sessions = summ["sessions"] if summ else []
+check(p.returncode == 0 and os.path.exists(os.path.join(d, "m.so")), "compile --agent llm writes the module")
+check(len(sessions) >= 1 and len(sessions) <= 2 and all(s["stop"] == "submitted" for s in sessions)
+      and len(reqs) == 2 * len(sessions), "one session per group up to --agent-groups, each submitted")
+check(all(os.path.exists(os.path.join(s["dir"], "trajectory.jsonl")) for s in sessions),
+      "each session's trajectory kept")
+check(summ and summ.get("skill_version") == "1" and "kfuse: agent: group" in p.stderr, "agent.json and progress")
+if not GPU:
+    check(all(not s["have_unit"] for s in sessions) and "the built-in one stays" in p.stderr,
+          "no unit verified: the built-in units compile")
+p, summ, reqs, d = compile_agent("compile_down", [{"status": 503, "body": {}}] * 20, ["--retries", "0"])
+check(p.returncode == 0 and os.path.exists(os.path.join(d, "m.so")) and summ and
+      all(s["stop"].startswith("the endpoint failed") for s in summ["sessions"]),
+      "an endpoint that fails: every session says so, the module is built all the same")
+p2 = subprocess.run([KFUSE, "compile", os.path.join(HERE, "..", "judge", "softmax.mlir"), "-o",
+                     os.path.join(work, "x.so"), "--agent", "llm"], capture_output=True, text=True)
+check(p2.returncode == 2 and "--agent llm needs --endpoint and --model" in p2.stderr, "--agent llm without an endpoint")
+
 # ---- the key in no output and no file ----
 check(not key_leaks(key, outputs, work), "the API key appears in no output or file")
 
