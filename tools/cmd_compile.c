@@ -109,8 +109,8 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
                strcmp(a, "--agent-judge") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &v, diag) || !kf_cli_int("compile", a, v, 1, 100000, &nn, diag))
         return 2;
-      if (a[8] == 'g') agent_groups = nn;
-      else if (a[8] == 't') ao.max_turns = (int)nn;
+      if (strcmp(a, "--agent-groups") == 0) agent_groups = nn;
+      else if (strcmp(a, "--agent-turns") == 0) ao.max_turns = (int)nn;
       else ao.max_judge = (int)nn;
       continue;
     }
@@ -224,6 +224,9 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
       kf_diag_warn(diag, "the agent sessions did not finish (%s); compiling with the built-in units",
                    kf_status_str(as));
     }
+    if (n_given + ag->n > MAX_GIVEN)
+      kf_diag_warn(diag, "%d verified agent units left out: at most %d units are given to one compile",
+                   n_given + ag->n - MAX_GIVEN, MAX_GIVEN);
     for (int k = 0; k < ag->n && n_given < MAX_GIVEN; k++) {
       given_keys[n_given] = strdup(ag->keys[k]);
       if (!given_keys[n_given]) {

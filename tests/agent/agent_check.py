@@ -61,19 +61,25 @@ def reply(calls=None, content=None, tokens=(100, 20)):
                                     "usage": {"prompt_tokens": tokens[0], "completion_tokens": tokens[1]}}}
 
 
-def session(name, script, extra=(), env_extra=None):
+def agent_env():
+    """The environment of a kfuse run: the key in its own variable (none
+    in OPENAI_API_KEY), and the fake driver or none unless --gpu."""
+    env = dict(os.environ)
+    env.pop("OPENAI_API_KEY", None)
+    env["KFUSE_TEST_AGENT_KEY"] = key
+    if not GPU:
+        env.pop("KFUSE_LIBCUDA", None)
+        if FAKE:
+            env["KFUSE_LIBCUDA"] = FAKE
+    return env
+
+
+def session(name, script, extra=()):
     d = os.path.join(work, name)
     os.makedirs(d)
     out = os.path.join(d, "out")
     with scripted_server(script, d) as port:
-        env = dict(os.environ)
-        env.pop("OPENAI_API_KEY", None)
-        env["KFUSE_TEST_AGENT_KEY"] = key
-        if not GPU:
-            env.pop("KFUSE_LIBCUDA", None)
-            if FAKE:
-                env["KFUSE_LIBCUDA"] = FAKE
-        env.update(env_extra or {})
+        env = agent_env()
         cmd = [KFUSE, "agent", TASK, "-o", out, "--endpoint", f"http://127.0.0.1:{port}/v1",
                "--model", "scripted", "--api-key-env", "KFUSE_TEST_AGENT_KEY", "--backoff", "0.05",
                "--judge-timeout", "120"] + list(extra)
@@ -202,13 +208,7 @@ def compile_agent(name, script, extra=()):
     os.makedirs(d)
     so = os.path.join(d, "m.so")
     with scripted_server(script, d) as port:
-        env = dict(os.environ)
-        env.pop("OPENAI_API_KEY", None)
-        env["KFUSE_TEST_AGENT_KEY"] = key
-        if not GPU:
-            env.pop("KFUSE_LIBCUDA", None)
-            if FAKE:
-                env["KFUSE_LIBCUDA"] = FAKE
+        env = agent_env()
         p = subprocess.run([KFUSE, "compile", os.path.join(HERE, "..", "judge", "softmax.mlir"), "-o", so,
                             "--report", os.path.join(d, "r.json"), "--agent", "llm",
                             "--endpoint", f"http://127.0.0.1:{port}/v1", "--model", "scripted",
