@@ -166,14 +166,44 @@ kb_row_rules kb_rules_rows(const kf_builtin_options *o, int64_t rows, int64_t rl
   int64_t row_blocks = (rows + rpb - 1) / rpb;
   r.split = 1;
   r.chunk = rlen;
+  /* too few rows to fill the GPU: rows split over blocks, two waves of
+   * blocks at full occupancy in all (a mean over 2^30 elements read at 2.0
+   * TB/s from 528 blocks, half of an H100's threads, against Inductor's
+   * 3.1; two waves so that a kernel resident at fewer blocks an SM still
+   * ends in whole waves), chunks a multiple of 16 elements so every
+   * block's vector loads stay aligned */
   if (row_blocks < KB_SMS * 2 && rlen >= (int64_t)r.tpr * 64) {
-    int64_t want = (KB_SMS * 4 + row_blocks - 1) / row_blocks;
+    int64_t target = (int64_t)KB_SMS * (2048 / block > 0 ? 2048 / block : 1) * 2;
+    int64_t want = (target + row_blocks - 1) / row_blocks;
     int64_t most = rlen / ((int64_t)r.tpr * 16);
     if (want > most) want = most;
-    if (want > 1024) want = 1024;
+    if (want > 4096) want = 4096;
     if (want >= 2) {
-      r.split = (int)want;
-      r.chunk = (rlen + want - 1) / want;
+      int64_t chunk = (rlen + want - 1) / want;
+      if (rowlayout) chunk = (chunk + 15) / 16 * 16;
+      r.split = (int)((rlen + chunk - 1) / chunk);
+      r.chunk = chunk;
+      if (r.split < 2) {
+        r.split = 1;
+        r.chunk = rlen;
+      }
+    }
+  }
+  /* forced (kernel option rsplit, a judged variant): long rows in chunks
+   * of 8 elements a thread or more, whatever the number of rows, so that a
+   * normalisation's statistics pass runs at full occupancy apart from the
+   * pass that rewrites the row (L2 norm over rows of 65535 and group norm
+   * over groups of 2M elements reread their row from DRAM either way) */
+  if (rowlayout && o->row_split > 1) {
+    int64_t want = o->row_split, most = rlen / ((int64_t)r.tpr * 8);
+    if (want > most) want = most;
+    if (want > r.split) {
+      int64_t chunk = (rlen + want - 1) / want;
+      chunk = (chunk + 15) / 16 * 16;
+      if ((rlen + chunk - 1) / chunk >= 2) {
+        r.split = (int)((rlen + chunk - 1) / chunk);
+        r.chunk = chunk;
+      }
     }
   }
   r.cache = 0;
@@ -387,6 +417,12 @@ int kf_builtin_variants(const kf_group *g, const kf_builtin_options *base, kf_bu
       if (base->row_unroll == 0) {
         variant(out, &n, base, "unroll=8");
         out[n - 1].opt.row_unroll = 8;
+      }
+      /* long rows in 8 chunks each (column layouts and short rows ignore
+       * it: the rule's unit again) */
+      if (base->row_split == 0) {
+        variant(out, &n, base, "rsplit=8");
+        out[n - 1].opt.row_split = 8;
       }
     }
     return n;

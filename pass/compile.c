@@ -361,6 +361,7 @@ void kf_compile_builtin_options(const kf_compile_options *o, kf_builtin_options 
   bo->row_unroll = o->row_unroll;
   bo->tile_a = o->tile_a;
   bo->tile_t = o->tile_t;
+  bo->row_split = o->row_split;
   bo->attn_scratch_bytes = (int64_t)o->attn_scratch_kib << 10;
 }
 

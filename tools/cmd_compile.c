@@ -52,7 +52,8 @@ static bool kernel_option(kf_compile_options *o, const char *s, kf_diag *diag) {
   } keys[] = {{"block", 32, 1024, true},    {"vec", 1, 8, true},      {"tpr", 1, 1024, true},
               {"cache", -1, 32, false},      {"occ", 32, 2048, false},
               {"attn_scratch", 1, 1 << 24, false}, {"ctpr", 1, 32, true},  {"cblock", 32, 1024, true},
-              {"unroll", 1, 16, true},      {"tilea", 1, 1024, true}, {"tilet", 1, 1024, true}};
+              {"unroll", 1, 16, true},      {"tilea", 1, 1024, true}, {"tilet", 1, 1024, true},
+              {"rsplit", 1, 4096, false}};
   const char *eq = strchr(s, '=');
   char *end = NULL;
   long v = eq ? strtol(eq + 1, &end, 10) : 0;
@@ -65,12 +66,12 @@ static bool kernel_option(kf_compile_options *o, const char *s, kf_diag *diag) {
     }
     int *f[] = {&o->block_size, &o->vector_width, &o->row_threads, &o->row_cache, &o->row_occupancy,
                 &o->attn_scratch_kib, &o->col_threads, &o->col_block, &o->row_unroll,
-                &o->tile_a, &o->tile_t};
+                &o->tile_a, &o->tile_t, &o->row_split};
     *f[i] = (int)v;
     return true;
   }
   kf_diag_error(diag, "--kernel-option '%s': expected block=N, vec=N, tpr=N, cache=N, occ=N, attn_scratch=N, "
-                "ctpr=N, cblock=N, unroll=N, tilea=N or tilet=N", s);
+                "ctpr=N, cblock=N, unroll=N, tilea=N, tilet=N or rsplit=N", s);
   return false;
 }
 

@@ -169,6 +169,10 @@ typedef struct kf_builtin_options {
    * extent along the innermost loop dim and along the dim the tiled
    * accesses walk (0: by rule) */
   int tile_a, tile_t;
+  /* rows of a row layout split over at least this many blocks each
+   * (partial states, then a combine; normalisations rewrite their chunk in
+   * a third launch); 0: by rule, split only when rows are too few */
+  int row_split;
   /* compute in fp64 (inputs converted on load, outputs rounded to their
    * dtype on store): the per-op verification reference */
   bool fp64;
@@ -190,7 +194,7 @@ KF_API kf_status kf_builtin_unit(const kf_partition *p, const kf_group *g,
 
 /* ---- choices worth timing ---------------------------------------------- */
 
-#define KF_BUILTIN_MAX_VARIANTS 7
+#define KF_BUILTIN_MAX_VARIANTS 8
 
 typedef struct kf_builtin_variant {
   char label[32];          /* "occ=1024", "no-cudnn" */

@@ -82,6 +82,7 @@ typedef struct kf_compile_options {
   int block_size, vector_width, row_threads, row_cache, row_occupancy;
   int col_threads, col_block, row_unroll;
   int tile_a, tile_t;       /* tiled element-wise launches' tile extents */
+  int row_split;            /* blocks a row of a row layout at least (0: by rule) */
   int attn_scratch_kib;     /* attention's score scratch bound, KiB (0: by rule) */
   bool no_tune;             /* no GPU search even with a GPU here */
   const kf_picker *picker;  /* judges candidates on a GPU; NULL: choices by

@@ -254,7 +254,8 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   bool oob = strcmp(mode, "fused-oob") == 0;
   /* fused-variants: the choices kfuse compile judges on a GPU
    * (kf_builtin_variants), here 4 threads on each row of a column
-   * reduction in 1024-thread blocks and the reduced loop unrolled 8 times */
+   * reduction in 1024-thread blocks, the reduced loop unrolled 8 times and
+   * long rows split over 8 blocks each */
   bool variants = strcmp(mode, "fused-variants") == 0;
   if (!fp64 && !nocudnn && !reread && !nhwc && !chunked && !oob && !variants && strcmp(mode, "fused") != 0) {
     fprintf(stderr,
@@ -296,6 +297,7 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
     bo.col_threads = 4;
     bo.col_block = 1024;
     bo.row_unroll = 8;
+    bo.row_split = 8;
   }
   if (reread) {
     bo.row_cache = -1;
