@@ -157,6 +157,11 @@ kb_row_rules kb_rules_rows(const kf_builtin_options *o, int64_t rows, int64_t rl
     if (o->col_threads > 0) r.tpr = o->col_threads;
     block = o->col_block > 0 ? o->col_block : 256;
     if (block < r.tpr * 32) block = r.tpr * 32 > 1024 ? 1024 : r.tpr * 32;
+    /* 1024-thread blocks where the rows still fill two waves of them: sum
+     * over dim 1 of [128, 4096, 4095] 3.43 -> 3.12 ms, the reduction over
+     * channels of KernelBench L2 92 (its g2) 0.456 -> 0.365 ms; argmin over
+     * dim 1 of [128, 4096, 4095] 4.02 -> 4.07 (H100, 2026-11-25) */
+    if (o->col_block == 0 && rows / (1024 / r.tpr) >= KB_SMS * 2) block = 1024;
   }
   /* a multiple of the threads per row and of a warp */
   if (block % r.tpr) block = r.tpr;
@@ -418,12 +423,10 @@ int kf_builtin_variants(const kf_group *g, const kf_builtin_options *base, kf_bu
         variant(out, &n, base, "unroll=8");
         out[n - 1].opt.row_unroll = 8;
       }
-      /* long rows in 8 chunks each (column layouts and short rows ignore
-       * it: the rule's unit again) */
-      if (base->row_split == 0) {
-        variant(out, &n, base, "rsplit=8");
-        out[n - 1].opt.row_split = 8;
-      }
+      /* no rsplit variant: long rows split over blocks were slower
+       * everywhere tried (softmax over 393216, L2 norm over 65535, group
+       * norm over 2M elements, KernelBench L2 92: 8-55%, H100,
+       * 2026-11-25); a split pays only when rows are too few (the rule) */
     }
     return n;
   case KF_GROUP_CONV: {

@@ -194,7 +194,7 @@ KF_API kf_status kf_builtin_unit(const kf_partition *p, const kf_group *g,
 
 /* ---- choices worth timing ---------------------------------------------- */
 
-#define KF_BUILTIN_MAX_VARIANTS 8
+#define KF_BUILTIN_MAX_VARIANTS 7
 
 typedef struct kf_builtin_variant {
   char label[32];          /* "occ=1024", "no-cudnn" */
