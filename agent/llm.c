@@ -284,12 +284,6 @@ static void server_message(const body *b, char *out, size_t n) {
     if (*p == '\n' || *p == '\r') *p = ' ';
 }
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static void sleep_s(double s) {
   if (s <= 0) return;
   struct timespec t = {(time_t)s, (long)((s - floor(s)) * 1e9)};
@@ -387,7 +381,7 @@ kf_status kf_llm_chat(const kf_llm_config *c, const cJSON *messages, const cJSON
                       kf_llm_reply *out, kf_diag *diag) {
   memset(out, 0, sizeof *out);
   out->prompt_tokens = out->completion_tokens = -1;
-  double t0 = now_s();
+  double t0 = kf_now_s();
   if (!c || !c->endpoint || !*c->endpoint || !c->model || !*c->model || !cJSON_IsArray(messages) ||
       (tools && !cJSON_IsArray(tools)) || c->timeout_s <= 0 || c->max_retries < 0) {
     kf_diag_error(diag, "LLM request: an endpoint, a model, a message array and a positive timeout "
@@ -448,7 +442,7 @@ kf_status kf_llm_chat(const kf_llm_config *c, const cJSON *messages, const cJSON
     kf_diag_error(diag, "LLM endpoint %s: %s%s%s", url, why, smsg,
                   o == TRANSIENT ? " (no attempt left)" : "");
     if (o == TRANSIENT && out->attempts > 1)
-      kf_diag_note(diag, "%d attempts in %.1f s", out->attempts, now_s() - t0);
+      kf_diag_note(diag, "%d attempts in %.1f s", out->attempts, kf_now_s() - t0);
     st = KF_ERR_IO;
   }
   if (!st) st = parse_reply(&b, out, diag, url);
@@ -460,7 +454,7 @@ kf_status kf_llm_chat(const kf_llm_config *c, const cJSON *messages, const cJSON
     out->attempts = a;
     out->prompt_tokens = out->completion_tokens = -1;
   }
-  out->seconds = now_s() - t0;
+  out->seconds = kf_now_s() - t0;
   free(b.data);
   free(payload);
   free(url);

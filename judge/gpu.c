@@ -593,23 +593,29 @@ done:
 
 /* ---- the device ---- */
 
-static bool open_device(jg *g, const kf_jtask *t, kf_jreport *r) {
+static bool open_device(jg *g, const kf_jwork *w, kf_jreport *r) {
+  const kf_jtask *t = w->task;
   if (kfr_driver_load(&g->cu, g->why, g->n) != KFUSE_OK) return false;
   int count = 0, major = 0, minor = 0, l2 = 0;
   const kfr_driver *cu = g->cu;
   if (!ok(g, cu->cuDeviceGetCount(&count), "cuDeviceGetCount")) return false;
+  int ord = w->opt->device;
   if (count < 1) {
     snprintf(g->why, g->n, "no CUDA device");
     return false;
   }
-  if (!ok(g, cu->cuDeviceGet(&g->dev, 0), "cuDeviceGet") ||
+  if (ord < 0 || ord >= count) {
+    snprintf(g->why, g->n, "no CUDA device %d (the driver sees %d)", ord, count);
+    return false;
+  }
+  if (!ok(g, cu->cuDeviceGet(&g->dev, ord), "cuDeviceGet") ||
       !ok(g, cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev), "cuDeviceGetAttribute") ||
       !ok(g, cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev), "cuDeviceGetAttribute") ||
       !ok(g, cu->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, g->dev), "cuDeviceGetAttribute") ||
       !ok(g, cu->cuDeviceGetName(r->device, (int)sizeof r->device, g->dev), "cuDeviceGetName"))
     return false;
   if (major * 10 + minor != t->target.sm) {
-    snprintf(g->why, g->n, "device 0 is sm_%d%d, the task's target sm_%d", major, minor, t->target.sm);
+    snprintf(g->why, g->n, "device %d is sm_%d%d, the task's target sm_%d", ord, major, minor, t->target.sm);
     return false;
   }
   r->l2_bytes = l2 > 0 ? l2 : 50 << 20; /* H100's, when the driver does not say */
@@ -688,7 +694,7 @@ void kf_jgpu_run(const kf_jwork *w, kf_jreport *r) {
   memset(&g, 0, sizeof g);
   g.why = r->gpu_error;
   g.n = sizeof r->gpu_error;
-  if (!open_device(&g, w->task, r)) {
+  if (!open_device(&g, w, r)) {
     close_device(&g);
     report_send(r);
     return;

@@ -48,12 +48,6 @@ void kf_judge_options_init(kf_judge_options *o) {
   o->min_time_ms = 200;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ---- input sets ---- */
 
 static uint64_t next(uint64_t *s) { /* splitmix64 */
@@ -390,7 +384,7 @@ static void prep_fini(const kf_jtask *t, const kf_judge_options *o, jprep *jp) {
 /* An error, with the reason in *why, when the task cannot be judged here */
 static kf_status prep_sets(const kf_jtask *t, const kf_judge_options *o, jprep *jp, kf_strbuf *why) {
   memset(jp, 0, sizeof *jp);
-  double t0 = now_s();
+  double t0 = kf_now_s();
   kf_diag rd;
   kf_diag_init(&rd, to_buf, why);
   /* the reference: the CPU interpreter for tasks up to KF_JCPU_REF_ELEMS
@@ -434,7 +428,7 @@ static kf_status prep_sets(const kf_jtask *t, const kf_judge_options *o, jprep *
       st = make_sets(t, o->sets, seed, true, &jp->sets, &rd);
     }
   }
-  jp->seconds = now_s() - t0;
+  jp->seconds = kf_now_s() - t0;
   if (st) {
     if (gwhy[0]) kf_strbuf_printf(why, "no GPU reference either: %s\n", gwhy);
     if (!why->len) kf_strbuf_printf(why, "no reference");
@@ -486,7 +480,7 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   if (opt) o = *opt;
   else kf_judge_options_init(&o);
   if (o.sets < 5) o.sets = 5;
-  double t0 = now_s();
+  double t0 = kf_now_s();
   cJSON *v = cJSON_CreateObject();
   if (!v) return KF_ERR_NOMEM;
   cJSON_AddStringToObject(v, "format", "kfuse-verdict-v1");
@@ -516,9 +510,9 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   cJSON *reasons = cJSON_CreateArray();
   jprep jp;
   memset(&jp, 0, sizeof jp);
-  double t_compile = now_s();
+  double t_compile = kf_now_s();
   prepare(unit_dir, &t, &o, &cand);
-  t_compile = now_s() - t_compile;
+  t_compile = kf_now_s() - t_compile;
   if (cand.u) {
     cJSON_AddStringToObject(v, "name", cand.u->name ? cand.u->name : "");
     cJSON_AddStringToObject(v, "policy", cand.u->policy ? cand.u->policy : "");
@@ -579,9 +573,9 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   kf_jreport *r = malloc(sizeof *r);
   kf_jproc p;
   int workers = 0;
-  double t_gpu = now_s();
+  double t_gpu = kf_now_s();
   st = r ? kf_jjudge_units(&w, r, &p, &workers, diag) : KF_ERR_NOMEM;
-  t_gpu = now_s() - t_gpu;
+  t_gpu = kf_now_s() - t_gpu;
   if (st) {
     cJSON_Delete(reasons);
     free(r);
@@ -687,7 +681,7 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   cJSON_AddNumberToObject(sj, "compile", t_compile);
   cJSON_AddNumberToObject(sj, "reference", jp.seconds);
   cJSON_AddNumberToObject(sj, "gpu", t_gpu);
-  cJSON_AddNumberToObject(sj, "total", now_s() - t0);
+  cJSON_AddNumberToObject(sj, "total", kf_now_s() - t0);
   emit(v, out);
   cJSON_Delete(v);
   free(r);
@@ -708,7 +702,7 @@ kf_status kf_judge_units(const char *task_dir, kf_judge_cand *c, int n, const kf
   if (opt) o = *opt;
   else kf_judge_options_init(&o);
   if (o.sets < 5) o.sets = 5;
-  double t0 = now_s();
+  double t0 = kf_now_s();
   memset(bt, 0, sizeof *bt);
   for (int k = 0; k < n; k++) {
     c[k].judged = c[k].correct = false;
@@ -813,6 +807,6 @@ done:
   prep_fini(&t, &o, &jp);
   kf_jtask_fini(&t);
   kf_strbuf_fini(&log);
-  bt->seconds = now_s() - t0;
+  bt->seconds = kf_now_s() - t0;
   return st;
 }

@@ -48,12 +48,6 @@
 
 #include "judge_int.h"
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ---- the work, in a memory file ----
  * every item padded to 8 bytes: header, the task's values (kf_jvalue,
  * raw: the same binary reads them),
@@ -70,6 +64,7 @@ typedef struct work_hdr {
   uint32_t magic, size_check;
   int32_t n_in, n_out, n_sets, precision, tf32_conv, sm, arch_specific, n_units;
   double min_time_ms;
+  int32_t device, pad_;
 } work_hdr;
 
 /* Every item starts 8-byte aligned (the reader uses the mapping in place:
@@ -107,7 +102,8 @@ static kf_status work_write(int fd, const kf_jwork *w, kf_diag *diag) {
   const kf_jtask *t = w->task;
   wr out = {fd, 0}, *o = &out;
   work_hdr h = {WORK_MAGIC, (uint32_t)sizeof(kf_jvalue), t->n_in, t->n_out, w->n_sets, (int32_t)t->precision,
-                t->tf32_conv, t->target.sm, t->target.arch_specific, w->n_units, w->opt->min_time_ms};
+                t->tf32_conv, t->target.sm, t->target.arch_specific, w->n_units, w->opt->min_time_ms,
+                w->opt->device, 0};
   bool ok = put(o, &h, sizeof h) && put(o, t->in, sizeof *t->in * (size_t)t->n_in) &&
             put(o, t->out, sizeof *t->out * (size_t)t->n_out);
   for (int k = 0; ok && k <= w->n_units; k++) { /* the units, then the GPU reference */
@@ -194,7 +190,7 @@ int kf_judge_worker_main(void) {
   rdr r = {base, (size_t)sb.st_size};
   const work_hdr *h = take(&r, sizeof *h);
   if (!h || h->magic != WORK_MAGIC || h->size_check != sizeof(kf_jvalue) || h->n_in < 0 || h->n_out < 1 ||
-      h->n_sets < 1 || h->n_units < 1 || h->n_units > KF_JMAX_UNITS) {
+      h->n_sets < 1 || h->n_units < 1 || h->n_units > KF_JMAX_UNITS || h->device < 0) {
     fprintf(stderr, "judge-worker: malformed work\n");
     return 2;
   }
@@ -211,6 +207,7 @@ int kf_judge_worker_main(void) {
   kf_judge_options o;
   kf_judge_options_init(&o);
   o.min_time_ms = h->min_time_ms;
+  o.device = h->device;
   kf_jwork w;
   memset(&w, 0, sizeof w);
   w.task = &t;
@@ -345,7 +342,7 @@ kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *d
   }
   fflush(stdout);
   fflush(stderr);
-  double t0 = now_s();
+  double t0 = kf_now_s();
   if (getenv("KFUSE_JUDGE_NO_WORKER")) {
     /* debugging the judge itself: everything in this process, no limits */
     close(rp[0]);
@@ -355,7 +352,7 @@ kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *d
     kf_jgpu_run(w, r);
     p->reported = true;
     p->exit_code = 0;
-    p->wall_s = now_s() - t0;
+    p->wall_s = kf_now_s() - t0;
     return KF_OK;
   }
   int mfd = memfd_create("kfuse-judge-work", MFD_CLOEXEC);
@@ -382,7 +379,7 @@ kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *d
   bool rep_open = true, out_open = true, killed = false;
   double deadline = t0 + w->opt->timeout_s;
   while ((rep_open || out_open) && buf) {
-    double left = deadline - now_s();
+    double left = deadline - kf_now_s();
     if (left <= 0) {
       p->timed_out = true;
       break;
@@ -404,7 +401,7 @@ kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *d
           have = 0;
           /* a stage finished (the device opened, the references made, a
            * unit judged): the next one gets the whole limit */
-          deadline = now_s() + w->opt->timeout_s;
+          deadline = kf_now_s() + w->opt->timeout_s;
         }
       }
     }
@@ -438,7 +435,7 @@ kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *d
   for (;;) {
     pid_t wp = waitpid(pid, &status, killed ? 0 : WNOHANG);
     if (wp == pid || (wp < 0 && errno != EINTR)) break;
-    if (wp == 0 && now_s() > deadline) {
+    if (wp == 0 && kf_now_s() > deadline) {
       p->timed_out = true;
       kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
@@ -450,7 +447,7 @@ kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *d
   }
   close(rp[0]);
   close(op[0]);
-  p->wall_s = now_s() - t0;
+  p->wall_s = kf_now_s() - t0;
   if (WIFEXITED(status)) p->exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status) && !(killed && WTERMSIG(status) == SIGKILL && (p->timed_out || p->flooded)))
     p->signal = WTERMSIG(status);
@@ -643,10 +640,10 @@ kf_status kf_jcompile(kf_unit *u, const kf_target *tg, const kf_judge_options *o
   /* everything it sends, until it closes the pipe or the deadline */
   kf_strbuf got;
   kf_strbuf_init(&got);
-  double deadline = now_s() + o->timeout_s;
+  double deadline = kf_now_s() + o->timeout_s;
   bool timed_out = false;
   for (;;) {
-    double left = deadline - now_s();
+    double left = deadline - kf_now_s();
     if (left <= 0) {
       timed_out = true;
       break;

@@ -52,12 +52,6 @@ const char *kf_compile_reference_pipeline(void) {
   return "simplify,dce,fold-bn,fold-scalars,sink-reshapes,dce,materialize-outputs";
 }
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static bool ends_with(const char *s, const char *suf) {
   size_t a = strlen(s), b = strlen(suf);
   return a >= b && strcmp(s + a - b, suf) == 0;
@@ -259,13 +253,13 @@ static void *compile_worker(void *arg) {
     if (s < 0) return NULL;
     kf_diag d;
     kf_diag_init(&d, capture_diag, &w->msgs[s]);
-    double t = now_s();
+    double t = kf_now_s();
     w->status[s] = kf_unit_compile(w->slots[s].unit, w->target, &d);
-    w->slots[s].compile_s = now_s() - t;
+    w->slots[s].compile_s = kf_now_s() - t;
     pthread_mutex_lock(&w->lock);
     int done = ++w->done;
     if (w->progress && w->n >= 64 && (done % 64 == 0 || done == w->n))
-      fprintf(stderr, "kfuse: compiled %d/%d kernel units, %.1f s\n", done, w->n, now_s() - w->t0);
+      fprintf(stderr, "kfuse: compiled %d/%d kernel units, %.1f s\n", done, w->n, kf_now_s() - w->t0);
     pthread_mutex_unlock(&w->lock);
   }
 }
@@ -288,7 +282,7 @@ static int compile_jobs(void) {
 
 static kf_status compile_units(unit_slot *slots, int ns, const kf_target *t, bool progress, kf_diag *diag) {
   if (ns == 0) return KF_OK;
-  compile_work w = {.slots = slots, .n = ns, .target = t, .progress = progress, .t0 = now_s()};
+  compile_work w = {.slots = slots, .n = ns, .target = t, .progress = progress, .t0 = kf_now_s()};
   w.msgs = calloc((size_t)ns, sizeof *w.msgs);
   w.status = calloc((size_t)ns, sizeof *w.status);
   if (!w.msgs || !w.status) {
@@ -448,9 +442,9 @@ static kf_status pick_group(const kf_graph *g, const kf_partition *p, const kf_c
     free(c);
     return KF_OK;
   }
-  double t0 = now_s();
+  double t0 = kf_now_s();
   kf_status st = o->picker->judge(o->picker->user, g, p, grp, o, c, n, &sl->info, diag);
-  sl->pick_s = now_s() - t0;
+  sl->pick_s = kf_now_s() - t0;
   int best = 0;
   if (!st && sl->info.judged) {
     best = -1;
@@ -533,11 +527,11 @@ static kf_status build_units(const kf_graph *g, const kf_partition *p, const kf_
     for (int s = 0; s < ns && found < 0; s++)
       if (memcmp(slots[s].first->key, grp->key, sizeof grp->key) == 0) found = s;
     if (found < 0) {
-      double t0 = now_s();
+      double t0 = kf_now_s();
       st = kf_builtin_unit(p, grp, &bo, &slots[ns].unit, diag);
       if (st) break;
       slots[ns].first = grp;
-      slots[ns].build_s = now_s() - t0;
+      slots[ns].build_s = kf_now_s() - t0;
       found = ns++;
     }
     slot_of[i] = found;
@@ -791,7 +785,7 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
 
 kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char *out_path,
                            kf_diag *diag) {
-  double phase[8] = {0}, t0 = now_s(), t;
+  double phase[8] = {0}, t0 = kf_now_s(), t;
   kf_partition *p = NULL;
   kf_memplan *mp = NULL;
   kf_unit **units = NULL;
@@ -813,26 +807,26 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
     return KF_ERR_ARG;
   }
 
-  t = now_s();
+  t = kf_now_s();
   st = kf_compile_passes(g, o, diag);
-  phase[0] = now_s() - t;
+  phase[0] = kf_now_s() - t;
   if (st) goto done;
 
-  t = now_s();
+  t = kf_now_s();
   st = kf_compile_partition(g, o, &p, diag);
-  phase[1] = now_s() - t;
+  phase[1] = kf_now_s() - t;
   if (st) goto done;
   if (o->progress)
     fprintf(stderr, "kfuse: %s: %d ops in %d groups\n", g->name, kf_graph_count_ops(g), p->n_groups);
 
-  t = now_s();
+  t = kf_now_s();
   pick_state ps;
   memset(&ps, 0, sizeof ps);
   st = build_units(g, p, o, &units, &slots, &ns, &ps, diag);
-  phase[2] = now_s() - t;
+  phase[2] = kf_now_s() - t;
   if (st) goto done;
 
-  t = now_s();
+  t = kf_now_s();
   int64_t scratch = 0;
   for (int s = 0; s < ns; s++) {
     int64_t sum = 0, b = 0;
@@ -843,10 +837,10 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
     if (sum > scratch) scratch = sum;
   }
   st = kf_memplan_build(p, scratch, &mp, diag);
-  phase[3] = now_s() - t;
+  phase[3] = kf_now_s() - t;
   if (st) goto done;
 
-  t = now_s();
+  t = kf_now_s();
   woff = calloc((size_t)g->n_weights + 1, sizeof *woff);
   if (!woff) {
     st = KF_ERR_NOMEM;
@@ -918,10 +912,10 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
     }
     wf = NULL;
   }
-  phase[4] = now_s() - t;
+  phase[4] = kf_now_s() - t;
   if (st) goto done;
 
-  t = now_s();
+  t = kf_now_s();
   char prefix[256];
   if (o->emit == KF_EMIT_SO) {
     snprintf(prefix, sizeof prefix, "kfuse_model");
@@ -953,17 +947,17 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
     if (!st)
       st = kf_write_header(art[ART_HEADER].tmp, art[ART_HEADER].final, out_path, prefix, g, diag);
   }
-  phase[5] = now_s() - t;
+  phase[5] = kf_now_s() - t;
   if (st) goto done;
 
   if (o->emit == KF_EMIT_SO) {
-    t = now_s();
+    t = kf_now_s();
     st = kf_link_shared(objpath, art[ART_MODULE].tmp, out_path, diag);
     unlink(objpath);
-    phase[6] = now_s() - t;
+    phase[6] = kf_now_s() - t;
     if (st) goto done;
   }
-  phase[7] = now_s() - t0;
+  phase[7] = kf_now_s() - t0;
   run_steps rs = count_steps(p, units);
   if (o->report_path) {
     if ((st = art_init(&art[ART_REPORT], o->report_path))) goto done;

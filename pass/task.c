@@ -36,6 +36,11 @@
 
 #define TASK_FORMAT "kfuse-task-v1"
 
+/* The floor's time on an H100 before anything is measured: bytes at
+ * 3.0 TB/s plus FLOPs at 50 TFLOP/s (the fp32 rate), per millisecond. */
+#define FLOOR_EST_BYTES_PER_MS 3.0e9
+#define FLOOR_EST_FLOPS_PER_MS 5.0e10
+
 /* ---- files ------------------------------------------------------------------ */
 
 static kf_status write_file(const char *path, const char *text, kf_diag *diag) {
@@ -266,6 +271,23 @@ static double op_flops(const kf_op *op) {
   }
 }
 
+/* The floor's bytes (every tensor input read and every output written
+ * once; scalar inputs are copied into group.mlir) and FLOPs. */
+static void group_floor(const kf_group *grp, double *bytes, double *flops) {
+  int64_t b = 0;
+  for (int i = 0; i < grp->n_inputs; i++)
+    if (!(grp->inputs[i]->def && grp->inputs[i]->def->code == KF_OP_SCALAR)) b += value_bytes(grp->inputs[i]);
+  for (int i = 0; i < grp->n_outputs; i++) b += value_bytes(grp->outputs[i]);
+  double f = 0;
+  for (int i = 0; i < grp->n_ops; i++) f += op_flops(grp->ops[i]);
+  *bytes = (double)b;
+  *flops = f;
+}
+
+double kf_task_floor_estimate_ms(double bytes, double flops) {
+  return bytes / FLOOR_EST_BYTES_PER_MS + flops / FLOOR_EST_FLOPS_PER_MS;
+}
+
 static cJSON *tensor_json(const kf_graph *g, const kf_value *v) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
@@ -311,21 +333,16 @@ static char *task_json(const kf_graph *g, const kf_group *grp, const kf_compile_
     if (grp->ops[i] == grp->anchor) cJSON_AddBoolToObject(op, "anchor", true);
     cJSON_AddItemToArray(ops, op);
   }
-  int64_t bytes = 0;
   cJSON *ins = cJSON_AddArrayToObject(t, "inputs");
   for (int i = 0; ins && i < grp->n_inputs; i++) {
     const kf_value *v = grp->inputs[i];
     if (v->def && v->def->code == KF_OP_SCALAR) continue; /* copied into group.mlir */
     cJSON_AddItemToArray(ins, tensor_json(g, v));
-    bytes += value_bytes(v);
   }
   cJSON *outs = cJSON_AddArrayToObject(t, "outputs");
-  for (int i = 0; outs && i < grp->n_outputs; i++) {
-    cJSON_AddItemToArray(outs, tensor_json(g, grp->outputs[i]));
-    bytes += value_bytes(grp->outputs[i]);
-  }
-  double flops = 0;
-  for (int i = 0; i < grp->n_ops; i++) flops += op_flops(grp->ops[i]);
+  for (int i = 0; outs && i < grp->n_outputs; i++) cJSON_AddItemToArray(outs, tensor_json(g, grp->outputs[i]));
+  double bytes, flops;
+  group_floor(grp, &bytes, &flops);
   cJSON *floor = cJSON_AddObjectToObject(t, "floor");
   if (floor) {
     cJSON_AddNumberToObject(floor, "bytes", (double)bytes);
@@ -521,4 +538,67 @@ kf_status kf_task_write(kf_graph *g, const kf_compile_options *o, int group, con
   cJSON_Delete(index);
   kf_partition_destroy(p);
   return st;
+}
+
+/* ---- what a task set needs of a group (kfuse tasks) ------------------------- */
+
+kf_status kf_task_partition(kf_graph *g, const kf_compile_options *o, kf_partition **out, kf_diag *diag) {
+  *out = NULL;
+  kf_status st = kf_compile_passes(g, o, diag);
+  if (!st) st = kf_compile_partition(g, o, out, diag);
+  return st;
+}
+
+/* Which values depend on an input of the graph: graph inputs do; an op's
+ * results do when one of its operands does (weights and scalars have
+ * none). The ops are in topological order, so one walk settles it. */
+static uint8_t *graph_dependence(const kf_graph *g) {
+  uint8_t *dep = calloc((size_t)g->next_value_id + 1, 1);
+  if (!dep) return NULL;
+  for (int i = 0; i < g->n_inputs; i++) dep[g->inputs[i]->id] = 1;
+  for (const kf_op *op = g->first; op; op = op->next) {
+    uint8_t d = 0;
+    for (int i = 0; i < op->n_operands && !d; i++) d = op->operands[i] && dep[op->operands[i]->id];
+    for (int i = 0; i < op->n_results; i++) dep[op->results[i]->id] = d;
+  }
+  return dep;
+}
+
+kf_status kf_task_facts_all(const kf_graph *g, const kf_partition *p, kf_task_facts *facts) {
+  uint8_t *dep = graph_dependence(g);
+  uint8_t *in = calloc((size_t)g->next_value_id + 1, 1); /* depends on a tensor input of the group */
+  if (!dep || !in) {
+    free(dep);
+    free(in);
+    return KF_ERR_NOMEM;
+  }
+  for (int k = 0; k < p->n_groups; k++) {
+    const kf_group *grp = &p->groups[k];
+    kf_task_facts *f = &facts[k];
+    group_floor(grp, &f->bytes, &f->flops);
+    f->floor_ms = kf_task_floor_estimate_ms(f->bytes, f->flops);
+    f->constant_output = -1;
+    f->fixed_output = -1;
+    for (int i = 0; i < grp->n_outputs && f->fixed_output < 0; i++)
+      if (!dep[grp->outputs[i]->id]) f->fixed_output = i;
+    /* within the group, from its tensor inputs (scalars are constants of
+     * the task: their values are in the canonical form) */
+    for (int i = 0; i < grp->n_inputs; i++)
+      if (!(grp->inputs[i]->def && grp->inputs[i]->def->code == KF_OP_SCALAR)) in[grp->inputs[i]->id] = 1;
+    for (int j = 0; j < grp->n_ops; j++) {
+      const kf_op *op = grp->ops[j];
+      uint8_t d = 0;
+      for (int i = 0; i < op->n_operands && !d; i++) d = op->operands[i] && in[op->operands[i]->id];
+      for (int i = 0; i < op->n_results; i++) in[op->results[i]->id] = d;
+    }
+    for (int i = 0; i < grp->n_outputs && f->constant_output < 0; i++)
+      if (!in[grp->outputs[i]->id]) f->constant_output = i;
+    /* back to zeros for the next group */
+    for (int i = 0; i < grp->n_inputs; i++) in[grp->inputs[i]->id] = 0;
+    for (int j = 0; j < grp->n_ops; j++)
+      for (int i = 0; i < grp->ops[j]->n_results; i++) in[grp->ops[j]->results[i]->id] = 0;
+  }
+  free(dep);
+  free(in);
+  return KF_OK;
 }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,4 +211,15 @@ kf_status kf_write_file_atomic(const char *path, const char *data, size_t n, kf_
   }
   free(tmp);
   return KF_OK;
+}
+
+void kf_diag_to_strbuf(void *strbuf, kf_diag_level level, const char *msg) {
+  kf_strbuf_printf(strbuf, "%s%s\n",
+                   level == KF_DIAG_ERROR ? "error: " : level == KF_DIAG_WARNING ? "warning: " : "note: ", msg);
+}
+
+double kf_now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }

@@ -87,6 +87,24 @@ static const command commands[] = {
      "        canonical.txt and builtin/ (the built-in unit, unit.json +\n"
      "        unit.cu); the groups are kfuse compile's with the same options;\n"
      "        DIR must not exist (docs/AGENT.md)\n"},
+    {"tasks",
+     "tasks MODEL... -o DIR [--update] [--keep-going] [--min-floor-us US]\n"
+     "          [--max-floor-us US] [--kinds KIND,...] [--precision default|tf32|bf16|fp16]\n"
+     "          [--target sm_90|sm_90a] [--no-fuse] [--no-horizontal] [--no-cudnn]\n"
+     "          [--no-channels-last] [-q]",
+     "        write the unique fusion groups of many models as tasks (a training\n"
+     "        set): one task per canonical key in DIR/<first 16 hex of the key>,\n"
+     "        the same key in several models or several times in one written once\n"
+     "        with every occurrence listed; groups whose outputs are fills or do\n"
+     "        not depend on the model's inputs are dropped, and so are those whose\n"
+     "        floor estimate (bytes at 3 TB/s + FLOPs at 50 TFLOP/s) lies outside\n"
+     "        [--min-floor-us, --max-floor-us] or whose kind is not in --kinds\n"
+     "        (elementwise, reduce, gemm, conv, attention, opaque, scan);\n"
+     "        DIR/index.json, written last, lists the tasks, their occurrences and\n"
+     "        the dropped groups with reasons; DIR must not exist unless --update\n"
+     "        (new keys added, occurrences merged, same options and filters); a\n"
+     "        model that fails stops the run with nothing written, unless\n"
+     "        --keep-going skips it (docs/AGENT.md)\n"},
     {"judge",
      "judge TASK_DIR UNIT_DIR [--sets N] [--timeout S] [--max-output BYTES]\n"
      "          [--min-time MS] [--seed N] [--no-builtin]",
@@ -109,6 +127,18 @@ static const command commands[] = {
      "        session to OUT_DIR/trajectory.jsonl; budgets: turns (default 20),\n"
      "        tokens, seconds, judge calls (default 10); prints result.json\n"
      "        (docs/AGENT.md)\n"},
+    {"serve",
+     "serve --tasks DIR -o OUT_DIR [--listen HOST:PORT] [--gpus N] [--max-sessions N]\n"
+     "          [--idle-timeout S] [--max-judge N] [--max-calls N] [--max-body BYTES]\n"
+     "          [--threads N] [--token-env NAME] [--judge-timeout S] [--sets N] [-q]",
+     "        serve the kernel environment over HTTP for RL trainers: sessions on\n"
+     "        the tasks under DIR (kfuse task), tool calls answered with\n"
+     "        observations, verdicts and rewards, judge calls queued one at a\n"
+     "        time on each of N GPUs (default 1); listens on 127.0.0.1:8470 by\n"
+     "        default (port 0 picks one) and prints the address; sessions write\n"
+     "        OUT_DIR/sessions/SID/ as kfuse agent does; --token-env NAME requires\n"
+     "        'Authorization: Bearer $NAME'; SIGINT/SIGTERM stop it cleanly\n"
+     "        (docs/AGENT.md; client: python/kfuse/rollout.py)\n"},
     {"llm-chat",
      "llm-chat --endpoint URL --model NAME (--prompt TEXT | --messages FILE)\n"
      "          [--tools FILE] [--api-key-env NAME] [--temperature T] [--max-tokens N]\n"

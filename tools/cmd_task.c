@@ -7,7 +7,8 @@
  *
  * The groups are those `kfuse compile` would make with the same options
  * (`kfuse partition` lists them). Needs no GPU: the floor's time and the
- * baselines are the judge's to measure. */
+ * baselines are the judge's to measure. The compile options are parsed by
+ * kf_cli_task_option, which `kfuse tasks` (tools/cmd_tasks.c) shares. */
 #include <stdio.h>
 #include <string.h>
 
@@ -15,11 +16,40 @@
 #include "kfuse/task.h"
 #include "tools_int.h"
 
+/* the compile options kfuse task and kfuse tasks share (tools_int.h) */
+int kf_cli_task_option(int argc, char **argv, int *i, const char *cmd, kf_compile_options *o, kf_diag *diag) {
+  const char *a = argv[*i], *v;
+  if (strcmp(a, "--precision") == 0) {
+    if (!kf_cli_value(argc, argv, i, cmd, &v, diag)) return -1;
+    if (!kf_precision_parse(v, &o->precision)) {
+      kf_cli_error(cmd, diag, "--precision takes default, tf32, bf16 or fp16, not '%s'", v);
+      return -1;
+    }
+  } else if (strcmp(a, "--target") == 0) {
+    if (!kf_cli_value(argc, argv, i, cmd, &v, diag)) return -1;
+    if (!kf_cli_target(cmd, v, &o->target, diag)) return -1;
+  } else if (strcmp(a, "--no-fuse") == 0) {
+    o->fuse = false;
+  } else if (strcmp(a, "--no-horizontal") == 0) {
+    o->no_horizontal = true;
+  } else if (strcmp(a, "--no-cudnn") == 0) {
+    o->no_cudnn = true;
+  } else if (strcmp(a, "--no-channels-last") == 0) {
+    o->no_channels_last = true;
+  } else if (strcmp(a, "-q") == 0) {
+    o->progress = false;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
 int kf_cmd_task(int argc, char **argv, kf_diag *diag) {
   kf_compile_options o;
   kf_compile_options_init(&o);
   o.progress = true;
   const char *in = NULL, *out = NULL, *v;
+  int took;
   long long group = -1;
   bool all = false, have_group = false;
   for (int i = 0; i < argc; i++) {
@@ -35,23 +65,8 @@ int kf_cmd_task(int argc, char **argv, kf_diag *diag) {
       have_group = true;
     } else if (strcmp(a, "--all") == 0) {
       all = true;
-    } else if (strcmp(a, "--precision") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "task", &v, diag)) return 2;
-      if (!kf_precision_parse(v, &o.precision))
-        return kf_cli_error("task", diag, "--precision takes default, tf32, bf16 or fp16, not '%s'", v);
-    } else if (strcmp(a, "--target") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "task", &v, diag)) return 2;
-      if (!kf_cli_target("task", v, &o.target, diag)) return 2;
-    } else if (strcmp(a, "--no-fuse") == 0) {
-      o.fuse = false;
-    } else if (strcmp(a, "--no-horizontal") == 0) {
-      o.no_horizontal = true;
-    } else if (strcmp(a, "--no-cudnn") == 0) {
-      o.no_cudnn = true;
-    } else if (strcmp(a, "--no-channels-last") == 0) {
-      o.no_channels_last = true;
-    } else if (strcmp(a, "-q") == 0) {
-      o.progress = false;
+    } else if ((took = kf_cli_task_option(argc, argv, &i, "task", &o, diag)) != 0) {
+      if (took < 0) return 2;
     } else if (a[0] == '-' && a[1]) {
       return kf_cli_unknown("task", a, diag);
     } else if (!in) {

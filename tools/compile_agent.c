@@ -5,7 +5,8 @@
  *
  * The groups are written as tasks (kf_task_write) under AGENT_DIR/tasks,
  * one per unique key, and ordered by their floor's time on an H100 (bytes
- * at 3.0 TB/s plus FLOPs at 50 TFLOP/s, the fp32 rate): the model's time is
+ * at 3.0 TB/s plus FLOPs at 50 TFLOP/s, the fp32 rate:
+ * kf_task_floor_estimate_ms, which kfuse tasks filters by): the model's time is
  * where the floor is, before anything is measured. The first --agent-groups
  * of them with a built-in unit (the fallback) get a session each, in
  * AGENT_DIR/group_<id>; AGENT_DIR/agent.json lists the sessions. */
@@ -94,7 +95,8 @@ kf_status kf_compile_agent(const char *model, const kf_compile_options *co, cons
     const cJSON *by = cJSON_IsObject(fl) ? cJSON_GetObjectItemCaseSensitive(fl, "bytes") : NULL;
     const cJSON *fp = cJSON_IsObject(fl) ? cJSON_GetObjectItemCaseSensitive(fl, "flops") : NULL;
     bool fallback = cJSON_IsString(bu);
-    x->est_ms = (cJSON_IsNumber(by) ? by->valuedouble / 3.0e9 : 0) + (cJSON_IsNumber(fp) ? fp->valuedouble / 5.0e10 : 0);
+    x->est_ms = kf_task_floor_estimate_ms(cJSON_IsNumber(by) ? by->valuedouble : 0,
+                                          cJSON_IsNumber(fp) ? fp->valuedouble : 0);
     cJSON_Delete(tj);
     if (fallback) nc++; /* no built-in unit: no fallback, no session */
   }

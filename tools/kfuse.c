@@ -488,11 +488,13 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "partition") == 0) return cmd_partition(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "compile") == 0) return kf_cmd_compile(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "task") == 0) return kf_cmd_task(argc - 2, argv + 2, &diag);
+  if (strcmp(cmd, "tasks") == 0) return kf_cmd_tasks(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "judge") == 0) return kf_cmd_judge(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "judge-worker") == 0) return kf_judge_worker_main(); /* started by the judge */
   if (strcmp(cmd, "judge-compile") == 0) return kf_judge_compile_main();
   if (strcmp(cmd, "bench") == 0) return kf_cmd_bench(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "agent") == 0) return kf_cmd_agent(argc - 2, argv + 2, &diag);
+  if (strcmp(cmd, "serve") == 0) return kf_cmd_serve(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "llm-chat") == 0) return kf_cmd_llm_chat(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     if (argc > 2 && kf_cli_is_help(argv[2])) {

@@ -41,12 +41,21 @@ bool kf_cli_target(const char *cmd, const char *s, kf_target *t, kf_diag *diag);
 
 int kf_cmd_compile(int argc, char **argv, kf_diag *diag);
 int kf_cmd_task(int argc, char **argv, kf_diag *diag);
+int kf_cmd_tasks(int argc, char **argv, kf_diag *diag);
+/* A compile option that kfuse task and kfuse tasks share (--precision,
+ * --target, --no-fuse, --no-horizontal, --no-cudnn, --no-channels-last,
+ * -q) at argv[*i] into o: 1 taken (advancing *i past its value), 0 not
+ * one, -1 an error (reported; tools/cmd_task.c). */
+struct kf_compile_options;
+int kf_cli_task_option(int argc, char **argv, int *i, const char *cmd, struct kf_compile_options *o,
+                       kf_diag *diag);
 int kf_cmd_judge(int argc, char **argv, kf_diag *diag);
 int kf_cmd_run_module(const char *path, const char *io, double atol, double rtol, bool graph,
                       kf_diag *diag);
 int kf_cmd_bench(int argc, char **argv, kf_diag *diag);
 int kf_cmd_llm_chat(int argc, char **argv, kf_diag *diag);
 int kf_cmd_agent(int argc, char **argv, kf_diag *diag);
+int kf_cmd_serve(int argc, char **argv, kf_diag *diag);
 /* kfuse compile --agent llm (tools/compile_agent.c): agent sessions on
  * the model's groups before the compile; the units they verified, by key,
  * for the compile to verify again and use (as --unit). AGENT_DIR must not

@@ -32,10 +32,11 @@ typedef struct kf_judge_options {
                                 file), at most; 0: a quarter of the RAM */
   const char *worker_exe;    /* the kfuse binary, run as the worker; NULL:
                                 this process's own (right for kfuse) */
+  int device;                /* the CUDA device ordinal the worker uses */
 } kf_judge_options;
 
 /* sets 5, timeout 60 s, output 64 KiB, scratch 4 GiB, seed 0, builtin on,
- * 200 ms of timed runs. */
+ * 200 ms of timed runs, device 0. */
 KF_API void kf_judge_options_init(kf_judge_options *o);
 
 /* Judge the unit in unit_dir (unit.json + unit.cu) for the task in

@@ -91,6 +91,12 @@ KF_API void kf_strbuf_fini(kf_strbuf *b);
 KF_API void kf_strbuf_append(kf_strbuf *b, const char *s, size_t n);
 KF_API void kf_strbuf_printf(kf_strbuf *b, const char *fmt, ...) KF_PRINTF(2, 3);
 KF_API int kf_write_strbuf(void *strbuf, const char *data, size_t n);
+/* A kf_diag_fn appending each message to the kf_strbuf user points at, a
+ * line each, prefixed "error: ", "warning: " or "note: ". */
+KF_API void kf_diag_to_strbuf(void *strbuf, kf_diag_level level, const char *msg);
+
+/* Seconds on the monotonic clock (durations and deadlines). */
+KF_API double kf_now_s(void);
 
 /* The whole of the regular file at path, NUL-terminated, into *out
  * (malloc'd): an error naming the file when it cannot be opened, is not a

@@ -41,6 +41,36 @@ KF_API kf_status kf_task_unit_inputs(const struct kf_group *grp, struct kf_unit 
  * with its input arguments renumbered as grp's inputs. */
 KF_API kf_status kf_task_unit_inputs_to_group(const struct kf_group *grp, struct kf_unit *u, char *why, size_t n);
 
+/* ---- a task set: the groups of many models (kfuse tasks) ---- */
+
+/* The compile passes on g with o's options and its partition into *out
+ * (the caller destroys it): the groups kf_task_write writes, for a caller
+ * that picks among them and writes some with kf_task_write_group. g is
+ * changed by the passes and must outlive *out. */
+KF_API kf_status kf_task_partition(kf_graph *g, const kf_compile_options *o, kf_partition **out,
+                                   kf_diag *diag);
+
+/* What a task set filters a group by, besides its key. */
+typedef struct kf_task_facts {
+  double bytes, flops;  /* the floor's, as task.json's "floor" has them */
+  double floor_ms;      /* kf_task_floor_estimate_ms(bytes, flops) */
+  int constant_output;  /* an output computed from none of the group's
+                           tensor inputs (a fill: the same whatever the
+                           task's inputs), or -1; a property of the key */
+  int fixed_output;     /* an output that depends on no input of the graph
+                           (computed from weights and constants only: the
+                           same on every call of the model), or -1; a
+                           property of this occurrence, not of the key */
+} kf_task_facts;
+
+/* facts[k] for every group k of p (p->n_groups of them), a partition of g. */
+KF_API kf_status kf_task_facts_all(const kf_graph *g, const kf_partition *p, kf_task_facts *facts);
+
+/* The floor's time in ms on an H100 before anything is measured: bytes at
+ * 3.0 TB/s plus FLOPs at 50 TFLOP/s (the fp32 rate). A static stand-in
+ * for a measured time: it orders groups, it does not judge them. */
+KF_API double kf_task_floor_estimate_ms(double bytes, double flops);
+
 #ifdef __cplusplus
 }
 #endif

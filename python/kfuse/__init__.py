@@ -22,7 +22,7 @@ import ctypes
 import os
 import threading
 
-__all__ = ["load", "export", "Module", "KfuseError", "KfuseIndexError"]
+__all__ = ["load", "export", "Module", "KfuseError", "KfuseIndexError", "RolloutClient", "RolloutError"]
 
 _MAX_RANK = 8
 # KFUSE_DTYPE_* (runtime/kfuse_runtime.h) -> torch dtype name
@@ -281,3 +281,13 @@ def export(model, args, path, kwargs=None):
         pass
     torch.export.save(ep, path)
     return ep
+
+
+def __getattr__(name):
+    """kfuse.RolloutClient and kfuse.RolloutError (kfuse.rollout, the client
+    of `kfuse serve`), imported on first use: urllib stays out of
+    `import kfuse`."""
+    if name in ("RolloutClient", "RolloutError"):
+        from . import rollout
+        return rollout.Client if name == "RolloutClient" else rollout.RolloutError
+    raise AttributeError(f"module 'kfuse' has no attribute {name!r}")
