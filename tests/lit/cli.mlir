@@ -32,7 +32,7 @@
 // NOIO: kfuse: error: {{.*}}missing.kfio: cannot open
 // KOPT: kfuse: error: --kernel-option tpr=3: tpr takes a power of two from 1 to 1024
 // KOCC: kfuse: error: --kernel-option occ=x: occ takes an integer from 32 to 2048
-// KKEY: kfuse: error: --kernel-option 'foo=1': expected block=N, vec=N, tpr=N, cache=N, occ=N, attn_scratch=N, ctpr=N, cblock=N, unroll=N, tilea=N or tilet=N
+// KKEY: kfuse: error: --kernel-option 'foo=1': expected block=N, vec=N, tpr=N, cache=N, occ=N, attn_scratch=N, ctpr=N, cblock=N, unroll=N, tilea=N, tilet=N or rsplit=N
 // KATT: kfuse: error: --kernel-option attn_scratch=0: attn_scratch takes an integer from 1 to 16777216
 
 "builtin.module"() ({
