@@ -428,13 +428,17 @@ kf_status kf_llm_chat(const kf_llm_config *c, const cJSON *messages, const cJSON
   outcome o = FATAL;
   for (int attempt = 0; !st; attempt++) {
     out->attempts++;
+    double tw = kf_now_s();
     o = post_once(c, url, payload, key, &b, &status, &h, why, sizeof why);
+    out->wait_seconds += kf_now_s() - tw;
     if (o != TRANSIENT || attempt >= c->max_retries) break;
     double w = wait * jitter();
     if (h.retry_after >= 0) w = h.retry_after < c->retry_after_max_s ? h.retry_after : c->retry_after_max_s;
     kf_diag_note(diag, "LLM endpoint %s: %s; retrying in %.1f s (attempt %d of %d)", url, why, w, attempt + 2,
                  c->max_retries + 1);
+    tw = kf_now_s();
     sleep_s(w);
+    out->wait_seconds += kf_now_s() - tw;
     wait = wait * 2 < c->backoff_max_s ? wait * 2 : c->backoff_max_s;
   }
   if (!st && o != SENT) {
@@ -450,8 +454,10 @@ kf_status kf_llm_chat(const kf_llm_config *c, const cJSON *messages, const cJSON
     kf_diag_error(diag, "LLM endpoint %s: out of memory reading the reply", url ? url : c->endpoint);
   if (st) {
     int a = out->attempts;
+    double ws = out->wait_seconds;
     kf_llm_reply_fini(out);
     out->attempts = a;
+    out->wait_seconds = ws;
     out->prompt_tokens = out->completion_tokens = -1;
   }
   out->seconds = kf_now_s() - t0;

@@ -105,7 +105,9 @@ static bool over_budget(sess *S) {
     snprintf(R->stop, sizeof R->stop, "the time budget (%.0f s) is spent", o->max_seconds);
   else if (o->target_fraction > 0 && R->have_unit && R->best_fraction >= o->target_fraction)
     snprintf(R->stop, sizeof R->stop, "a verified unit reached %.2f of the floor", R->best_fraction);
-  else
+  else if (o->should_stop && o->should_stop(o->stop_user, R, R->stop, sizeof R->stop)) {
+    if (!R->stop[0]) snprintf(R->stop, sizeof R->stop, "stopped by the caller");
+  } else
     return false;
   return true;
 }
@@ -156,6 +158,11 @@ kf_status kf_agent_run(const char *task_dir, const char *out_dir, const kf_agent
   eo.source = "agent";
   eo.model = o->llm.model;
   eo.endpoint = o->llm.endpoint;
+  if (o->queue) {
+    eo.gpu_take = kf_judge_queue_take_cb;
+    eo.gpu_give = kf_judge_queue_give_cb;
+    eo.gpu_user = o->queue;
+  }
   cJSON *budget = cJSON_CreateObject();
   if (!budget) return KF_ERR_NOMEM;
   cJSON_AddNumberToObject(budget, "turns", o->max_turns);
@@ -179,9 +186,10 @@ kf_status kf_agent_run(const char *task_dir, const char *out_dir, const kf_agent
     kf_strbuf_init(&why);
     kf_diag d;
     kf_diag_init(&d, kf_diag_to_strbuf, &why);
-    double t = kf_now_s();
     kf_status cs = kf_llm_chat(&o->llm, S.messages, tl, &rep, &d);
-    res->model_seconds += kf_now_s() - t;
+    /* the endpoint's time only: encoding the conversation and parsing the
+     * reply are the loop's own */
+    res->model_seconds += rep.wait_seconds;
     res->turns = S.turn;
     if (cs == KF_ERR_NOMEM) st = cs;
     if (cs) {
@@ -225,7 +233,7 @@ kf_status kf_agent_run(const char *task_dir, const char *out_dir, const kf_agent
     else cJSON_AddItemToArray(S.messages, m);
     for (int i = 0; i < rep.n_calls && !st; i++) st = one_call(&S, &rep.calls[i]);
     if (!st && rep.n_calls == 0)
-      st = add_message(&S, "user", "Use the tools: write_unit, judge, and submit when you are done.", NULL);
+      st = add_message(&S, "user", "Use the tools: write_unit, judge, profile, and submit when you are done.", NULL);
     kf_llm_reply_fini(&rep);
   }
   if (!res->stop[0])

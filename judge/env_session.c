@@ -165,10 +165,12 @@ static cJSON *tool_def(const char *name, const char *desc, const char *params_js
   return t;
 }
 
+#define N_TOOLS 6
+
 static cJSON *tools(void) {
   cJSON *a = cJSON_CreateArray();
   static const char none[] = "{\"type\": \"object\", \"properties\": {}}";
-  cJSON *d[5] = {
+  cJSON *d[N_TOOLS] = {
       tool_def("list_files", "List the task directory's files.", none),
       tool_def("read_file", "Read one file of the task directory (task.json, group.mlir, model.py, "
                "builtin/unit.json, builtin/unit.cu, ...).",
@@ -181,10 +183,14 @@ static cJSON *tools(void) {
                "\"unit_json\"]}"),
       tool_def("judge", "Compile, verify and time the last unit written; returns the verdict (compile log, "
                "correctness, reward, times, fraction of the floor, reasons).", none),
+      tool_def("profile", "Judge the last unit written as judge does (it counts as a judge call) and return each "
+               "step's GPU time alone (median ms and share), the whole unit's time, the floor and the fraction of "
+               "it, with the verdict's reward and reasons. Only a unit that compiles and verifies is profiled.",
+               none),
       tool_def("submit", "End the session. The best unit the judge verified is kept.", none),
   };
   bool ok = a != NULL;
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < N_TOOLS; i++) {
     if (ok && d[i]) cJSON_AddItemToArray(a, d[i]);
     else {
       ok = false;
@@ -342,7 +348,8 @@ static char *obs_write(kf_env_session *S, const cJSON *args, kf_diag *diag) {
  * bookkeeping); compile logs and worker output cut to 4 KiB. */
 static cJSON *verdict_view(const cJSON *v) {
   static const char *const keep[] = {"judged", "why", "compiled", "compile_log", "correct", "reward", "reasons",
-                                     "candidate", "builtin", "tolerance", "floor", "baselines", "device"};
+                                     "candidate", "builtin", "tolerance", "floor", "baselines", "profile",
+                                     "device"};
   cJSON *o = cJSON_CreateObject();
   for (size_t i = 0; o && i < sizeof keep / sizeof keep[0]; i++) {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(v, keep[i]);
@@ -386,9 +393,53 @@ static void keep_best(kf_env_session *S, const char *dir, const cJSON *vj, kf_di
   R->best_fraction = cJSON_IsNumber(fr) ? fr->valuedouble : -1;
 }
 
-/* The judge on the last unit written: the observation; the full verdict
- * (for the trajectory) in *full, the model's view in step. */
-static char *obs_judge(kf_env_session *S, cJSON **full, kf_env_step *step, kf_diag *diag) {
+/* The profile tool's observation: the verdict's "profile" (each step's
+ * median alone) with the floor, the outcome and the reasons; or, for a
+ * unit the judge did not run on a GPU, why not */
+static char *profile_text(const cJSON *vj) {
+  const cJSON *judged = cJSON_GetObjectItemCaseSensitive(vj, "judged");
+  const cJSON *compiled = cJSON_GetObjectItemCaseSensitive(vj, "compiled");
+  const cJSON *why = cJSON_GetObjectItemCaseSensitive(vj, "why");
+  const cJSON *prof = cJSON_GetObjectItemCaseSensitive(vj, "profile");
+  cJSON *o = cJSON_IsObject(prof) ? cJSON_Duplicate(prof, 1) : cJSON_CreateObject();
+  if (!o) return NULL;
+  if (!cJSON_IsObject(prof)) {
+    char w[600];
+    snprintf(w, sizeof w, "not available: %s",
+             cJSON_IsFalse(judged) ? (cJSON_IsString(why) ? why->valuestring : "the unit was not judged")
+             : cJSON_IsFalse(compiled) ? "the unit did not compile (only a unit that compiles is profiled); see reasons"
+                                       : "the judge gave no profile");
+    cJSON_AddBoolToObject(o, "available", false);
+    cJSON_AddStringToObject(o, "why", w);
+  } else {
+    cJSON *w = cJSON_GetObjectItemCaseSensitive(o, "why");
+    if (cJSON_IsString(w)) {
+      char t[600];
+      snprintf(t, sizeof t, "not available: %s", w->valuestring);
+      cJSON_ReplaceItemInObjectCaseSensitive(o, "why", cJSON_CreateString(t));
+    }
+    const cJSON *fl = cJSON_GetObjectItemCaseSensitive(vj, "floor");
+    const cJSON *fms = cJSON_IsObject(fl) ? cJSON_GetObjectItemCaseSensitive(fl, "ms") : NULL;
+    const cJSON *ffr = cJSON_IsObject(fl) ? cJSON_GetObjectItemCaseSensitive(fl, "fraction") : NULL;
+    if (fms) cJSON_AddItemToObject(o, "floor_ms", cJSON_Duplicate(fms, 1));
+    if (ffr) cJSON_AddItemToObject(o, "floor_fraction", cJSON_Duplicate(ffr, 1));
+  }
+  static const char *const outcome[] = {"correct", "reward", "reasons", "compile_log", "device"};
+  for (size_t i = 0; i < sizeof outcome / sizeof outcome[0]; i++) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(vj, outcome[i]);
+    cJSON *c = x ? cJSON_Duplicate(x, 1) : NULL;
+    if (c && cJSON_IsString(c) && strlen(c->valuestring) > 4096) c->valuestring[4096] = '\0';
+    if (c) cJSON_AddItemToObject(o, outcome[i], c);
+  }
+  char *t = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  return t;
+}
+
+/* The judge on the last unit written (with each step timed alone when
+ * prof: the profile tool): the observation; the full verdict (for the
+ * trajectory) in *full, the model's view in step. */
+static char *obs_judge(kf_env_session *S, bool prof, cJSON **full, kf_env_step *step, kf_diag *diag) {
   *full = NULL;
   if (!S->st.attempt) return dup_str("error: no unit written yet (write_unit first)");
   if (S->o.max_judge > 0 && S->st.judge_calls >= S->o.max_judge)
@@ -401,6 +452,7 @@ static char *obs_judge(kf_env_session *S, cJSON **full, kf_env_step *step, kf_di
   kf_diag d;
   kf_diag_init(&d, kf_diag_to_strbuf, &msg);
   kf_judge_options jo = S->o.judge;
+  jo.profile = prof;
   double t = kf_now_s();
   if (S->o.gpu_take) jo.device = S->o.gpu_take(S->o.gpu_user);
   kf_status st = kf_judge_unit(S->task_real, dir, &jo, &v, &d);
@@ -413,7 +465,7 @@ static char *obs_judge(kf_env_session *S, cJSON **full, kf_env_step *step, kf_di
     r = fmt_str("error: the judge gave no verdict: %s", msg.data ? msg.data : kf_status_str(st));
   } else {
     cJSON *view = verdict_view(vj);
-    r = view ? cJSON_PrintUnformatted(view) : NULL;
+    r = !view ? NULL : prof ? profile_text(vj) : cJSON_PrintUnformatted(view);
     const cJSON *judged = cJSON_GetObjectItemCaseSensitive(vj, "judged");
     const cJSON *reward = cJSON_GetObjectItemCaseSensitive(vj, "reward");
     if (!cJSON_IsFalse(judged) && cJSON_IsNumber(reward)) {
@@ -464,14 +516,15 @@ kf_status kf_env_session_call(kf_env_session *S, const char *id, const char *nam
   else if (strcmp(name, "list_files") == 0) obs = obs_list(S);
   else if (strcmp(name, "read_file") == 0) obs = obs_read(S, args);
   else if (strcmp(name, "write_unit") == 0) obs = obs_write(S, args, diag);
-  else if (strcmp(name, "judge") == 0) obs = obs_judge(S, &verdict, step, diag);
+  else if (strcmp(name, "judge") == 0) obs = obs_judge(S, false, &verdict, step, diag);
+  else if (strcmp(name, "profile") == 0) obs = obs_judge(S, true, &verdict, step, diag);
   else if (strcmp(name, "submit") == 0) {
     S->st.submitted = true;
     step->done = true;
     obs = dup_str(S->st.have_unit ? "submitted; the best verified unit is kept"
                                   : "submitted; no unit was verified, the built-in unit stays");
   } else {
-    obs = fmt_str("error: no tool named '%s' (list_files, read_file, write_unit, judge, submit)", name);
+    obs = fmt_str("error: no tool named '%s' (list_files, read_file, write_unit, judge, profile, submit)", name);
   }
   if (!obs) {
     cJSON_Delete(verdict);

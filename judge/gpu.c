@@ -19,6 +19,9 @@
  *      over the copies, each between two events on the judge's own stream
  *      and followed by a device-wide sync; 3 warm-up runs, then at least 10
  *      and until min_time_ms of GPU time (at most 2000); the median;
+ *   2b. for the unit profiled (kf_jwork.profile_unit: kf_judge_unit with
+ *      kf_judge_options.profile), the same again with an event after every
+ *      step: each step's median alone (profile());
  *   3. one more run on poisoned outputs of the timing buffers, checked.
  * A unit with library steps runs through the runtime (kfuse_model_run on
  * the judge's stream) from its one-group plan (plan.c); its scratch is the
@@ -221,48 +224,46 @@ static CUdeviceptr arg_ptr(const kf_unit_arg *a, const jbufs *b) {
   }
 }
 
-/* One run of the unit over b, queued on the judge's stream (the static
+/* Step s of the unit over b, queued on the judge's stream (the static
  * checks, judge/check.c, already hold every index and range) */
+static bool run_step(jg *g, const kf_unit *u, jmod *m, const jbufs *b, int s) {
+  const kf_unit_step *st = &u->steps[s];
+  for (int i = 0; i < st->n_args; i++) {
+    const kf_unit_arg *a = &st->args[i];
+    kfr_value *v = &m->vals[s][i];
+    switch (a->kind) {
+    case KF_UARG_I64: v->i64 = a->i; break;
+    case KF_UARG_I32: v->i32 = (int32_t)a->i; break;
+    case KF_UARG_F32: v->f32 = (float)a->f; break;
+    case KF_UARG_F64: v->f64 = a->f; break;
+    default: v->ptr = arg_ptr(a, b); break;
+    }
+  }
+  char call[200];
+  switch (st->kind) {
+  case KF_USTEP_MEMSET:
+    return ok(g, g->cu->cuMemsetD8Async(m->vals[s][0].ptr, 0, (size_t)st->args[1].i, g->s), "cuMemsetD8Async");
+  case KF_USTEP_COPY:
+    return ok(g, g->cu->cuMemcpyDtoDAsync(m->vals[s][0].ptr, m->vals[s][1].ptr, (size_t)st->args[2].i, g->s),
+              "cuMemcpyDtoDAsync");
+  case KF_USTEP_LAUNCH:
+    snprintf(call, sizeof call, "step %d: cuLaunchKernel(\"%s\")", s, st->kernel);
+    return ok(g, g->cu->cuLaunchKernel(m->fn[s], st->grid[0], st->grid[1], st->grid[2], st->block[0], st->block[1],
+                                       st->block[2], st->smem, g->s, st->n_args ? m->params[s] : NULL, NULL),
+              call);
+  default: snprintf(g->why, g->n, "step %d: not a step the judge runs", s); return false;
+  }
+}
+
+/* One run of the unit over b, queued on the judge's stream */
 static bool run(jg *g, const kf_unit *u, jmod *m, const jbufs *b) {
   if (m->mdl) {
     int rc = kfuse_model_run(m->mdl, (void *)g->s, (const void *const *)b->in_base, (void *const *)b->out);
     if (rc != KFUSE_OK) snprintf(g->why, g->n, "kfuse_model_run: %s", kfuse_model_error(m->mdl));
     return rc == KFUSE_OK;
   }
-  for (int s = 0; s < u->n_steps; s++) {
-    const kf_unit_step *st = &u->steps[s];
-    for (int i = 0; i < st->n_args; i++) {
-      const kf_unit_arg *a = &st->args[i];
-      kfr_value *v = &m->vals[s][i];
-      switch (a->kind) {
-      case KF_UARG_I64: v->i64 = a->i; break;
-      case KF_UARG_I32: v->i32 = (int32_t)a->i; break;
-      case KF_UARG_F32: v->f32 = (float)a->f; break;
-      case KF_UARG_F64: v->f64 = a->f; break;
-      default: v->ptr = arg_ptr(a, b); break;
-      }
-    }
-    char call[200];
-    switch (st->kind) {
-    case KF_USTEP_MEMSET:
-      if (!ok(g, g->cu->cuMemsetD8Async(m->vals[s][0].ptr, 0, (size_t)st->args[1].i, g->s), "cuMemsetD8Async"))
-        return false;
-      break;
-    case KF_USTEP_COPY:
-      if (!ok(g, g->cu->cuMemcpyDtoDAsync(m->vals[s][0].ptr, m->vals[s][1].ptr, (size_t)st->args[2].i, g->s),
-              "cuMemcpyDtoDAsync"))
-        return false;
-      break;
-    case KF_USTEP_LAUNCH:
-      snprintf(call, sizeof call, "step %d: cuLaunchKernel(\"%s\")", s, st->kernel);
-      if (!ok(g, g->cu->cuLaunchKernel(m->fn[s], st->grid[0], st->grid[1], st->grid[2], st->block[0], st->block[1],
-                                       st->block[2], st->smem, g->s, st->n_args ? m->params[s] : NULL, NULL),
-              call))
-        return false;
-      break;
-    default: snprintf(g->why, g->n, "step %d: not a step the judge runs", s); return false;
-    }
-  }
+  for (int s = 0; s < u->n_steps; s++)
+    if (!run_step(g, u, m, b, s)) return false;
   return true;
 }
 
@@ -311,6 +312,65 @@ static bool inputs_ok(jg *g, const kf_jtask *t, const kf_jset *set, const jbufs 
 static int cmp_float(const void *a, const void *b) {
   float x = *(const float *)a, y = *(const float *)b;
   return x < y ? -1 : x > y;
+}
+
+/* The profile (kf_jwork.profile_unit): every step between its own pair
+ * of events, over runs timed as the whole unit's are (the spin ahead, the
+ * L2 flushed, inputs rotated over the copies): at least 10 runs and until
+ * min_time_ms of GPU time; each step's median. An event between two steps
+ * costs the GPU a little, so the steps' sum may exceed the whole run's
+ * median. A unit the profile cannot split gets prof_why. False only on a
+ * CUDA error (the unit faulted: it fails as it would in the timing). */
+static bool profile(jg *g, const kf_jwork *w, const kf_unit *u, jmod *m, const jbufs *copies, int n_copies,
+                    uint64_t spin_ns, kf_jresult *res) {
+  const int n = u->n_steps;
+  if (m->mdl) {
+    snprintf(res->prof_why, sizeof res->prof_why,
+             "a unit with library steps runs through the runtime as a whole: no per-step times");
+    return true;
+  }
+  if (n < 1 || n > KF_JPROF_STEPS) {
+    snprintf(res->prof_why, sizeof res->prof_why, "%d steps: the profile times units of 1 to %d", n, KF_JPROF_STEPS);
+    return true;
+  }
+  CUevent ev[KF_JPROF_STEPS + 1] = {0};
+  float *t = malloc(sizeof *t * (size_t)n * MAX_RUNS);
+  bool good = t != NULL;
+  if (!t) snprintf(res->prof_why, sizeof res->prof_why, "the worker ran out of host memory");
+  for (int s = 0; good && s <= n; s++) good = ok(g, g->cu->cuEventCreate(&ev[s], CU_EVENT_DEFAULT), "cuEventCreate");
+  double total = 0;
+  int runs = 0;
+  while (good && runs < MAX_RUNS && (runs < 10 || total < w->opt->min_time_ms)) {
+    void *sp[] = {&spin_ns};
+    const jbufs *b = &copies[runs % n_copies];
+    good = (!g->spin || ok(g, g->cu->cuLaunchKernel(g->spin, 1, 1, 1, 1, 1, 1, 0, g->s, sp, NULL), "cuLaunchKernel")) &&
+           (!g->flush ||
+            ok(g, g->cu->cuMemsetD8Async(g->flush, (unsigned char)runs, g->flush_bytes, g->s), "cuMemsetD8Async")) &&
+           ok(g, g->cu->cuEventRecord(ev[0], g->s), "cuEventRecord");
+    for (int s = 0; good && s < n; s++)
+      good = run_step(g, u, m, b, s) && ok(g, g->cu->cuEventRecord(ev[s + 1], g->s), "cuEventRecord");
+    good = good && ok(g, g->cu->cuCtxSynchronize(), "cuCtxSynchronize");
+    for (int s = 0; good && s < n; s++) {
+      float f = 0;
+      good = ok(g, g->cu->cuEventElapsedTime(&f, ev[s], ev[s + 1]), "cuEventElapsedTime");
+      t[(size_t)s * MAX_RUNS + (size_t)runs] = f;
+      total += f;
+    }
+    if (good) runs++;
+  }
+  if (good) {
+    for (int s = 0; s < n; s++) {
+      float *ts = t + (size_t)s * MAX_RUNS;
+      qsort(ts, (size_t)runs, sizeof *ts, cmp_float);
+      res->step_ms[s] = ts[runs / 2];
+    }
+    res->prof_steps = n;
+    res->prof_runs = runs;
+  }
+  for (int s = 0; !g->dead && s <= n; s++)
+    if (ev[s]) g->cu->cuEventDestroy(ev[s]);
+  free(t);
+  return !g->dead;
 }
 
 /* ---- one unit ---- */
@@ -560,6 +620,10 @@ static void judge_unit(jg *g, const kf_jwork *w, int unit, int64_t l2, kf_jresul
   res->ms = times[runs / 2];
   res->min_ms = times[0];
   res->max_ms = times[runs - 1];
+  if (unit == w->profile_unit && !profile(g, w, u, &m, copies, n_copies, spin_ns, res)) {
+    snprintf(why, n, "profile: %s", g->why);
+    goto done;
+  }
 
   /* the timing buffers verified: the last copy used, its outputs poisoned */
   {

@@ -446,9 +446,56 @@ static kf_jwork work_of(const kf_jtask *t, const kf_judge_options *o, const jpre
     w.ref_plan = jp->ref_plan;
     w.ref_plan_bytes = jp->ref_plan_bytes;
   }
+  w.profile_unit = -1;
   w.n_sets = o->sets;
   w.sets = jp->sets;
   return w;
+}
+
+/* The verdict's "profile" (kf_judge_options.profile): each step of the
+ * candidate u alone, its median and its share of their sum; or why there
+ * is none. Nsight Compute's metrics are not collected (not built). */
+static cJSON *profile_json(const kf_unit *u, const kf_jresult *c) {
+  cJSON *p = cJSON_CreateObject();
+  if (!p) return NULL;
+  cJSON_AddBoolToObject(p, "available", c->prof_steps > 0);
+  if (!c->prof_steps) {
+    cJSON_AddStringToObject(p, "why", c->prof_why[0] ? c->prof_why
+                                      : !c->ok      ? "the unit did not verify: only a verified unit is profiled"
+                                                    : "not profiled");
+    return p;
+  }
+  double sum = 0;
+  for (int s = 0; s < c->prof_steps; s++) sum += c->step_ms[s];
+  cJSON *steps = cJSON_AddArrayToObject(p, "steps");
+  for (int s = 0; steps && s < c->prof_steps && s < u->n_steps; s++) {
+    const kf_unit_step *st = &u->steps[s];
+    cJSON *o = cJSON_CreateObject();
+    if (!o) break;
+    cJSON_AddNumberToObject(o, "step", s);
+    cJSON_AddStringToObject(o, "kind", st->kind == KF_USTEP_LAUNCH   ? "launch"
+                                       : st->kind == KF_USTEP_MEMSET ? "memset"
+                                       : st->kind == KF_USTEP_COPY   ? "copy"
+                                                                     : "library");
+    if (st->kind == KF_USTEP_LAUNCH) {
+      cJSON_AddStringToObject(o, "kernel", st->kernel ? st->kernel : "");
+      int g3[3] = {(int)st->grid[0], (int)st->grid[1], (int)st->grid[2]};
+      int b3[3] = {(int)st->block[0], (int)st->block[1], (int)st->block[2]};
+      cJSON_AddItemToObject(o, "grid", cJSON_CreateIntArray(g3, 3));
+      cJSON_AddItemToObject(o, "block", cJSON_CreateIntArray(b3, 3));
+      cJSON_AddNumberToObject(o, "smem", st->smem);
+    }
+    cJSON_AddNumberToObject(o, "ms", c->step_ms[s]);
+    cJSON_AddNumberToObject(o, "share", sum > 0 ? c->step_ms[s] / sum : 0);
+    cJSON_AddItemToArray(steps, o);
+  }
+  cJSON_AddNumberToObject(p, "sum_ms", sum);
+  cJSON_AddNumberToObject(p, "whole_ms", c->ms);
+  cJSON_AddNumberToObject(p, "runs", c->prof_runs);
+  cJSON_AddStringToObject(p, "method", "each step between its own CUDA events, timed as the whole unit is (spin "
+                                       "kernel ahead, L2 flushed, inputs rotated); median per step");
+  cJSON_AddStringToObject(p, "ncu", "not collected: Nsight Compute metrics are not built yet");
+  return p;
 }
 
 /* The floor in ms on the device the worker measured */
@@ -564,6 +611,7 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   bool base_ok = base.compiled && !base.no_plan;
   kf_jwork w = work_of(&t, &o, &jp);
   w.n_units = 2;
+  w.profile_unit = o.profile ? 1 : -1;
   w.units[0] = base_ok ? base.u : NULL;
   w.plans[0] = base_ok ? base.plan : NULL;
   w.plan_bytes[0] = base_ok ? base.plan_bytes : 0;
@@ -659,6 +707,7 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   cJSON_AddNumberToObject(fj, "peak_tflops", peak_flops(t.precision) / 1e12);
   cJSON_AddNumberToObject(fj, "ms", floor_ms);
   add_num_or_null(fj, "fraction", c->runs && floor_ms > 0 ? floor_ms / c->ms : 0, c->runs > 0 && floor_ms > 0);
+  if (o.profile) cJSON_AddItemToObject(v, "profile", profile_json(cand.u, c));
   cJSON *bj = cJSON_AddObjectToObject(v, "baselines");
   add_num_or_null(bj, "eager_ms", t.eager_ms, t.eager_ms >= 0);
   add_num_or_null(bj, "torch_compile_ms", t.compile_ms, t.compile_ms >= 0);

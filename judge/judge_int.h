@@ -130,11 +130,15 @@ typedef struct kf_jwork {
   const kf_unit *ref_unit;
   const void *ref_plan;
   size_t ref_plan_bytes;
+  int profile_unit; /* the unit whose steps are also timed one by one
+                       (kf_judge_options.profile); -1: none */
   int n_sets;    /* input sets */
   kf_jset *sets; /* 2 * n_sets variants */
 } kf_jwork;
 
 #define KF_JREASON 1536
+/* steps of a unit the profile times one by one, at most */
+#define KF_JPROF_STEPS 64
 
 typedef struct kf_jresult {
   int ran;           /* reached the GPU */
@@ -148,6 +152,10 @@ typedef struct kf_jresult {
   double ms, min_ms, max_ms; /* timed runs: median, fastest, slowest */
   int runs, copies;          /* timed runs; input copies rotated over */
   char reason[KF_JREASON];   /* why not ok ("" when ok) */
+  /* the profile (kf_jwork.profile_unit): each step between its own events */
+  int prof_steps, prof_runs;     /* steps timed (0: none), runs */
+  float step_ms[KF_JPROF_STEPS]; /* per step: the median */
+  char prof_why[256];            /* why there is none, for a unit profiled */
 } kf_jresult;
 
 #define KF_JREPORT_MAGIC 0x6b666a72

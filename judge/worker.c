@@ -64,7 +64,7 @@ typedef struct work_hdr {
   uint32_t magic, size_check;
   int32_t n_in, n_out, n_sets, precision, tf32_conv, sm, arch_specific, n_units;
   double min_time_ms;
-  int32_t device, pad_;
+  int32_t device, profile_unit; /* kf_jwork's; -1: none */
 } work_hdr;
 
 /* Every item starts 8-byte aligned (the reader uses the mapping in place:
@@ -103,7 +103,7 @@ static kf_status work_write(int fd, const kf_jwork *w, kf_diag *diag) {
   wr out = {fd, 0}, *o = &out;
   work_hdr h = {WORK_MAGIC, (uint32_t)sizeof(kf_jvalue), t->n_in, t->n_out, w->n_sets, (int32_t)t->precision,
                 t->tf32_conv, t->target.sm, t->target.arch_specific, w->n_units, w->opt->min_time_ms,
-                w->opt->device, 0};
+                w->opt->device, w->profile_unit};
   bool ok = put(o, &h, sizeof h) && put(o, t->in, sizeof *t->in * (size_t)t->n_in) &&
             put(o, t->out, sizeof *t->out * (size_t)t->n_out);
   for (int k = 0; ok && k <= w->n_units; k++) { /* the units, then the GPU reference */
@@ -190,7 +190,8 @@ int kf_judge_worker_main(void) {
   rdr r = {base, (size_t)sb.st_size};
   const work_hdr *h = take(&r, sizeof *h);
   if (!h || h->magic != WORK_MAGIC || h->size_check != sizeof(kf_jvalue) || h->n_in < 0 || h->n_out < 1 ||
-      h->n_sets < 1 || h->n_units < 1 || h->n_units > KF_JMAX_UNITS || h->device < 0) {
+      h->n_sets < 1 || h->n_units < 1 || h->n_units > KF_JMAX_UNITS || h->device < 0 || h->profile_unit < -1 ||
+      h->profile_unit >= h->n_units) {
     fprintf(stderr, "judge-worker: malformed work\n");
     return 2;
   }
@@ -213,6 +214,7 @@ int kf_judge_worker_main(void) {
   w.task = &t;
   w.opt = &o;
   w.n_units = h->n_units;
+  w.profile_unit = h->profile_unit;
   w.n_sets = h->n_sets;
   /* after the units, the GPU reference */
   kf_unit *units[KF_JMAX_UNITS + 1] = {NULL};
@@ -475,9 +477,11 @@ void kf_jproc_fate(const kf_jproc *p, const kf_judge_options *o, char *b, size_t
 static void rest_of(const kf_jwork *w, const bool *done, kf_jwork *sub, int *idx) {
   *sub = *w;
   sub->n_units = 0;
+  sub->profile_unit = -1;
   for (int k = 0; k < w->n_units; k++) {
     if (!w->units[k] || done[k]) continue;
     int j = sub->n_units++;
+    if (k == w->profile_unit) sub->profile_unit = j;
     sub->units[j] = w->units[k];
     sub->plans[j] = w->plans[k];
     sub->plan_bytes[j] = w->plan_bytes[k];

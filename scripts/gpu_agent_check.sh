@@ -4,7 +4,10 @@
 # dist/ along): the LLM agent's scripted conversations (tests/agent/
 # agent_check.py) and the rollout service driven by its Python client
 # (tests/agent/serve_check.py), with real judging, where the built-in unit
-# must verify (reward >= 1) and be kept. Needs libcurl.so.4 on that machine.
+# must verify (reward >= 1) and be kept, a compile error be fixed, a
+# cheating unit rejected, tests/hacks/honest_fast reach reward 3 on slow
+# baselines and the profile tool give each step's time. Needs libcurl.so.4
+# on that machine.
 #
 #   bash scripts/gpu_agent_check.sh [agent|serve|all]     (default: all)
 set -uo pipefail

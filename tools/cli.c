@@ -44,8 +44,10 @@ static const command commands[] = {
      "          [--no-channels-last] [--channels-last-all] [--no-judge] [--judge-all]\n"
      "          [--judge-timeout S] [--unit KEY=DIR ...] [--reference] [--prefix NAME]\n"
      "          [--kernel-option KEY=N ...] [-q]\n"
-     "          [--agent llm --endpoint URL --model NAME [--agent-groups N] [--agent-turns N]\n"
-     "           [--agent-judge N] [--agent-dir DIR] [LLM options as llm-chat's]]",
+     "          [--agent llm --endpoint URL --model NAME [--agent-groups N] [--agent-jobs N]\n"
+     "           [--agent-gpus N] [--agent-tokens N] [--agent-seconds S] [--agent-turns N]\n"
+     "           [--agent-judge N] [--agent-session-tokens N] [--agent-session-seconds S]\n"
+     "           [--agent-target F] [--agent-dir DIR] [LLM options as llm-chat's]]",
      "        compile MODEL into a module linked with the kfuse runtime; weights go\n"
      "        to OUT.so.weights unless embedded; every output is written under a\n"
      "        temporary name and renamed into place (docs/DEPLOY.md); needs no GPU\n"
@@ -72,9 +74,16 @@ static const command commands[] = {
      "        innermost dim / along the dim its transposed accesses walk,\n"
      "        rsplit=N blocks each row of a row reduction is split over, at least\n"
      "        --agent llm: before compiling, a model behind an OpenAI-compatible\n"
-     "        endpoint works on the N groups with the largest floor (default 4) in\n"
-     "        sessions of kfuse agent (OUT.so.agent/ or --agent-dir; agent.json\n"
-     "        lists them); the units the judge verified go in as --unit does; the\n"
+     "        endpoint works on the --agent-groups groups (default 4) with the\n"
+     "        largest share of the model's time x distance from their floor (the\n"
+     "        built-in units timed on the GPU; without one, the largest floor\n"
+     "        estimate) in sessions of kfuse agent, --agent-jobs at once (default\n"
+     "        up to 4), their judge calls queued onto --agent-gpus GPUs (default:\n"
+     "        the visible ones); budgets per model (--agent-tokens over all\n"
+     "        sessions, --agent-seconds of wall time) and per group (turns 20,\n"
+     "        judge calls 10, tokens, seconds, --agent-target fraction of the\n"
+     "        floor); OUT.so.agent/ or --agent-dir, agent.json and the report list\n"
+     "        the sessions; the units the judge verified go in as --unit does; the\n"
      "        built-in units stay wherever none is verified or the endpoint fails\n"},
     {"task",
      "task MODEL (--group N | --all) -o DIR [--precision default|tf32|bf16|fp16]\n"
@@ -107,14 +116,15 @@ static const command commands[] = {
      "        --keep-going skips it (docs/AGENT.md)\n"},
     {"judge",
      "judge TASK_DIR UNIT_DIR [--sets N] [--timeout S] [--max-output BYTES]\n"
-     "          [--min-time MS] [--seed N] [--no-builtin]",
+     "          [--min-time MS] [--seed N] [--no-builtin] [--profile]",
      "        compile the unit (unit.json + unit.cu) for the task, verify it on\n"
      "        the GPU against the fp64 reference on N >= 5 fresh random input\n"
      "        sets (default 5) in poisoned buffers, time it beside the task's\n"
      "        built-in unit and print the verdict (JSON: correctness, times,\n"
      "        floor, reward -1/1/2/3, every reason); the GPU work runs in a worker\n"
      "        process killed after S seconds (default 60) or BYTES of output\n"
-     "        (default 65536); exit 1 when it could not judge (docs/AGENT.md)\n"},
+     "        (default 65536); --profile adds each step's own time (\"profile\");\n"
+     "        exit 1 when it could not judge (docs/AGENT.md)\n"},
     {"agent",
      "agent TASK_DIR -o OUT_DIR --endpoint URL --model NAME [--api-key-env NAME]\n"
      "          [--temperature T] [--max-tokens N] [--timeout S] [--retries N] [--backoff S]\n"
@@ -122,7 +132,7 @@ static const command commands[] = {
      "          [--target-fraction F] [--judge-timeout S] [--trajectory FILE]",
      "        let a model behind an OpenAI-compatible endpoint write kernels for\n"
      "        the task (kfuse task) with tools: list_files, read_file, write_unit,\n"
-     "        judge, submit; the best unit the judge verified goes to OUT_DIR\n"
+     "        judge, profile, submit; the best unit the judge verified goes to OUT_DIR\n"
      "        (unit.json, unit.cu), every attempt to OUT_DIR/attempts/, the\n"
      "        session to OUT_DIR/trajectory.jsonl; budgets: turns (default 20),\n"
      "        tokens, seconds, judge calls (default 10); prints result.json\n"

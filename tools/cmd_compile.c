@@ -5,8 +5,10 @@
  *                 [--embed-weights] [--no-fuse] [--no-horizontal] [--no-cudnn]
  *                 [--no-channels-last] [--channels-last-all] [--no-judge] [--judge-all]
  *                 [--judge-timeout S] [--unit KEY=DIR ...] [--reference] [--prefix NAME] [--kernel-option KEY=N ...] [-q]
- *                 [--agent llm --endpoint URL --model NAME [--agent-groups N] [--agent-turns N]
- *                  [--agent-judge N] [--agent-dir DIR] [--api-key-env NAME] [--temperature T]
+ *                 [--agent llm --endpoint URL --model NAME [--agent-groups N] [--agent-jobs N]
+ *                  [--agent-gpus N] [--agent-tokens N] [--agent-seconds S] [--agent-turns N]
+ *                  [--agent-judge N] [--agent-session-tokens N] [--agent-session-seconds S]
+ *                  [--agent-target F] [--agent-dir DIR] [--api-key-env NAME] [--temperature T]
  *                  [--max-tokens N] [--timeout S] [--retries N] [--backoff S]]
  *
  * --kernel-option forces a template choice on every group instead of the
@@ -90,7 +92,8 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   kf_agent_options ao;
   kf_agent_options_init(&ao);
   const char *agent_dir = NULL;
-  long long agent_groups = 4;
+  kf_compile_agent_options cao;
+  kf_compile_agent_options_init(&cao);
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v;
     long long nn;
@@ -107,12 +110,34 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
       if (!kf_cli_value(argc, argv, &i, "compile", &agent_dir, diag)) return 2;
       continue;
     } else if (strcmp(a, "--agent-groups") == 0 || strcmp(a, "--agent-turns") == 0 ||
-               strcmp(a, "--agent-judge") == 0) {
+               strcmp(a, "--agent-judge") == 0 || strcmp(a, "--agent-jobs") == 0 ||
+               strcmp(a, "--agent-gpus") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &v, diag) || !kf_cli_int("compile", a, v, 1, 100000, &nn, diag))
         return 2;
-      if (strcmp(a, "--agent-groups") == 0) agent_groups = nn;
+      if (strcmp(a, "--agent-groups") == 0) cao.groups = (int)nn;
       else if (strcmp(a, "--agent-turns") == 0) ao.max_turns = (int)nn;
+      else if (strcmp(a, "--agent-jobs") == 0) cao.jobs = (int)nn;
+      else if (strcmp(a, "--agent-gpus") == 0) cao.gpus = (int)nn;
       else ao.max_judge = (int)nn;
+      continue;
+    } else if (strcmp(a, "--agent-tokens") == 0 || strcmp(a, "--agent-session-tokens") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag) ||
+          !kf_cli_int("compile", a, v, 1, 1000000000000LL, &nn, diag))
+        return 2;
+      if (strcmp(a, "--agent-tokens") == 0) cao.tokens = nn;
+      else ao.max_tokens = nn;
+      continue;
+    } else if (strcmp(a, "--agent-seconds") == 0 || strcmp(a, "--agent-session-seconds") == 0) {
+      double sec;
+      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag) || !kf_cli_double("compile", a, v, 1, 1e7, &sec, diag))
+        return 2;
+      if (strcmp(a, "--agent-seconds") == 0) cao.seconds = sec;
+      else ao.max_seconds = sec;
+      continue;
+    } else if (strcmp(a, "--agent-target") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag) ||
+          !kf_cli_double("compile", a, v, 0.001, 1, &ao.target_fraction, diag))
+        return 2;
       continue;
     }
     if (kf_cli_is_help(a)) {
@@ -219,7 +244,7 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
     ag = calloc(1, sizeof *ag);
     if (!ag) return 1;
     ao.judge.timeout_s = judge_timeout;
-    kf_status as = kf_compile_agent(in, &o, &ao, agent_dir, (int)agent_groups, ag, diag);
+    kf_status as = kf_compile_agent(in, &o, &ao, agent_dir, &cao, ag, diag);
     if (as != KF_OK) {
       /* the built-in policy still gives a module */
       kf_diag_warn(diag, "the agent sessions did not finish (%s); compiling with the built-in units",
@@ -247,6 +272,9 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   if (st == KF_OK) st = kf_graph_verify(g, diag);
   if (st == KF_OK) st = kf_compile_graph(g, &o, out, diag);
   kf_graph_destroy(g);
+  /* the sessions into the report; the module stands whatever happens here */
+  if (st == KF_OK && agent && o.report_path && kf_compile_agent_report(agent_dir, o.report_path, o.progress, diag))
+    kf_diag_warn(diag, "the agent sessions are not in the report %s (see %s/agent.json)", o.report_path, agent_dir);
   for (int k = 0; k < n_given; k++) free((char *)given_keys[k]);
   free(ag);
   return st == KF_OK ? 0 : 1;

@@ -2,7 +2,7 @@
  * (include/kfuse/judge.h, docs/AGENT.md "The judge").
  *
  *   kfuse judge TASK_DIR UNIT_DIR [--sets N] [--timeout S] [--max-output B]
- *               [--min-time MS] [--seed N] [--no-builtin]
+ *               [--min-time MS] [--seed N] [--no-builtin] [--profile]
  *
  * The verdict (JSON) goes to stdout. Exit status 0 when the unit was
  * judged, whatever its reward; 1 when it could not be (the task unreadable,
@@ -48,6 +48,8 @@ int kf_cmd_judge(int argc, char **argv, kf_diag *diag) {
       o.seed = (uint64_t)n;
     } else if (strcmp(a, "--no-builtin") == 0) {
       o.builtin = false;
+    } else if (strcmp(a, "--profile") == 0) {
+      o.profile = true;
     } else if (a[0] == '-' && a[1]) {
       return kf_cli_unknown("judge", a, diag);
     } else if (!task) {

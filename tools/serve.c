@@ -13,7 +13,8 @@
  * Sessions live in a table under one mutex; a request marks the session
  * it works on busy, so one session runs one call at a time (another gets
  * 409) and is never closed under a call. Judge calls wait for a GPU in a
- * FIFO queue (one judge call a GPU at a time) and run on its ordinal.
+ * FIFO queue (kf_judge_queue: one judge call a GPU at a time) and run on
+ * its ordinal.
  * Session ids are 128 random bits. Each session writes
  * OUT_DIR/sessions/SID/ as `kfuse agent` writes its OUT_DIR. */
 #include <dirent.h>
@@ -52,11 +53,7 @@ struct kf_serve {
   pthread_mutex_t mu;
   ssn **tab; /* max_sessions slots */
   int open;
-  /* the GPU queue */
-  pthread_mutex_t gmu;
-  pthread_cond_t gcv;
-  bool *gbusy;
-  unsigned long long ticket, head;
+  kf_judge_queue *gq; /* judge calls wait here for a GPU */
 };
 
 char *kf_serve_error_body(const char *msg) {
@@ -68,39 +65,6 @@ char *kf_serve_error_body(const char *msg) {
   char *s = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   return s;
-}
-
-/* ---- the GPU queue ---------------------------------------------------------------- */
-
-static int gpu_take(void *user) {
-  kf_serve *s = user;
-  pthread_mutex_lock(&s->gmu);
-  unsigned long long me = s->ticket++;
-  int dev = -1;
-  for (;;) {
-    if (me == s->head) {
-      for (int i = 0; i < s->o.gpus; i++)
-        if (!s->gbusy[i]) {
-          dev = i;
-          break;
-        }
-      if (dev >= 0) break;
-    }
-    pthread_cond_wait(&s->gcv, &s->gmu);
-  }
-  s->gbusy[dev] = true;
-  s->head++;
-  pthread_cond_broadcast(&s->gcv);
-  pthread_mutex_unlock(&s->gmu);
-  return dev;
-}
-
-static void gpu_give(void *user, int dev) {
-  kf_serve *s = user;
-  pthread_mutex_lock(&s->gmu);
-  if (dev >= 0 && dev < s->o.gpus) s->gbusy[dev] = false;
-  pthread_cond_broadcast(&s->gcv);
-  pthread_mutex_unlock(&s->gmu);
 }
 
 /* ---- create, destroy -------------------------------------------------------------- */
@@ -115,12 +79,8 @@ kf_status kf_serve_create(const kf_serve_options *o, kf_serve **out, kf_diag *di
   if (!s) return KF_ERR_NOMEM;
   s->o = *o;
   s->tab = calloc((size_t)o->max_sessions, sizeof *s->tab);
-  s->gbusy = calloc((size_t)o->gpus, sizeof *s->gbusy);
-  kf_status st = KF_OK;
-  if (!s->tab || !s->gbusy) {
-    st = KF_ERR_NOMEM;
-    goto fail;
-  }
+  kf_status st = s->tab ? kf_judge_queue_create(o->gpus, &s->gq) : KF_ERR_NOMEM;
+  if (st) goto fail;
   struct stat sb;
   if (!realpath(o->tasks_dir, s->tasks_real) || stat(s->tasks_real, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
     kf_diag_error(diag, "serve: --tasks %s: not a directory", o->tasks_dir);
@@ -142,13 +102,11 @@ kf_status kf_serve_create(const kf_serve_options *o, kf_serve **out, kf_diag *di
   s->o.tasks_dir = s->tasks_real;
   s->o.out_dir = s->out_dir;
   pthread_mutex_init(&s->mu, NULL);
-  pthread_mutex_init(&s->gmu, NULL);
-  pthread_cond_init(&s->gcv, NULL);
   *out = s;
   return KF_OK;
 fail:
   free(s->tab);
-  free(s->gbusy);
+  kf_judge_queue_destroy(s->gq);
   free(s);
   return st;
 }
@@ -205,10 +163,8 @@ void kf_serve_destroy(kf_serve *s) {
     s->tab[i] = NULL;
   }
   pthread_mutex_destroy(&s->mu);
-  pthread_mutex_destroy(&s->gmu);
-  pthread_cond_destroy(&s->gcv);
+  kf_judge_queue_destroy(s->gq);
   free(s->tab);
-  free(s->gbusy);
   free(s);
 }
 
@@ -489,9 +445,9 @@ static void open_session(kf_serve *s, const cJSON *body, reply *r) {
   eo.judge = s->o.judge;
   eo.source = "serve";
   eo.model = cJSON_IsString(model) ? model->valuestring : NULL;
-  eo.gpu_take = gpu_take;
-  eo.gpu_give = gpu_give;
-  eo.gpu_user = s;
+  eo.gpu_take = kf_judge_queue_take_cb;
+  eo.gpu_give = kf_judge_queue_give_cb;
+  eo.gpu_user = s->gq;
   cJSON *b = cJSON_CreateObject();
   if (b) {
     cJSON_AddNumberToObject(b, "tool_calls", max_calls);

@@ -66,11 +66,26 @@ typedef struct kf_compile_given {
   char keys[KF_COMPILE_GIVEN_MAX][65];
   char dirs[KF_COMPILE_GIVEN_MAX][4200];
 } kf_compile_given;
+/* The scheduling of the sessions: what the per-group kf_agent_options
+ * leave to the whole model. */
+typedef struct kf_compile_agent_options {
+  int groups;     /* sessions at most (--agent-groups) */
+  int jobs;       /* sessions in flight at once (--agent-jobs); 0: min(groups, 4) */
+  int gpus;       /* GPUs judge calls are queued onto (--agent-gpus); 0: the visible ones */
+  long long tokens; /* prompt + completion tokens over all sessions (--agent-tokens); 0: no limit */
+  double seconds; /* wall time of the whole agent phase (--agent-seconds); 0: no limit */
+} kf_compile_agent_options;
+/* 4 groups, the rest 0 (defaults, no limits). */
+void kf_compile_agent_options_init(kf_compile_agent_options *o);
 struct kf_agent_options;
 struct kf_compile_options;
 kf_status kf_compile_agent(const char *model, const struct kf_compile_options *co,
-                           const struct kf_agent_options *ao, const char *agent_dir, int max_groups,
-                           kf_compile_given *given, kf_diag *diag);
+                           const struct kf_agent_options *ao, const char *agent_dir,
+                           const kf_compile_agent_options *cao, kf_compile_given *given, kf_diag *diag);
+/* After the compile: AGENT_DIR/agent.json into the compile's report (its
+ * "agent": the ordering, the sessions, and per session in_module, whether
+ * its unit replaced the built-in one), rewritten in place. */
+kf_status kf_compile_agent_report(const char *agent_dir, const char *report, bool progress, kf_diag *diag);
 /* An option of the LLM client (--endpoint, --model, --api-key-env,
  * --temperature, --max-tokens, --timeout, --retries, --backoff) at
  * argv[*i] into c: 1 taken (advancing *i past its value), 0 not one, -1

@@ -4,8 +4,9 @@
  * A model behind an OpenAI-compatible endpoint (kfuse/llm.h) gets the skill
  * document (agent/SKILL.md) as its system prompt and the task's summary,
  * and works through tools over the task directory: list_files, read_file,
- * write_unit, judge (kfuse/judge.h: compile, verify, time, reward) and
- * submit. The best unit the judge verified is kept in the output directory
+ * write_unit, judge (kfuse/judge.h: compile, verify, time, reward),
+ * profile (the same with each step's time) and submit (the tools live in
+ * kfuse/env_session.h, which kfuse serve shares). The best unit the judge verified is kept in the output directory
  * whatever the model submits last; every turn, tool call and verdict goes
  * to a JSONL trajectory. Budgets: turns, tokens, wall time, judge calls.
  * The API key stays inside the client: no trajectory or file holds it. */
@@ -13,10 +14,13 @@
 #define KFUSE_AGENT_LOOP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kfuse/judge.h"
 #include "kfuse/llm.h"
+
+struct kf_agent_result;
 
 typedef struct kf_agent_options {
   kf_llm_config llm;
@@ -29,6 +33,14 @@ typedef struct kf_agent_options {
   int64_t context_chars;   /* older tool observations are trimmed past this */
   kf_judge_options judge;
   const char *trajectory;  /* JSONL path; NULL: OUT_DIR/trajectory.jsonl */
+  kf_judge_queue *queue;   /* judge calls wait here for a GPU (its ordinal
+                              replaces judge.device); NULL: judge.device */
+  /* Asked before each turn with the counts so far (budgets shared by
+   * several sessions: kfuse compile --agent llm's per-model ones): true
+   * ends the session, its stop reason written to why (n bytes). Called
+   * from the session's thread. NULL: never. */
+  bool (*should_stop)(void *user, const struct kf_agent_result *so_far, char *why, size_t n);
+  void *stop_user;
 } kf_agent_options;
 
 /* 20 turns, no token or time limit, 10 judge calls, target 0, 400k

@@ -6,9 +6,10 @@
  * and run every tool call through it, so the tools exist once. A session
  * gives the system prompt (the skill document, agent/SKILL.md), the first
  * user message (the task's summary), the OpenAI tool definitions
- * (list_files, read_file, write_unit, judge, submit), and runs one tool
- * call at a time: an observation for the model, the verdict and reward of
- * a judge call. The model's code is untrusted: it is only written under
+ * (list_files, read_file, write_unit, judge, profile, submit), and runs
+ * one tool call at a time: an observation for the model, the verdict and
+ * reward of a judge call (profile is a judge call that also times each
+ * step of the unit alone). The model's code is untrusted: it is only written under
  * OUT_DIR and run by the judge (kfuse/judge.h: its workers, static checks,
  * limits); file tools read inside the task directory only. The best unit
  * the judge verified is kept in OUT_DIR; every tool call goes to the

@@ -33,6 +33,10 @@ typedef struct kf_judge_options {
   const char *worker_exe;    /* the kfuse binary, run as the worker; NULL:
                                 this process's own (right for kfuse) */
   int device;                /* the CUDA device ordinal the worker uses */
+  bool profile;              /* kf_judge_unit: also time each step of the
+                                candidate between its own CUDA events (the
+                                verdict's "profile"; the agent's profile
+                                tool) */
 } kf_judge_options;
 
 /* sets 5, timeout 60 s, output 64 KiB, scratch 4 GiB, seed 0, builtin on,
@@ -91,6 +95,23 @@ typedef struct kf_judge_picker {
 } kf_judge_picker;
 
 KF_API void kf_judge_picker_init(kf_judge_picker *jp, const kf_judge_options *o, bool all_groups);
+
+/* Judge calls queued onto GPUs, first come first served, one call a GPU
+ * at a time (kfuse serve's sessions, kfuse compile --agent llm's): take
+ * waits for a free GPU and returns its ordinal (for
+ * kf_judge_options.device), give hands it back. Shared by threads. */
+typedef struct kf_judge_queue kf_judge_queue;
+
+/* A queue onto GPUs 0 .. gpus-1 (gpus >= 1). */
+KF_API kf_status kf_judge_queue_create(int gpus, kf_judge_queue **out);
+/* NULL is fine; no call may be waiting or holding a GPU. */
+KF_API void kf_judge_queue_destroy(kf_judge_queue *q);
+KF_API int kf_judge_queue_gpus(const kf_judge_queue *q);
+KF_API int kf_judge_queue_take(kf_judge_queue *q);
+KF_API void kf_judge_queue_give(kf_judge_queue *q, int device);
+/* The same, as kf_env_options.gpu_take and gpu_give (user: the queue). */
+KF_API int kf_judge_queue_take_cb(void *q);
+KF_API void kf_judge_queue_give_cb(void *q, int device);
 
 /* The worker's entry (`kfuse judge-worker`, which kf_judge_unit starts;
  * not for use by hand): reads its work from fd 4, reports on fd 3. Returns

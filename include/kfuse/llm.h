@@ -62,6 +62,10 @@ typedef struct kf_llm_reply {
   int64_t prompt_tokens, completion_tokens; /* -1 when the server gave none */
   int attempts;           /* requests sent */
   double seconds;         /* wall time, waits included */
+  double wait_seconds;    /* of it, on the endpoint: the requests (sent,
+                             answered, read) and the waits between them;
+                             the rest is encoding the conversation and
+                             parsing the reply */
   cJSON *message;         /* the assistant message as received (owned) */
 } kf_llm_reply;
 
@@ -69,8 +73,8 @@ typedef struct kf_llm_reply {
  * a JSON array of tool definitions, or NULL. On success fills *out
  * (kf_llm_reply_fini frees it). Errors: KF_ERR_ARG (config), KF_ERR_UNSUPPORTED
  * (no libcurl), KF_ERR_IO (transport or HTTP failure after the retries),
- * KF_ERR_FORMAT (not a chat completion), KF_ERR_NOMEM. out->attempts and
- * out->seconds are set either way. */
+ * KF_ERR_FORMAT (not a chat completion), KF_ERR_NOMEM. out->attempts,
+ * out->seconds and out->wait_seconds are set either way. */
 KF_API kf_status kf_llm_chat(const kf_llm_config *c, const cJSON *messages, const cJSON *tools,
                              kf_llm_reply *out, kf_diag *diag);
 KF_API void kf_llm_reply_fini(kf_llm_reply *r);

@@ -10,7 +10,7 @@ no unit verifies) or, with no driver given, on none; with --gpu on the
 real one, where the replayed built-in unit must verify (reward >= 1) and be
 kept. Checks:
   - the first request: the skill document as the system prompt, the task's
-    summary, the five tools; later requests: each tool result answering
+    summary, the six tools; later requests: each tool result answering
     its call by id;
   - a session: list_files, read_file of task.json, a read outside the task
     refused, a tool call with broken JSON answered with an error, the
@@ -19,6 +19,15 @@ kept. Checks:
   - OUT_DIR: attempts/001 and 002, result.json, trajectory.jsonl (start with
     the skill version and task key, every assistant turn and tool call with
     observation and verdict, end);
+  - a compile error fixed on the next turn (tests/hacks/compile_error, then
+    honest_fast): NVRTC's error in the next request, the fix judged;
+  - a cheating kernel (tests/hacks/constant_output) rejected and never
+    kept, a 2048-thread block refused before compiling; the same session,
+    each reply 0.15 s late, measures the loop's overhead (seconds less
+    model_seconds and judge_seconds): under 5%;
+  - reward 3 on a copy of the task with slow baselines (eager and
+    torch.compile 1e6 ms; --gpu), then the profile tool on a two-step unit
+    (per-step times on the GPU; without one, "not available" and why);
   - budgets: a model that never submits stops at --max-turns; a judge
     budget answered with an error;
   - an endpoint that fails: the session ends, says why, exits 0;
@@ -33,10 +42,12 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import key_leaks, read_requests, scripted_server  # noqa: E402
+from harness import key_leaks, read_requests, scripted_server, skill_version  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+HACKS = os.path.join(HERE, "..", "hacks")
 KFUSE = sys.argv[1]
+SKILL_VERSION = skill_version()
 GPU = "--gpu" in sys.argv
 FAKE = next((a for a in sys.argv[2:] if a != "--gpu"), None)
 work = tempfile.mkdtemp(prefix="kfuse-agent-")
@@ -74,13 +85,13 @@ def agent_env():
     return env
 
 
-def session(name, script, extra=()):
+def session(name, script, extra=(), task=None):
     d = os.path.join(work, name)
     os.makedirs(d)
     out = os.path.join(d, "out")
     with scripted_server(script, d) as port:
         env = agent_env()
-        cmd = [KFUSE, "agent", TASK, "-o", out, "--endpoint", f"http://127.0.0.1:{port}/v1",
+        cmd = [KFUSE, "agent", task or TASK, "-o", out, "--endpoint", f"http://127.0.0.1:{port}/v1",
                "--model", "scripted", "--api-key-env", "KFUSE_TEST_AGENT_KEY", "--backoff", "0.05",
                "--judge-timeout", "120"] + list(extra)
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
@@ -125,12 +136,12 @@ check(res and res["prompt_tokens"] == 600 and res["completion_tokens"] == 120, "
 check(len(reqs) == 7, "7 requests (one retried after 429)")
 first = reqs[0]["request"] if reqs else {}
 msgs = first.get("messages", [])
-check(len(msgs) == 2 and msgs[0]["role"] == "system" and msgs[0]["content"].startswith("skill-version: 1"),
+check(len(msgs) == 2 and msgs[0]["role"] == "system" and msgs[0]["content"].startswith("skill-version: " + SKILL_VERSION),
       "the skill document is the system prompt")
 check(len(msgs) == 2 and task_key in msgs[1]["content"] and "kf." in msgs[1]["content"],
       "the first user message quotes task.json and group.mlir")
 check(sorted(t["function"]["name"] for t in first.get("tools", [])) ==
-      ["judge", "list_files", "read_file", "submit", "write_unit"], "the five tools offered")
+      ["judge", "list_files", "profile", "read_file", "submit", "write_unit"], "the six tools offered")
 second = reqs[1]["request"]["messages"] if len(reqs) > 1 else []
 asst = second[2] if len(second) > 2 else {}
 tool_msgs = [m for m in second if m.get("role") == "tool"]
@@ -165,11 +176,115 @@ for n, want in ((1, unit_cu), (2, "this is not CUDA")):
     f = os.path.join(out, "attempts", f"{n:03d}", "unit.cu")
     check(os.path.exists(f) and open(f).read() == want, f"attempt {n} written")
 start = traj[0] if traj else {}
-check(start.get("type") == "start" and start.get("skill_version") == "1" and start.get("task_key") == task_key
-      and start.get("model") == "scripted" and len(start.get("tools", [])) == 5, "trajectory start record")
+check(start.get("type") == "start" and start.get("skill_version") == SKILL_VERSION and start.get("task_key") == task_key
+      and start.get("model") == "scripted" and len(start.get("tools", [])) == 6, "trajectory start record")
 check(sum(r["type"] == "assistant" for r in traj) == 6 and traj[-1]["type"] == "end"
       and traj[-1]["stop"] == "submitted", "trajectory: six assistant turns and the end")
 check(json.load(open(os.path.join(out, "result.json"))) == res, "result.json is what was printed")
+
+def unit_of(name):
+    """A unit of the anti-hacking suite (tests/hacks/NAME): its unit.cu and unit.json texts."""
+    d = os.path.join(HACKS, name)
+    return open(os.path.join(d, "unit.cu")).read(), open(os.path.join(d, "unit.json")).read()
+
+
+def verdicts(traj):
+    return [r.get("verdict", {}) for r in traj if r["type"] == "tool" and r["name"] in ("judge", "profile")]
+
+
+fast_cu, fast_json = unit_of("honest_fast")
+
+# ---- a compile error fixed on the next turn ----
+bad_cu, bad_json = unit_of("compile_error")
+p, res, reqs, traj, out = session("fix", [
+    reply([("write_unit", {"unit_cu": bad_cu, "unit_json": bad_json}), ("judge", {})]),
+    reply([("write_unit", {"unit_cu": fast_cu, "unit_json": fast_json}), ("judge", {})]),
+    reply([("submit", {})])])
+vs = verdicts(traj)
+seen = [m for m in reqs[1]["request"]["messages"] if m.get("role") == "tool"] if len(reqs) > 1 else []
+check(len(vs) == 2 and vs[0].get("compiled") is False and vs[0].get("reward") == -1
+      and "undefined_name" in str(vs[0].get("reasons")), "a compile error: reward -1, NVRTC's error in the reasons")
+check(len(seen) == 2 and "does not compile" in seen[1]["content"] and "undefined_name" in seen[1]["content"],
+      "the next request shows the model NVRTC's error")
+check(len(vs) == 2 and vs[1].get("compiled") is True, "the corrected unit compiles")
+if GPU:
+    check(vs[1].get("correct") is True and vs[1].get("reward", -1) >= 1 and res and res["have_unit"]
+          and open(os.path.join(out, "unit.cu")).read() == fast_cu, "the corrected unit verifies and is kept")
+else:
+    check(res and res["stop"] == "submitted" and not res["have_unit"], "the corrected unit: judged, none verified")
+
+# ---- a cheating kernel rejected and never kept; the loop's overhead ----
+# every reply 0.15 s late, so that the model's time is not nothing and the
+# loop's own (everything but the model's and the judge's) can be measured
+const_cu, const_json = unit_of("constant_output")
+big_cu, big_json = unit_of("oversized_launch")
+late = [dict(r, delay=0.15) for r in [
+    reply([("list_files", {})]),
+    reply([("read_file", {"path": "task.json"}), ("read_file", {"path": "model.py"})]),
+    reply([("read_file", {"path": "builtin/unit.cu"}), ("read_file", {"path": "builtin/unit.json"})]),
+    reply([("write_unit", {"unit_cu": unit_cu, "unit_json": json.dumps(unit_json)})]),
+    reply([("judge", {})]),
+    reply([("write_unit", {"unit_cu": const_cu, "unit_json": const_json})]),
+    reply([("judge", {})]),
+    reply([("write_unit", {"unit_cu": big_cu, "unit_json": big_json})]),
+    reply([("judge", {})]),
+    reply([("submit", {})])]]
+p, res, reqs, traj, out = session("cheat", late)
+vs = verdicts(traj)
+cheat = vs[1] if len(vs) == 3 else {}
+check(cheat.get("reward") == -1 and cheat.get("correct") is False, "constant output: reward -1")
+if GPU:
+    check("out of tolerance" in str(cheat.get("reasons")), "constant output: the verdict says out of tolerance")
+    check(res and res["have_unit"] and res["best_reward"] >= 1 and open(os.path.join(out, "unit.cu")).read() == unit_cu,
+          "the honest unit judged before stays kept; the cheat never replaces it")
+else:
+    check(cheat.get("compiled") is True and res and not res["have_unit"]
+          and not os.path.exists(os.path.join(out, "unit.cu")), "constant output: compiled, judged, never kept")
+check(len(vs) == 3 and vs[2].get("reward") == -1 and "refused before compiling" in str(vs[2].get("reasons"))
+      and "2048" in str(vs[2].get("reasons")), "a 2048-thread block: refused before compiling, the reason named")
+if res and res.get("seconds"):
+    loop_s = res["seconds"] - res["model_seconds"] - res["judge_seconds"]
+    share = loop_s / res["seconds"]
+    print(f"     the loop's overhead: {loop_s * 1000:.1f} ms of {res['seconds']:.2f} s ({100 * share:.2f}%; model "
+          f"{res['model_seconds']:.2f} s, judge {res['judge_seconds']:.2f} s, {res['turns']} turns, "
+          f"{res['tool_calls']} tool calls)")
+    check(res["model_seconds"] >= 10 * 0.15 and 0 <= share < 0.05,
+          "the loop's overhead under 5% of the session (the model's and the judge's time measured)")
+else:
+    check(False, "the loop's overhead measured")
+
+# ---- reward 3 (baselines written into a copy of the task, as tests/hacks/run.py does), then a profile ----
+task3 = os.path.join(work, "task_slow_baselines")
+shutil.copytree(TASK, task3)
+tj = json.load(open(os.path.join(task3, "task.json")))
+tj["baselines"].update(eager_ms=1e6, torch_compile_ms=1e6)
+json.dump(tj, open(os.path.join(task3, "task.json"), "w"), indent=1)
+two = json.loads(fast_json)  # a zero fill ahead of the kernel: a unit of two steps to profile
+two["steps"].insert(0, {"kind": "memset", "args": [{"output": 0}, {"i64": 2048 * 1024 * 4}]})
+p, res, reqs, traj, out = session("reward3", [
+    reply([("write_unit", {"unit_cu": fast_cu, "unit_json": fast_json}), ("judge", {})]),
+    reply([("write_unit", {"unit_cu": fast_cu, "unit_json": json.dumps(two)}), ("profile", {})]),
+    reply([("submit", {})])], task=task3)
+vs = verdicts(traj)
+prof_obs = [r["observation"] for r in traj if r["type"] == "tool" and r["name"] == "profile"]
+prof = json.loads(prof_obs[0]) if prof_obs and prof_obs[0].startswith("{") else {}
+check(res and res["judge_calls"] == 2 and len(vs) == 2 and vs[0].get("baselines", {}).get("torch_compile_ms") == 1e6,
+      "the profile counts as a judge call; the task's baselines in the verdict")
+if GPU:
+    check(vs[0].get("correct") is True and vs[0].get("reward") == 3 and "reward 3" in str(vs[0].get("reasons")),
+          "honest_fast against slow baselines: reward 3")
+    steps = prof.get("steps", [])
+    check(prof.get("available") is True and [x["kind"] for x in steps] == ["memset", "launch"]
+          and all(x["ms"] > 0 for x in steps) and prof.get("whole_ms", 0) > 0 and prof.get("floor_ms", 0) > 0
+          and 0 < prof.get("floor_fraction", 0) <= 1.5 and prof.get("reward") == 3,
+          "profile: each step's time, the floor and its fraction")
+    kept = json.load(open(os.path.join(out, "unit.json")))
+    check(res["best_reward"] == 3 and len(kept["steps"]) == 1,
+          "the faster one-step unit stays kept (same reward, the profiled two-step one is slower)")
+    print(f"     profile: {json.dumps(steps)[:300]}")
+else:
+    check(prof.get("available") is False and prof.get("why", "").startswith("not available: ")
+          and prof.get("reward") in (-1, None), "profile without a GPU: not available, and why")
 
 # ---- a model that never submits: the turn budget ----
 p, res, reqs, traj, out = session("turns", [reply([("list_files", {})])] * 10, ["--max-turns", "3"])
@@ -230,7 +345,7 @@ check(len(sessions) >= 1 and len(sessions) <= 2 and all(s["stop"] == "submitted"
       and len(reqs) == 2 * len(sessions), "one session per group up to --agent-groups, each submitted")
 check(all(os.path.exists(os.path.join(s["dir"], "trajectory.jsonl")) for s in sessions),
       "each session's trajectory kept")
-check(summ and summ.get("skill_version") == "1" and "kfuse: agent: group" in p.stderr, "agent.json and progress")
+check(summ and summ.get("skill_version") == SKILL_VERSION and "kfuse: agent: group" in p.stderr, "agent.json and progress")
 if not GPU:
     check(all(not s["have_unit"] for s in sessions) and "the built-in one stays" in p.stderr,
           "no unit verified: the built-in units compile")

@@ -1,7 +1,7 @@
-"""Shared by the agent tests (llm_check.py, agent_check.py): the scripted
-OpenAI-compatible server (llm_server.py) started on loopback for one
-session and stopped after it, and the search for the API key in every
-output and file a run left."""
+"""Shared by the agent tests (llm_check.py, agent_check.py, serve_check.py):
+the scripted OpenAI-compatible server (llm_server.py) started on loopback
+for one session and stopped after it, the search for the API key in every
+output and file a run left, and the skill document's version."""
 import contextlib
 import json
 import os
@@ -47,3 +47,11 @@ def key_leaks(key, outputs, root):
                 if key.encode() in fh.read():
                     leaked.append(os.path.join(top, f))
     return leaked
+
+
+def skill_version():
+    """The version agent/SKILL.md declares on its first line (the system
+    prompt kfuse embeds at build time)."""
+    with open(os.path.join(HERE, "..", "..", "agent", "SKILL.md")) as f:
+        first = f.readline()
+    return first.split(":", 1)[1].strip() if first.startswith("skill-version:") else None

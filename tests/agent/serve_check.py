@@ -12,11 +12,13 @@ Checks:
   - the bound address printed on stdout; a bearer token required (401
     without it, or with a wrong one);
   - health, tasks (id, key, ops);
-  - a session: the skill document, the task's summary, the five tools;
+  - a session: the skill document, the task's summary, the six tools;
     list_files, read_file, a read outside the task refused, broken JSON
     arguments and an unknown tool answered with error observations, the
-    built-in unit written and judged, a unit that does not compile judged
-    (reward -1), state, submit (done; later calls 409), close (result);
+    built-in unit written and judged, then profiled (per-step times on the
+    GPU; without one "not available" and why), a unit that does not
+    compile judged (reward -1), state, submit (done; later calls 409),
+    close (result);
   - errors: a body that is not JSON (400), unknown session (404), unknown
     task or a task id escaping --tasks (404), too many sessions (429),
     wrong method (405), unknown path (404), an oversized body (413), a
@@ -42,10 +44,11 @@ import urllib.parse
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-from harness import key_leaks  # noqa: E402
+from harness import key_leaks, skill_version  # noqa: E402
 from kfuse.rollout import Client, RolloutError  # noqa: E402
 
 KFUSE = sys.argv[1]
+SKILL_VERSION = skill_version()
 GPU = "--gpu" in sys.argv
 FAKE = next((a for a in sys.argv[2:] if a != "--gpu"), None)
 work = tempfile.mkdtemp(prefix="kfuse-serve-")
@@ -123,10 +126,10 @@ try:
 
     # ---- a whole session ----
     s = c.session("group_0", max_judge=5, model="test-policy")
-    check(s.system.startswith("skill-version: 1") and task_key in s.prompt and "kf." in s.prompt,
+    check(s.system.startswith("skill-version: " + SKILL_VERSION) and task_key in s.prompt and "kf." in s.prompt,
           "the session: the skill document and the task's summary")
-    check(sorted(t["function"]["name"] for t in s.tools) == ["judge", "list_files", "read_file", "submit",
-                                                             "write_unit"], "the five tools")
+    check(sorted(t["function"]["name"] for t in s.tools) == ["judge", "list_files", "profile", "read_file",
+                                                             "submit", "write_unit"], "the six tools")
     check(s.budget == {"tool_calls": 200, "judge_calls": 5}, "the budget: the session's within the service's")
     r = s.call("list_files", {}, id="c1", turn=1,
                message={"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]})
@@ -158,19 +161,30 @@ try:
         check(v.get("compiled") is True and (v.get("correct") is False or v.get("judged") is False)
               and r["best_reward"] is None, "the built-in unit compiles; without a GPU it does not verify")
         check(r["reward"] in (-1, None), "its reward: -1, or none when not judged")
+    # the profile tool: a judge call with each step timed alone
+    r = s.call("profile", {})
+    pv = json.loads(r["observation"]) if r["observation"].startswith("{") else {}
+    if GPU:
+        steps = pv.get("steps", [])
+        check(pv.get("available") is True and len(steps) == len(unit_json["steps"]) and
+              all(x["ms"] > 0 for x in steps) and pv.get("floor_ms", 0) > 0 and r["reward"] >= 1,
+              "profile: per-step times on the GPU")
+    else:
+        check(pv.get("available") is False and pv.get("why", "").startswith("not available: ")
+              and r["reward"] in (-1, None), "profile without a GPU: not available, and why")
     s.call("write_unit", {"unit_cu": "this is not CUDA", "unit_json": unit_json})
     r = s.call("judge", {})
     check(r["reward"] == -1 and r["verdict"]["compiled"] is False and "expected a declaration" in r["observation"],
           "a unit that does not compile: reward -1 with NVRTC's error")
     stt = s.state()
-    check(stt["state"] == "open" and stt["judge_calls"] == 2 and stt["units_written"] == 2 and
-          stt["tool_calls"] == 13 and stt["busy"] is False, "state: the counts")
+    check(stt["state"] == "open" and stt["judge_calls"] == 3 and stt["units_written"] == 2 and
+          stt["tool_calls"] == 14 and stt["busy"] is False, "state: the counts")
     r = s.call("submit", {})
     check(r["done"] is True and "submitted" in r["observation"], "submit: done")
     st, err = status_of(lambda: s.call("list_files", {}))
     check(st == 409 and "submitted" in err, "a call after submit: 409")
     res = s.close()
-    check(res["stop"] == "submitted" and res["judge_calls"] == 2 and res["tool_calls"] == 14,
+    check(res["stop"] == "submitted" and res["judge_calls"] == 3 and res["tool_calls"] == 15,
           "close: the result")
     check((s.unit == s.dir) if GPU else (s.unit is None), "close: the kept unit's directory (or none)")
     st, _ = status_of(lambda: s.state())
@@ -180,13 +194,13 @@ try:
     start = traj[0] if traj else {}
     check(start.get("type") == "start" and start.get("source") == "serve" and start.get("task_key") == task_key
           and start.get("model") == "test-policy" and start.get("format") == "kfuse-trajectory-v1"
-          and len(start.get("tools", [])) == 5 and start.get("messages", [{}])[0].get("role") == "system",
+          and len(start.get("tools", [])) == 6 and start.get("messages", [{}])[0].get("role") == "system",
           "trajectory: the start record")
-    check([r["type"] for r in traj].count("tool") == 14 and traj[1]["type"] == "assistant"
+    check([r["type"] for r in traj].count("tool") == 15 and traj[1]["type"] == "assistant"
           and traj[2].get("id") == "c1" and traj[-1]["type"] == "end" and traj[-1]["stop"] == "submitted",
           "trajectory: the assistant message, every tool call, the end")
-    check(sum("verdict" in r for r in traj) == 2 and json.load(open(os.path.join(sdir, "result.json")))["stop"]
-          == "submitted", "trajectory: both verdicts; result.json")
+    check(sum("verdict" in r for r in traj) == 3 and json.load(open(os.path.join(sdir, "result.json")))["stop"]
+          == "submitted", "trajectory: the three verdicts; result.json")
     check(os.path.exists(os.path.join(sdir, "attempts", "002", "unit.cu")), "the attempts written")
 
     # ---- errors ----

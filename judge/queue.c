@@ -1,0 +1,88 @@
+/* judge/queue.c — judge calls queued onto GPUs (kfuse/judge.h,
+ * kf_judge_queue): kfuse serve's sessions and kfuse compile --agent llm's
+ * sessions wait here for a free GPU, first come first served, and judge
+ * on its ordinal (kf_judge_options.device), one call a GPU at a time, so
+ * that two candidates never time against each other on one GPU.
+ *
+ * A ticket each: a caller takes the next ticket and waits until it is the
+ * head of the queue and a GPU is free; the head then takes the lowest free
+ * ordinal and the next ticket becomes the head. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "kfuse/judge.h"
+
+struct kf_judge_queue {
+  int gpus;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool *busy;
+  unsigned long long ticket, head;
+};
+
+kf_status kf_judge_queue_create(int gpus, kf_judge_queue **out) {
+  *out = NULL;
+  if (gpus < 1) return KF_ERR_ARG;
+  kf_judge_queue *q = calloc(1, sizeof *q);
+  bool *busy = calloc((size_t)gpus, sizeof *busy);
+  if (!q || !busy) {
+    free(q);
+    free(busy);
+    return KF_ERR_NOMEM;
+  }
+  if (pthread_mutex_init(&q->mu, NULL) != 0) {
+    free(q);
+    free(busy);
+    return KF_ERR_NOMEM;
+  }
+  if (pthread_cond_init(&q->cv, NULL) != 0) {
+    pthread_mutex_destroy(&q->mu);
+    free(q);
+    free(busy);
+    return KF_ERR_NOMEM;
+  }
+  q->gpus = gpus;
+  q->busy = busy;
+  *out = q;
+  return KF_OK;
+}
+
+void kf_judge_queue_destroy(kf_judge_queue *q) {
+  if (!q) return;
+  pthread_mutex_destroy(&q->mu);
+  pthread_cond_destroy(&q->cv);
+  free(q->busy);
+  free(q);
+}
+
+int kf_judge_queue_gpus(const kf_judge_queue *q) { return q->gpus; }
+
+int kf_judge_queue_take(kf_judge_queue *q) {
+  pthread_mutex_lock(&q->mu);
+  unsigned long long me = q->ticket++;
+  int dev = -1;
+  for (;;) {
+    if (me == q->head) {
+      for (int i = 0; i < q->gpus && dev < 0; i++)
+        if (!q->busy[i]) dev = i;
+      if (dev >= 0) break;
+    }
+    pthread_cond_wait(&q->cv, &q->mu);
+  }
+  q->busy[dev] = true;
+  q->head++;
+  pthread_cond_broadcast(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+  return dev;
+}
+
+void kf_judge_queue_give(kf_judge_queue *q, int device) {
+  pthread_mutex_lock(&q->mu);
+  if (device >= 0 && device < q->gpus) q->busy[device] = false;
+  pthread_cond_broadcast(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+}
+
+int kf_judge_queue_take_cb(void *q) { return kf_judge_queue_take(q); }
+
+void kf_judge_queue_give_cb(void *q, int device) { kf_judge_queue_give(q, device); }
