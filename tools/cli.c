@@ -149,6 +149,18 @@ static const command commands[] = {
      "        OUT_DIR/sessions/SID/ as kfuse agent does; --token-env NAME requires\n"
      "        'Authorization: Bearer $NAME'; SIGINT/SIGTERM stop it cleanly\n"
      "        (docs/AGENT.md; client: python/kfuse/rollout.py)\n"},
+    {"cache",
+     "cache stats|ls|verify|gc|export FILE|import FILE [--cache DIR] [--json]\n"
+     "          [--max-bytes N]",
+     "        look after the kernel cache in DIR (else $KFUSE_CACHE_DIR, else\n"
+     "        $XDG_CACHE_HOME/kfuse or ~/.cache/kfuse): stats (entries, bytes,\n"
+     "        hits, misses), ls (key, reward, median ms, GPU, policy, age, group;\n"
+     "        --json: every field), verify (every entry's payload hash and key;\n"
+     "        corrupt ones removed, exit 1 if any), gc --max-bytes N (K/M/G:\n"
+     "        least recently used entries evicted down to N payload bytes),\n"
+     "        export FILE (every entry in one file, e.g. a CI artifact), import\n"
+     "        FILE (entries put by the replace rule: a higher reward, then a\n"
+     "        faster time on the same GPU, wins; ties keep the older) (docs/CACHE.md)\n"},
     {"llm-chat",
      "llm-chat --endpoint URL --model NAME (--prompt TEXT | --messages FILE)\n"
      "          [--tools FILE] [--api-key-env NAME] [--temperature T] [--max-tokens N]\n"

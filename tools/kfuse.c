@@ -9,6 +9,7 @@
  *   kfuse run M.so --io F       run a module on the GPU (tools/cmd_gpu.c)
  *   kfuse bench M.so            time a module on the GPU
  *   kfuse ops                   supported ops (kf IR and ATen overloads)
+ *   kfuse cache SUB             the kernel cache (tools/cmd_cache.c)
  *   kfuse partition MODEL       fusion groups and the memory plan
  *
  * MODEL is a .pt2 archive or MLIR text (kfuse IR or torch dialect). Errors
@@ -495,6 +496,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "bench") == 0) return kf_cmd_bench(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "agent") == 0) return kf_cmd_agent(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "serve") == 0) return kf_cmd_serve(argc - 2, argv + 2, &diag);
+  if (strcmp(cmd, "cache") == 0) return kf_cmd_cache(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "llm-chat") == 0) return kf_cmd_llm_chat(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     if (argc > 2 && kf_cli_is_help(argv[2])) {

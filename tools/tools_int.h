@@ -56,6 +56,7 @@ int kf_cmd_bench(int argc, char **argv, kf_diag *diag);
 int kf_cmd_llm_chat(int argc, char **argv, kf_diag *diag);
 int kf_cmd_agent(int argc, char **argv, kf_diag *diag);
 int kf_cmd_serve(int argc, char **argv, kf_diag *diag);
+int kf_cmd_cache(int argc, char **argv, kf_diag *diag);
 /* kfuse compile --agent llm (tools/compile_agent.c): agent sessions on
  * the model's groups before the compile; the units they verified, by key,
  * for the compile to verify again and use (as --unit). AGENT_DIR must not

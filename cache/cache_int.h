@@ -1,0 +1,61 @@
+/* cache/cache_int.h — private to cache/: the open store, the SQLite
+ * helpers every file shares (each call's result checked, errors naming
+ * what was being done, the database and sqlite3_errmsg) and the entry's
+ * payload hash. */
+#ifndef KFUSE_CACHE_INT_H
+#define KFUSE_CACHE_INT_H
+
+#include <sqlite3.h>
+
+#include "kfuse/cache.h"
+
+struct kf_cache {
+  sqlite3 *db;
+  char *dir;
+  char *db_path;
+  kf_cache_options opts;
+};
+
+/* Columns of the entries table in storage order: metadata first, the
+ * large payload columns last, so listing never reads the payload pages.
+ * ENTRY_META_COLS is the prefix kf_cache_list reads. */
+#define ENTRY_META_COLS                                                          \
+  "key, payload_hash, bytes, reward, ms, gpu, policy, endpoint, precision, arch, " \
+  "toolkit, driver, codegen, created_ms, last_used_ms, hits, canonical"
+#define ENTRY_N_META 17
+#define ENTRY_COLS ENTRY_META_COLS ", unit_json, unit_cu, cubin, verdict, evidence"
+#define ENTRY_N_COLS 22
+
+/* CREATE TABLE statement of entries in schema (main or an export file). */
+extern const char kf_cache_entries_sql[];
+
+/* The SQLite error rc while doing what on c's database (or on file, for
+ * another one): reported, and mapped to a kf_status. */
+kf_status kf_cache_sql_error(sqlite3 *db, const char *file, int rc, const char *what, kf_diag *diag);
+/* sqlite3_exec of sql with the error reported. */
+kf_status kf_cache_exec(sqlite3 *db, const char *file, const char *sql, kf_diag *diag);
+/* BEGIN IMMEDIATE, retried while another process holds the write lock
+ * (beyond the busy handler, which SQLite skips in some lock upgrades). */
+kf_status kf_cache_begin_write(sqlite3 *db, const char *file, kf_diag *diag);
+/* ROLLBACK when a transaction is open; errors ignored (used on failure). */
+void kf_cache_rollback(sqlite3 *db);
+
+/* The BLAKE3 (hex) of e's immutable fields: key, key fields, unit, cubin,
+ * verdict, evidence, reward, ms, GPU, policy, endpoint. */
+void kf_cache_payload_hash(const kf_cache_entry *e, char hex[65]);
+/* Payload bytes of e (unit_json, unit_cu, cubin, verdict, evidence). */
+int64_t kf_cache_payload_bytes(const kf_cache_entry *e);
+/* Why e is corrupt (its stored hash or key disagrees with its content),
+ * into why[n], or false when it is intact. e must have its payload. */
+bool kf_cache_entry_corrupt(const kf_cache_entry *e, char *why, size_t n);
+
+/* An entry from the current row of st (ENTRY_COLS, or ENTRY_META_COLS when
+ * meta_only): NULL when out of memory. */
+kf_cache_entry *kf_cache_row_entry(sqlite3_stmt *st, bool meta_only);
+/* Bind e to the ENTRY_N_COLS parameters of an INSERT of ENTRY_COLS. */
+int kf_cache_bind_entry(sqlite3_stmt *st, const kf_cache_entry *e);
+
+/* Unix time in milliseconds. */
+int64_t kf_cache_now_ms(void);
+
+#endif

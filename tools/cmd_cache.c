@@ -1,0 +1,203 @@
+/* tools/cmd_cache.c — kfuse cache stats|ls|verify|gc|export|import: look
+ * after the kernel cache (include/kfuse/cache.h, docs/CACHE.md). The store
+ * is --cache DIR, else $KFUSE_CACHE_DIR, else the per-user XDG cache dir.
+ * Exit status: 0 done, 1 failed (verify: any entry was corrupt), 2 usage. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "kfuse/cache.h"
+#include "tools_int.h"
+
+/* "elementwise 21 ops: relu gelu ..." from a kfuse-group-v1 canonical form */
+static void group_summary(const char *canonical, char *out, size_t n) {
+  size_t o = 0;
+  int ops = 0;
+  char kind[32] = "?";
+  char names[256] = "";
+  size_t nl = 0;
+  for (const char *line = canonical; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    if (len > 5 && strncmp(line, "kind ", 5) == 0)
+      snprintf(kind, sizeof kind, "%.*s", (int)(len - 5), line + 5);
+    const char *eq = memchr(line, '=', len);
+    if (line[0] == '%' && eq && eq + 2 < line + len && strncmp(eq, "= kf.", 5) == 0) {
+      ops++;
+      const char *nm = eq + 5, *paren = memchr(nm, '(', (size_t)(line + len - nm));
+      size_t k = paren ? (size_t)(paren - nm) : 0;
+      if (k && nl + k + 2 < sizeof names) nl += (size_t)snprintf(names + nl, sizeof names - nl, "%s%.*s", nl ? " " : "", (int)k, nm);
+    }
+    line = end ? end + 1 : NULL;
+  }
+  o = (size_t)snprintf(out, n, "%s %d op%s: %s", kind, ops, ops == 1 ? "" : "s", names);
+  if (o >= n && n > 4) memcpy(out + n - 4, "...", 4);
+}
+
+static void age(int64_t ms, char *out, size_t n) {
+  int64_t d = ms / 1000;
+  if (d < 120)
+    snprintf(out, n, "%llds", (long long)d);
+  else if (d < 7200)
+    snprintf(out, n, "%lldm", (long long)(d / 60));
+  else if (d < 172800)
+    snprintf(out, n, "%lldh", (long long)(d / 3600));
+  else
+    snprintf(out, n, "%lldd", (long long)(d / 86400));
+}
+
+typedef struct ls_state {
+  bool json;
+  cJSON *arr;
+  int64_t now;
+} ls_state;
+
+static int ls_one(void *user, const kf_cache_entry *e) {
+  ls_state *st = user;
+  char summary[200];
+  group_summary(e->canonical, summary, sizeof summary);
+  if (st->json) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "key", e->key);
+    cJSON_AddStringToObject(o, "group", summary);
+    cJSON_AddStringToObject(o, "precision", e->precision);
+    cJSON_AddStringToObject(o, "arch", e->arch);
+    cJSON_AddStringToObject(o, "toolkit", e->toolkit);
+    cJSON_AddStringToObject(o, "driver", e->driver);
+    cJSON_AddNumberToObject(o, "codegen", e->codegen);
+    cJSON_AddStringToObject(o, "policy", e->policy);
+    cJSON_AddStringToObject(o, "endpoint", e->endpoint);
+    cJSON_AddNumberToObject(o, "reward", e->reward);
+    cJSON_AddNumberToObject(o, "ms", e->ms);
+    cJSON_AddStringToObject(o, "gpu", e->gpu);
+    cJSON_AddNumberToObject(o, "bytes", (double)e->bytes);
+    cJSON_AddNumberToObject(o, "created_ms", (double)e->created_ms);
+    cJSON_AddNumberToObject(o, "last_used_ms", (double)e->last_used_ms);
+    cJSON_AddNumberToObject(o, "hits", (double)e->hits);
+    cJSON_AddStringToObject(o, "payload_hash", e->payload_hash);
+    cJSON_AddItemToArray(st->arr, o);
+  } else {
+    char a[32];
+    age(st->now - e->created_ms, a, sizeof a);
+    printf("%.16s  %6d  %10.4f  %-24.24s  %-28.28s  %5s  %s\n", e->key, e->reward, e->ms, e->gpu, e->policy, a,
+           summary);
+  }
+  return 0;
+}
+
+/* N, or N with a K, M or G suffix (powers of 1024) */
+static bool parse_bytes(const char *s, int64_t *out) {
+  char *end = NULL;
+  long long v = strtoll(s, &end, 10);
+  if (end == s || v < 0) return false;
+  long long m = 1;
+  if (*end == 'K' || *end == 'k') m = 1LL << 10, end++;
+  else if (*end == 'M' || *end == 'm') m = 1LL << 20, end++;
+  else if (*end == 'G' || *end == 'g') m = 1LL << 30, end++;
+  if (*end || v > INT64_MAX / m) return false;
+  *out = v * m;
+  return true;
+}
+
+int kf_cmd_cache(int argc, char **argv, kf_diag *diag) {
+  const char *cmd = "cache";
+  if (argc < 1) return kf_cli_error(cmd, diag, "needs a subcommand: stats, ls, verify, gc, export FILE, import FILE");
+  if (kf_cli_is_help(argv[0])) {
+    kf_cli_usage(stdout, cmd);
+    return 0;
+  }
+  const char *sub = argv[0], *dir_flag = NULL, *file = NULL, *max_s = NULL;
+  bool json = false;
+  bool needs_file = strcmp(sub, "export") == 0 || strcmp(sub, "import") == 0;
+  if (!needs_file && strcmp(sub, "stats") != 0 && strcmp(sub, "ls") != 0 && strcmp(sub, "verify") != 0 &&
+      strcmp(sub, "gc") != 0)
+    return kf_cli_error(cmd, diag, "unknown subcommand '%s' (stats, ls, verify, gc, export, import)", sub);
+  for (int i = 1; i < argc; i++) {
+    if (kf_cli_is_help(argv[i])) {
+      kf_cli_usage(stdout, cmd);
+      return 0;
+    } else if (strcmp(argv[i], "--cache") == 0) {
+      if (!kf_cli_value(argc, argv, &i, cmd, &dir_flag, diag)) return 2;
+    } else if (strcmp(argv[i], "--max-bytes") == 0 && strcmp(sub, "gc") == 0) {
+      if (!kf_cli_value(argc, argv, &i, cmd, &max_s, diag)) return 2;
+    } else if (strcmp(argv[i], "--json") == 0 && (strcmp(sub, "ls") == 0 || strcmp(sub, "stats") == 0)) {
+      json = true;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return kf_cli_unknown(cmd, argv[i], diag);
+    } else if (needs_file && !file) {
+      file = argv[i];
+    } else {
+      return kf_cli_error(cmd, diag, "%s: unexpected argument '%s'", sub, argv[i]);
+    }
+  }
+  if (needs_file && !file) return kf_cli_error(cmd, diag, "%s needs a FILE", sub);
+  int64_t max_bytes = 0;
+  if (strcmp(sub, "gc") == 0) {
+    if (!max_s) return kf_cli_error(cmd, diag, "gc needs --max-bytes N (K, M, G suffixes allowed)");
+    if (!parse_bytes(max_s, &max_bytes))
+      return kf_cli_error(cmd, diag, "--max-bytes '%s': expected a byte count such as 500M", max_s);
+  }
+  char dir[4096];
+  if (kf_cache_dir_resolve(dir_flag, dir, sizeof dir, diag) != KF_OK) return 2;
+  kf_cache *c = NULL;
+  if (kf_cache_open(dir, NULL, &c, diag) != KF_OK) return 1;
+  int rc = 1;
+  if (strcmp(sub, "stats") == 0) {
+    kf_cache_stats s;
+    if (kf_cache_get_stats(c, &s, diag) == KF_OK) {
+      if (json)
+        printf("{\"entries\": %lld, \"bytes\": %lld, \"file_bytes\": %lld, \"hits\": %lld, "
+               "\"misses\": %lld}\n", (long long)s.entries, (long long)s.bytes, (long long)s.file_bytes,
+               (long long)s.hits, (long long)s.misses);
+      else
+        printf("cache %s\n  entries %lld\n  payload bytes %lld\n  on disk %lld bytes\n  hits %lld, misses %lld\n",
+               dir, (long long)s.entries, (long long)s.bytes, (long long)s.file_bytes, (long long)s.hits,
+               (long long)s.misses);
+      rc = 0;
+    }
+  } else if (strcmp(sub, "ls") == 0) {
+    ls_state st = {json, json ? cJSON_CreateArray() : NULL, (int64_t)time(NULL) * 1000};
+    if (!json) printf("%-16s  %6s  %10s  %-24s  %-28s  %5s  %s\n", "key", "reward", "ms", "gpu", "policy", "age",
+                      "group");
+    if (kf_cache_list(c, ls_one, &st, diag) == KF_OK) {
+      if (json) {
+        char *text = cJSON_Print(st.arr);
+        if (text) printf("%s\n", text);
+        free(text);
+      }
+      rc = 0;
+    }
+    cJSON_Delete(st.arr);
+  } else if (strcmp(sub, "verify") == 0) {
+    int64_t ok = 0, bad = 0;
+    if (kf_cache_verify(c, &ok, &bad, diag) == KF_OK) {
+      printf("verified %lld entries: %lld intact, %lld corrupt (removed)\n", (long long)(ok + bad), (long long)ok,
+             (long long)bad);
+      rc = bad ? 1 : 0;
+    }
+  } else if (strcmp(sub, "gc") == 0) {
+    int64_t n = 0, freed = 0;
+    if (kf_cache_gc(c, max_bytes, &n, &freed, diag) == KF_OK) {
+      printf("evicted %lld entries, %lld payload bytes\n", (long long)n, (long long)freed);
+      rc = 0;
+    }
+  } else if (strcmp(sub, "export") == 0) {
+    int64_t n = 0;
+    if (kf_cache_export(c, file, &n, diag) == KF_OK) {
+      printf("exported %lld entries to %s\n", (long long)n, file);
+      rc = 0;
+    }
+  } else {
+    kf_cache_import_counts k;
+    if (kf_cache_import(c, file, &k, diag) == KF_OK) {
+      printf("imported %s: %lld added, %lld replaced, %lld kept, %lld corrupt (skipped)\n", file,
+             (long long)k.added, (long long)k.replaced, (long long)k.kept, (long long)k.corrupt);
+      rc = 0;
+    }
+  }
+  kf_cache_close(c);
+  return rc;
+}
