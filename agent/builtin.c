@@ -161,7 +161,7 @@ kb_row_rules kb_rules_rows(const kf_builtin_options *o, int64_t rows, int64_t rl
      * over dim 1 of [128, 4096, 4095] 3.43 -> 3.12 ms, the reduction over
      * channels of KernelBench L2 92 (its g2) 0.456 -> 0.365 ms; argmin over
      * dim 1 of [128, 4096, 4095] 4.02 -> 4.07 (H100, 2026-11-25) */
-    if (o->col_block == 0 && rows / (1024 / r.tpr) >= KB_SMS * 2) block = 1024;
+    if (o->col_block == 0 && r.tpr <= 32 && rows / (1024 / r.tpr) >= KB_SMS * 2) block = 1024;
   }
   /* a multiple of the threads per row and of a warp */
   if (block % r.tpr) block = r.tpr;
@@ -194,11 +194,12 @@ kb_row_rules kb_rules_rows(const kf_builtin_options *o, int64_t rows, int64_t rl
       }
     }
   }
-  /* forced (kernel option rsplit, a judged variant): long rows in chunks
-   * of 8 elements a thread or more, whatever the number of rows, so that a
-   * normalisation's statistics pass runs at full occupancy apart from the
-   * pass that rewrites the row (L2 norm over rows of 65535 and group norm
-   * over groups of 2M elements reread their row from DRAM either way) */
+  /* forced (kernel option rsplit): long rows in chunks of 8 elements a
+   * thread or more, whatever the number of rows, a normalisation's
+   * statistics in one launch and the rewrite of the row in a third. Tried
+   * as a way to run the statistics at full occupancy where the row is
+   * reread from DRAM anyway; slower everywhere it was measured (see
+   * kf_builtin_variants), so never chosen by rule */
   if (rowlayout && o->row_split > 1) {
     int64_t want = o->row_split, most = rlen / ((int64_t)r.tpr * 8);
     if (want > most) want = most;
