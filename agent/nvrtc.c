@@ -2,8 +2,10 @@
  *
  * NVRTC is loaded at run time with dlopen, never linked, so kfuse starts on
  * machines without the CUDA toolkit and only compiling needs it. Search
- * order: the loader's path ("libnvrtc.so.13"), then $CUDA_HOME/lib64 and
- * /usr/local/cuda/lib64. nvrtc.h is used for its types only.
+ * order: $KFUSE_NVRTC_LIBRARY when set (that file and nothing else), the
+ * loader's path ("libnvrtc.so.13"), then $CUDA_HOME/lib64 and
+ * /usr/local/cuda/lib64. nvrtc.h is used for its types only, cuda.h for the
+ * version kfuse was built against.
  *
  * Every unit is compiled with the embedded template headers (kf_*.cuh)
  * passed as in-memory headers, for the real target arch (sm_XX, or sm_XXa
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <cuda.h>
 #include <nvrtc.h>
 
 #include "agent_int.h"
@@ -53,7 +56,19 @@ static void *try_open(const char *path) {
 
 static void nv_load(void) {
   const char *name = "libnvrtc.so.13";
-  void *h = try_open(name);
+  const char *forced = getenv("KFUSE_NVRTC_LIBRARY");
+  void *h = NULL;
+  if (forced && *forced) {
+    h = try_open(forced);
+    if (!h) {
+      const char *e = dlerror();
+      snprintf(nv.error, sizeof nv.error, "NVRTC not loaded from $KFUSE_NVRTC_LIBRARY (%s): %s", forced,
+               e ? e : "dlopen failed");
+      return;
+    }
+  } else {
+    h = try_open(name);
+  }
   char path[600];
   const char *home = getenv("CUDA_HOME");
   if (!h && home && *home) {
@@ -305,4 +320,17 @@ bool kf_nvrtc_available(char *why, size_t n) {
   pthread_once(&nv_once, nv_load);
   if (!nv.lib && why && n) snprintf(why, n, "%s", nv.error);
   return nv.lib != NULL;
+}
+
+void kf_nvrtc_toolkit(char *out, size_t n) {
+  int major = CUDA_VERSION / 1000, minor = CUDA_VERSION % 1000 / 10;
+  pthread_once(&nv_once, nv_load);
+  if (nv.lib) {
+    int a = 0, b = 0;
+    if (nv.version(&a, &b) == NVRTC_SUCCESS) {
+      major = a;
+      minor = b;
+    }
+  }
+  snprintf(out, n, "nvrtc-%d.%d", major, minor);
 }

@@ -538,18 +538,20 @@ fail:
 
 /* ---- get ------------------------------------------------------------------ */
 
-/* Remove key's entry if it still has payload hash hash (another process
- * may have replaced it meanwhile). */
-static kf_status remove_corrupt(kf_cache *c, const char *key, const char *hash, kf_diag *diag) {
+/* Remove key's entry; with hash, only if it still has that payload hash
+ * (another process may have replaced a corrupt entry meanwhile). */
+static kf_status remove_entry(kf_cache *c, const char *key, const char *hash, kf_diag *diag) {
   sqlite3_stmt *st = NULL;
   kf_status s = kf_cache_begin_write(c->db, c->db_path, diag);
   if (s != KF_OK) return s;
-  if ((s = prepare(c, "DELETE FROM entries WHERE key = ? AND payload_hash = ?", &st, diag)) != KF_OK) goto fail;
+  if ((s = prepare(c, hash ? "DELETE FROM entries WHERE key = ? AND payload_hash = ?"
+                           : "DELETE FROM entries WHERE key = ?", &st, diag)) != KF_OK)
+    goto fail;
   int rc = sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK && hash) rc = sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
   if (rc == SQLITE_OK) rc = sqlite3_step(st);
   if (rc != SQLITE_DONE) {
-    s = kf_cache_sql_error(c->db, c->db_path, rc, "removing a corrupt entry", diag);
+    s = kf_cache_sql_error(c->db, c->db_path, rc, "removing an entry", diag);
     goto fail;
   }
   sqlite3_finalize(st);
@@ -558,6 +560,18 @@ fail:
   sqlite3_finalize(st);
   kf_cache_rollback(c->db);
   return s;
+}
+
+static kf_status remove_corrupt(kf_cache *c, const char *key, const char *hash, kf_diag *diag) {
+  return remove_entry(c, key, hash, diag);
+}
+
+kf_status kf_cache_remove(kf_cache *c, const char *key_hex, kf_diag *diag) {
+  if (!is_key_hex(key_hex)) {
+    kf_diag_error(diag, "%s: not a cache key (64 lowercase hex digits)", key_hex ? key_hex : "(null)");
+    return KF_ERR_ARG;
+  }
+  return remove_entry(c, key_hex, NULL, diag);
 }
 
 /* The hit (last use, hit counts) or the miss counted. */

@@ -9,7 +9,7 @@
 #     kfuseFunctions.cmake (kfuse_add_model; docs/BUILD.md)
 #
 # The directories are fixed (bin, lib, include), not GNUInstallDirs': kfuse
-# finds libkfuse_runtime.a at ../lib beside its own bin/ (pass/emit.c), and
+# finds libkfuse_runtime.a at ../lib beside its own bin/ (driver/emit.c), and
 # Debian's multiarch lib/x86_64-linux-gnu under /usr would break that. Every
 # path in the package is relative to its own location (relocatable).
 

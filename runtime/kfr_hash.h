@@ -1,5 +1,5 @@
 /* kfr_hash.h — XXH64, the content hash that binds a module to its weights
- * file (runtime/kfr_weights.c checks it at create; pass/compile.c computes
+ * file (runtime/kfr_weights.c checks it at create; driver/compile.c computes
  * it while writing the file; the plan writer hashes embedded weights and
  * the plan itself for its model id).
  *

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/compile_jobs_check.sh KFUSE MODEL WORKDIR — the parallel NVRTC
-# compile (pass/compile.c) gives the units a serial one gives: the same
+# compile (driver/compile.c) gives the units a serial one gives: the same
 # groups, keys, units and cubins (compared by the report's group list and
 # the plan's bytes: only the linker's build-id may differ), and a failing
 # compile reports the same first error either way.

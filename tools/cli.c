@@ -44,6 +44,7 @@ static const command commands[] = {
      "          [--no-channels-last] [--channels-last-all] [--no-judge] [--judge-all]\n"
      "          [--judge-timeout S] [--unit KEY=DIR ...] [--reference] [--prefix NAME]\n"
      "          [--kernel-option KEY=N ...] [-q]\n"
+     "          [--cache DIR | --no-cache] [--require-cached] [--reverify] [--offline]\n"
      "          [--agent llm --endpoint URL --model NAME [--agent-groups N] [--agent-jobs N]\n"
      "           [--agent-gpus N] [--agent-tokens N] [--agent-seconds S] [--agent-turns N]\n"
      "           [--agent-judge N] [--agent-session-tokens N] [--agent-session-seconds S]\n"
@@ -73,6 +74,14 @@ static const command commands[] = {
      "        tilea=N / tilet=N a tiled element-wise launch's tile along its\n"
      "        innermost dim / along the dim its transposed accesses walk,\n"
      "        rsplit=N blocks each row of a row reduction is split over, at least\n"
+     "        Kernel cache (docs/CACHE.md): each unique group's unit is looked up\n"
+     "        first (--cache DIR, else $KFUSE_CACHE_DIR, else ~/.cache/kfuse;\n"
+     "        --no-cache: none), and units verified here are stored; a hit is\n"
+     "        neither built, compiled nor judged; --require-cached fails, naming\n"
+     "        every group the cache misses, before building anything; --reverify\n"
+     "        judges each hit again on the GPU (one that fails is dropped and\n"
+     "        rebuilt); --offline never calls an LLM or a remote. Not used with\n"
+     "        --kernel-option, --no-cudnn or --reference.\n"
      "        --agent llm: before compiling, a model behind an OpenAI-compatible\n"
      "        endpoint works on the --agent-groups groups (default 4) with the\n"
      "        largest share of the model's time x distance from their floor (the\n"
@@ -161,6 +170,16 @@ static const command commands[] = {
      "        export FILE (every entry in one file, e.g. a CI artifact), import\n"
      "        FILE (entries put by the replace rule: a higher reward, then a\n"
      "        faster time on the same GPU, wins; ties keep the older) (docs/CACHE.md)\n"},
+    {"warm",
+     "warm MODEL... [--cache DIR] [--shard K/N] [--target sm_90|sm_90a]\n"
+     "          [--precision default|tf32|bf16|fp16] [--judge-timeout S] [-q]",
+     "        fill the kernel cache for MODELs on a GPU: their unique groups (by\n"
+     "        cache key, over all models) sorted by key and dealt round-robin\n"
+     "        over N shards, this job taking shard K (--shard 1/1 by default);\n"
+     "        each group the cache misses has its candidates built, compiled\n"
+     "        and judged (as compile --judge-all), the verified winner stored;\n"
+     "        N CI jobs sharing one cache cover every group once; exit 1 when\n"
+     "        some group could not be verified (docs/CACHE.md)\n"},
     {"llm-chat",
      "llm-chat --endpoint URL --model NAME (--prompt TEXT | --messages FILE)\n"
      "          [--tools FILE] [--api-key-env NAME] [--temperature T] [--max-tokens N]\n"

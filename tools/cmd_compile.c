@@ -94,10 +94,13 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   const char *agent_dir = NULL;
   kf_compile_agent_options cao;
   kf_compile_agent_options_init(&cao);
+  kf_cli_cache cc;
+  memset(&cc, 0, sizeof cc);
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v;
     long long nn;
     int k = kf_cli_llm_option(argc, argv, &i, "compile", &ao.llm, diag);
+    if (k == 0) k = kf_cli_cache_option(argc, argv, &i, "compile", &cc, diag);
     if (k < 0) return 2;
     if (k > 0) continue;
     if (strcmp(a, "--agent") == 0) {
@@ -198,6 +201,10 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
       if (!kernel_option(&o, v, diag)) return 2;
     } else if (strcmp(a, "--reference") == 0) {
       o.reference = true;
+    } else if (strcmp(a, "--require-cached") == 0) {
+      o.require_cached = true;
+    } else if (strcmp(a, "--reverify") == 0) {
+      o.reverify = true;
     } else if (strcmp(a, "-q") == 0) {
       o.progress = false;
     } else if (a[0] == '-' && a[1]) {
@@ -218,6 +225,13 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
     kf_diag_error(diag, "--judge-all and --no-judge contradict each other");
     return 2;
   }
+  if (agent && cc.offline)
+    return kf_cli_error("compile", diag, "--offline never calls an LLM: drop --agent llm or --offline");
+  if (agent && o.require_cached)
+    return kf_cli_error("compile", diag, "--require-cached builds from the cache alone: drop --agent llm");
+  if ((o.require_cached || o.reverify) && cc.off)
+    return kf_cli_error("compile", diag, "%s needs the kernel cache: drop --no-cache",
+                        o.require_cached ? "--require-cached" : "--reverify");
   /* candidates judged as kfuse judge judges them, with 100 ms of timed runs
    * each (the median of at least 10) */
   kf_judge_options jo;
@@ -265,10 +279,16 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   o.n_given = n_given;
   o.given_keys = given_keys;
   o.given_dirs = given_dirs;
+  kf_status st = kf_cli_cache_open(&cc, "compile", &o.cache, diag);
+  if (!st && (o.require_cached || o.reverify) && !o.cache) {
+    kf_diag_error(diag, "%s needs the kernel cache, and none could be opened",
+                  o.require_cached ? "--require-cached" : "--reverify");
+    st = KF_ERR_IO;
+  }
   kf_load_options lo;
   kf_load_options_init(&lo);
   kf_graph *g = NULL;
-  kf_status st = kf_model_load(in, &lo, &g, diag);
+  if (st == KF_OK) st = kf_model_load(in, &lo, &g, diag);
   if (st == KF_OK) st = kf_graph_verify(g, diag);
   if (st == KF_OK) st = kf_compile_graph(g, &o, out, diag);
   kf_graph_destroy(g);
@@ -277,5 +297,6 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
     kf_diag_warn(diag, "the agent sessions are not in the report %s (see %s/agent.json)", o.report_path, agent_dir);
   for (int k = 0; k < n_given; k++) free((char *)given_keys[k]);
   free(ag);
+  kf_cache_close(o.cache);
   return st == KF_OK ? 0 : 1;
 }

@@ -497,6 +497,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "agent") == 0) return kf_cmd_agent(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "serve") == 0) return kf_cmd_serve(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "cache") == 0) return kf_cmd_cache(argc - 2, argv + 2, &diag);
+  if (strcmp(cmd, "warm") == 0) return kf_cmd_warm(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "llm-chat") == 0) return kf_cmd_llm_chat(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     if (argc > 2 && kf_cli_is_help(argv[2])) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "kfuse/agent.h"
+#include "kfuse/cache.h"
 #include "kfuse/status.h"
 
 /* ---- the command line (tools/cli.c) ---- */
@@ -57,6 +58,21 @@ int kf_cmd_llm_chat(int argc, char **argv, kf_diag *diag);
 int kf_cmd_agent(int argc, char **argv, kf_diag *diag);
 int kf_cmd_serve(int argc, char **argv, kf_diag *diag);
 int kf_cmd_cache(int argc, char **argv, kf_diag *diag);
+int kf_cmd_warm(int argc, char **argv, kf_diag *diag);
+
+/* The kernel cache options kfuse compile and kfuse warm share
+ * (tools/cmd_warm.c): --cache DIR, --no-cache, --offline. */
+typedef struct kf_cli_cache {
+  const char *dir; /* --cache DIR */
+  bool off;        /* --no-cache */
+  bool offline;    /* --offline: no LLM, no remote */
+} kf_cli_cache;
+/* 1: argv[*i] was one (consumed), 0: not one, -1: usage error (reported) */
+int kf_cli_cache_option(int argc, char **argv, int *i, const char *cmd, kf_cli_cache *cc, kf_diag *diag);
+/* The cache cc names into *out: NULL with --no-cache; a directory given
+ * (--cache, $KFUSE_CACHE_DIR) that cannot be opened is an error, the
+ * per-user default a warning and no cache. */
+kf_status kf_cli_cache_open(const kf_cli_cache *cc, const char *cmd, kf_cache **out, kf_diag *diag);
 /* kfuse compile --agent llm (tools/compile_agent.c): agent sessions on
  * the model's groups before the compile; the units they verified, by key,
  * for the compile to verify again and use (as --unit). AGENT_DIR must not

@@ -129,6 +129,10 @@ KF_API kf_status kf_unit_compile(kf_unit *u, const kf_target *t, kf_diag *diag);
 
 /* Whether NVRTC can be loaded (dlopen); when not, why (into why[n]). */
 KF_API bool kf_nvrtc_available(char *why, size_t n);
+/* The toolkit units are compiled with, as the kernel cache keys it:
+ * "nvrtc-MAJOR.MINOR" of the NVRTC that loads, else of the CUDA headers
+ * kfuse was built with (a machine without NVRTC can still look units up). */
+KF_API void kf_nvrtc_toolkit(char *out, size_t n);
 
 /* A unit on disk (docs/FORMATS.md "Kernel unit on disk"): DIR/unit.json,
  * the launch plan, and DIR/unit.cu, the source (absent for units of

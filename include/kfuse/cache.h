@@ -157,6 +157,10 @@ KF_API kf_status kf_cache_put(kf_cache *c, const kf_cache_entry *e, kf_cache_put
  * and misses. */
 KF_API kf_status kf_cache_get(kf_cache *c, const char *key_hex, kf_cache_entry **out, kf_diag *diag);
 
+/* Remove key_hex's entry, if any (a unit that failed the judge again:
+ * kfuse compile --reverify). One IMMEDIATE transaction. */
+KF_API kf_status kf_cache_remove(kf_cache *c, const char *key_hex, kf_diag *diag);
+
 typedef struct kf_cache_stats {
   int64_t entries;
   int64_t bytes;       /* payload bytes of all entries */

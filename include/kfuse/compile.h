@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "kfuse/agent.h"
+#include "kfuse/cache.h"
 #include "kfuse/ir.h"
 #include "kfuse/partition.h"
 
@@ -103,6 +104,16 @@ typedef struct kf_compile_options {
   bool reference;           /* the verification reference: one group per op,
                                every kernel computing in fp64 (storage dtypes
                                unchanged), no cuDNN; implies !fuse */
+  /* the kernel cache (docs/CACHE.md): each unique group's unit is looked
+   * up by its key before anything is built, and a unit the picker verified
+   * is stored. NULL: no cache. Not used with options that change the code
+   * a group gets (the kernel options, no_cudnn, reference). */
+  kf_cache *cache;
+  bool require_cached;      /* a group the cache misses is an error naming
+                               it (nothing is built, compiled or judged) */
+  bool reverify;            /* a cached unit is judged again on the GPU
+                               before use; one that fails is dropped from
+                               the cache and the group built anew */
 } kf_compile_options;
 
 KF_API void kf_compile_options_init(kf_compile_options *o);
@@ -112,6 +123,25 @@ KF_API void kf_compile_options_init(kf_compile_options *o);
  * header out_path with ".h" replacing ".o" is written too. */
 KF_API kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o,
                                   const char *out_path, kf_diag *diag);
+
+/* kfuse warm: the unique groups of graphs[0..n) (by cache key, over all
+ * of them), sorted by key, split round-robin into n_shards shards; for
+ * each group of shard `shard` (0-based) the cache is consulted and, on a
+ * miss, the candidates are built, compiled and judged (every group, as
+ * --judge-all), and the verified winner stored. The graphs are changed by
+ * the compile passes. Needs o->cache; judging needs o->picker and a GPU. */
+typedef struct kf_warm_counts {
+  int unique_groups;  /* over all graphs */
+  int in_shard;       /* of them, this shard's */
+  int hits;           /* already cached (locally or remotely) */
+  int judged;         /* judged on the GPU */
+  int stored;         /* verified and stored */
+  int failed;         /* judged, none of the candidates verified */
+  int not_judged;     /* nothing could be judged (info in the warnings) */
+} kf_warm_counts;
+
+KF_API kf_status kf_compile_warm(kf_graph *const *graphs, int n, const kf_compile_options *o, int shard,
+                                 int n_shards, kf_warm_counts *out, kf_diag *diag);
 
 /* The passes that prepare a graph for partitioning, in order. */
 KF_API const char *kf_compile_pipeline(void);

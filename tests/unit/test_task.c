@@ -1,4 +1,4 @@
-/* tests/unit/test_task.c — the task writer (pass/task.c, kfuse task):
+/* tests/unit/test_task.c — the task writer (driver/task.c, kfuse task):
  * every task of a few fixtures reads back (task.json, group.mlir through
  * the MLIR-text reader and the verifier, the built-in unit through the
  * strict unit reader), the group function's signature matches task.json,

@@ -1,4 +1,4 @@
-/* pass/plan.c — serialises a compiled model into the binary plan
+/* driver/plan.c — serialises a compiled model into the binary plan
  * (runtime/kfr_plan.h) and writes headers for object modules.
  *
  * Buffers: one per graph input and output, one per weight storage region

@@ -1,4 +1,4 @@
-/* pass/emit.c — writes a module's object file through the LLVM C API and
+/* driver/emit.c — writes a module's object file through the LLVM C API and
  * links shared modules.
  *
  * The object holds the plan blob (runtime/kfr_plan.h: plan, cubins,

@@ -1,9 +1,9 @@
-/* pass/compile.c — the compile driver: graph in, module out.
+/* driver/compile.c — the compile driver: graph in, module out.
  *
  *   compile passes (kf_compile_pipeline) -> partition -> one kernel unit per
  *   unique group key (built-in policy) -> NVRTC -> memory plan -> weights
- *   sidecar or embedded -> plan blob (pass/plan.c) -> object file
- *   (pass/emit.c) -> shared module linked with libkfuse_runtime.a
+ *   sidecar or embedded -> plan blob (driver/plan.c) -> object file
+ *   (driver/emit.c) -> shared module linked with libkfuse_runtime.a
  *
  * Nothing here needs a GPU. Units are shared between groups with the same
  * canonical key, so repeated blocks compile once. The JSON report lists
@@ -12,8 +12,6 @@
  * (never, here: that is the environment's job on a GPU). */
 #define _GNU_SOURCE 1
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +28,7 @@
 #include "kfuse/compile.h"
 #include "kfuse/task.h"
 #include "plan_int.h"
+#include "units_int.h"
 
 void kf_compile_options_init(kf_compile_options *o) {
   memset(o, 0, sizeof *o);
@@ -186,135 +185,7 @@ static kf_status layout_weights(const kf_graph *g, int64_t *offset, int64_t *tot
   return st;
 }
 
-/* ---- units --------------------------------------------------------------- */
-
-#define KF_MAX_CANDS (KF_BUILTIN_MAX_VARIANTS + 1)
-
-typedef struct unit_slot {
-  const kf_group *first; /* the group whose key produced the unit */
-  kf_unit *unit;
-  double build_s, compile_s, pick_s;
-  /* judged on the GPU (n_cands > 0): every candidate's verdict (their
-   * units freed, but the chosen one's, which is `unit`) */
-  int n_cands, chosen;
-  kf_pick_cand *cands;
-  kf_pick_info info;
-} unit_slot;
-
-/* Whether candidates were judged, and why not (the report says). */
-typedef struct pick_state {
-  bool on;       /* a picker, and a GPU as far as is known */
-  char why[512]; /* when !on, or no group was judged */
-  int judged;    /* groups judged on the GPU */
-  int verified;  /* of them, with their chosen unit verified */
-  int replaced;  /* of them, where a variant beat the rule's unit */
-} pick_state;
-
-/* Messages of one unit's compile on a worker thread, replayed in program
- * order on the caller's sink: each is a level byte and the text, NUL
- * terminated. */
-static void capture_diag(void *user, kf_diag_level level, const char *msg) {
-  kf_strbuf *b = user;
-  char lv = (char)('0' + (int)level);
-  kf_strbuf_append(b, &lv, 1);
-  kf_strbuf_append(b, msg, strlen(msg) + 1);
-}
-
-static void replay_diag(const kf_strbuf *b, kf_diag *diag) {
-  for (size_t at = 0; b->data && at < b->len;) {
-    const char *m = b->data + at;
-    size_t n = strlen(m + 1);
-    kf_diag_report(diag, (kf_diag_level)(m[0] - '0'), "%s", m + 1);
-    at += n + 2;
-  }
-}
-
-/* NVRTC compiles of the unique units, on up to `jobs` threads: compiling
- * is most of a large model's compile time (an unrolled LSTM's 543 units:
- * 81% of 35 s in NVRTC) and every unit compiles on its own. */
-typedef struct compile_work {
-  unit_slot *slots;
-  int n;
-  const kf_target *target;
-  kf_strbuf *msgs;
-  kf_status *status;
-  pthread_mutex_t lock;
-  int next, done;
-  bool progress;
-  double t0;
-} compile_work;
-
-static void *compile_worker(void *arg) {
-  compile_work *w = arg;
-  for (;;) {
-    pthread_mutex_lock(&w->lock);
-    int s = w->next < w->n ? w->next++ : -1;
-    pthread_mutex_unlock(&w->lock);
-    if (s < 0) return NULL;
-    kf_diag d;
-    kf_diag_init(&d, capture_diag, &w->msgs[s]);
-    double t = kf_now_s();
-    w->status[s] = kf_unit_compile(w->slots[s].unit, w->target, &d);
-    w->slots[s].compile_s = kf_now_s() - t;
-    pthread_mutex_lock(&w->lock);
-    int done = ++w->done;
-    if (w->progress && w->n >= 64 && (done % 64 == 0 || done == w->n))
-      fprintf(stderr, "kfuse: compiled %d/%d kernel units, %.1f s\n", done, w->n, kf_now_s() - w->t0);
-    pthread_mutex_unlock(&w->lock);
-  }
-}
-
-/* Threads for the NVRTC compiles: KFUSE_COMPILE_JOBS when set (1 turns the
- * threads off), else the CPUs this process may run on, at most 16. */
-static int compile_jobs(void) {
-  const char *e = getenv("KFUSE_COMPILE_JOBS");
-  if (e && *e) {
-    char *end;
-    long v = strtol(e, &end, 10);
-    if (*end == '\0' && v >= 1 && v <= 256) return (int)v;
-  }
-  cpu_set_t cs;
-  int n = 0;
-  if (sched_getaffinity(0, sizeof cs, &cs) == 0) n = CPU_COUNT(&cs);
-  if (n < 1) n = 1;
-  return n > 16 ? 16 : n;
-}
-
-static kf_status compile_units(unit_slot *slots, int ns, const kf_target *t, bool progress, kf_diag *diag) {
-  if (ns == 0) return KF_OK;
-  compile_work w = {.slots = slots, .n = ns, .target = t, .progress = progress, .t0 = kf_now_s()};
-  w.msgs = calloc((size_t)ns, sizeof *w.msgs);
-  w.status = calloc((size_t)ns, sizeof *w.status);
-  if (!w.msgs || !w.status) {
-    free(w.msgs);
-    free(w.status);
-    return KF_ERR_NOMEM;
-  }
-  for (int s = 0; s < ns; s++) kf_strbuf_init(&w.msgs[s]);
-  pthread_mutex_init(&w.lock, NULL);
-  int jobs = compile_jobs();
-  if (jobs > ns) jobs = ns;
-  pthread_t tid[256];
-  int started = 0;
-  for (int j = 1; j < jobs; j++) {
-    if (pthread_create(&tid[started], NULL, compile_worker, &w) != 0) break; /* fewer threads, same work */
-    started++;
-  }
-  compile_worker(&w);
-  for (int j = 0; j < started; j++) pthread_join(tid[j], NULL);
-  pthread_mutex_destroy(&w.lock);
-  /* messages and the first failure in program order, as a serial compile
-   * would have given them */
-  kf_status st = KF_OK;
-  for (int s = 0; s < ns && !st; s++) {
-    replay_diag(&w.msgs[s], diag);
-    st = w.status[s];
-  }
-  for (int s = 0; s < ns; s++) kf_strbuf_fini(&w.msgs[s]);
-  free(w.msgs);
-  free(w.status);
-  return st;
-}
+/* ---- the compile passes and the partition -------------------------------- */
 
 kf_status kf_compile_passes(kf_graph *g, const kf_compile_options *o, kf_diag *diag) {
   kf_status st = kf_pass_run_pipeline(
@@ -359,156 +230,15 @@ void kf_compile_builtin_options(const kf_compile_options *o, kf_builtin_options 
   bo->attn_scratch_bytes = (int64_t)o->attn_scratch_kib << 10;
 }
 
-static void quiet_fn(void *user, kf_diag_level level, const char *msg) {
-  (void)user;
-  (void)level;
-  (void)msg;
-}
+/* ---- units --------------------------------------------------------------- */
 
-/* Candidates within this factor of the rule's time do not replace it: the
- * rule's unit is what a build without a GPU gets, and timing noise should
- * not make builds differ */
-#define KF_PICK_MARGIN 1.02
-
-/* The unit in dir, written for grp's task, as a compiled candidate for
- * grp (inputs renumbered); errors name the directory */
-static kf_status given_unit(const kf_group *grp, const char *dir, const kf_target *tg, kf_unit **out,
-                            kf_diag *diag) {
-  kf_unit *u = NULL;
-  kf_status st = kf_unit_read_dir(dir, &u, diag);
-  char why[256] = "";
-  if (!st && (st = kf_task_unit_inputs_to_group(grp, u, why, sizeof why)))
-    kf_diag_error(diag, "%s: not a unit for group %d's task: %s", dir, grp->id, why);
-  /* NVRTC in this process: a unit given on the command line is the user's
-   * own code (the judge's compile worker isolates an agent's) */
-  if (!st) st = kf_unit_compile(u, tg, diag);
-  if (st) {
-    kf_unit_destroy(u);
-    return st;
-  }
-  *out = u;
-  return KF_OK;
-}
-
-/* Group sl->first's candidates (the rule's unit, a unit given for it with
- * --unit, and the built-in policy's variants of it) judged by o->picker;
- * the fastest verified one becomes sl->unit, or the given unit when it is
- * verified. Errors: no memory, and a given unit that cannot be read,
- * compiled or verified; a group that merely cannot be judged keeps its
- * rule's unit and the report says why. */
-static kf_status pick_group(const kf_graph *g, const kf_partition *p, const kf_compile_options *o,
-                            const kf_builtin_options *bo, unit_slot *sl, const char *given_dir, pick_state *ps,
-                            kf_diag *diag) {
-  const kf_group *grp = sl->first;
-  kf_builtin_variant v[KF_BUILTIN_MAX_VARIANTS];
-  int nv = kf_builtin_variants(grp, bo, v);
-  if (nv == 0 && !o->picker->all_groups && !given_dir) return KF_OK;
-  kf_pick_cand *c = calloc(KF_MAX_CANDS + 1, sizeof *c);
-  if (!c) return KF_ERR_NOMEM;
-  snprintf(c[0].label, sizeof c[0].label, "rule");
-  c[0].unit = sl->unit;
-  int n = 1, given = -1;
-  if (given_dir) {
-    kf_status gs = given_unit(grp, given_dir, &o->target, &c[1].unit, diag);
-    if (gs) {
-      free(c);
-      return gs;
-    }
-    snprintf(c[1].label, sizeof c[1].label, "given");
-    given = n++;
-  }
-  kf_diag quiet;
-  kf_diag_init(&quiet, quiet_fn, NULL);
-  for (int k = 0; k < nv; k++) {
-    kf_unit *u = NULL;
-    kf_status bs = kf_builtin_unit(p, grp, &v[k].opt, &u, &quiet);
-    for (int j = 0; !bs && j < n; j++)
-      if (kf_unit_same(u, c[j].unit)) bs = KF_ERR_UNSUPPORTED; /* a choice that changes nothing here */
-    if (!bs) bs = kf_unit_compile(u, &o->target, &quiet);
-    if (bs) {
-      kf_unit_destroy(u);
-      if (bs == KF_ERR_NOMEM) {
-        free(c);
-        return bs;
-      }
-      continue;
-    }
-    _Static_assert(sizeof c[n].label == sizeof v[k].label, "labels");
-    memcpy(c[n].label, v[k].label, sizeof c[n].label);
-    c[n].label[sizeof c[n].label - 1] = '\0';
-    c[n++].unit = u;
-  }
-  if (n == 1 && !o->picker->all_groups && given < 0) {
-    free(c);
-    return KF_OK;
-  }
-  double t0 = kf_now_s();
-  kf_status st = o->picker->judge(o->picker->user, g, p, grp, o, c, n, &sl->info, diag);
-  sl->pick_s = kf_now_s() - t0;
-  int best = 0;
-  if (!st && sl->info.judged) {
-    best = -1;
-    for (int k = 0; k < n; k++)
-      if (c[k].correct && (best < 0 || c[k].ms < c[best].ms)) best = k;
-    if (best > 0 && c[0].correct && c[best].ms * KF_PICK_MARGIN > c[0].ms) best = 0;
-    ps->judged++;
-    if (best >= 0) ps->verified++;
-    if (best > 0) ps->replaced++;
-    if (best < 0)
-      kf_diag_warn(diag, "group %d (%s): no candidate was verified on the GPU (the rule's: %s); its rule's unit "
-                   "is kept, unverified", grp->id, kf_group_kind_name(grp->kind), c[0].why);
-    else if (!c[0].correct && c[0].judged)
-      kf_diag_warn(diag, "group %d (%s): the rule's unit failed verification on the GPU (%s); the verified "
-                   "candidate %s is used instead", grp->id, kf_group_kind_name(grp->kind), c[0].why,
-                   c[best].label);
-    if (given >= 0) {
-      if (!c[given].correct) {
-        kf_diag_error(diag, "group %d: the unit in %s failed the judge: %s", grp->id, given_dir, c[given].why);
-        st = KF_ERR_INVALID;
-      } else {
-        best = given; /* asked for, and verified */
-      }
-    }
-    if (best < 0) best = 0;
-    if (o->progress && c[best].correct)
-      fprintf(stderr, "kfuse: group %d judged: %s %.4f ms (rule's %.4f ms), %d candidate%s, %.2f s\n", grp->id,
-              c[best].label, c[best].ms, c[0].ms, n, n == 1 ? "" : "s", sl->pick_s);
-  } else if (!st && given >= 0) {
-    kf_diag_error(diag, "group %d: the unit in %s cannot be verified here, and kfuse never ships an unverified "
-                  "given unit: %s", grp->id, given_dir, sl->info.why);
-    st = KF_ERR_UNSUPPORTED;
-  } else if (!st) {
-    if (sl->info.no_gpu) {
-      ps->on = false;
-      snprintf(ps->why, sizeof ps->why, "%s", sl->info.why);
-      if (o->progress) fprintf(stderr, "kfuse: choices by rule, nothing judged (%s)\n", sl->info.why);
-    } else if (o->progress) {
-      fprintf(stderr, "kfuse: group %d not judged: %s\n", grp->id, sl->info.why);
-    }
-  }
-  for (int k = 0; k < n; k++) {
-    if (k == best) continue;
-    if (c[k].unit != sl->unit) kf_unit_destroy(c[k].unit);
-    c[k].unit = NULL;
-  }
-  if (c[best].unit != sl->unit) {
-    kf_unit_destroy(sl->unit);
-    sl->unit = c[best].unit;
-  }
-  c[best].unit = NULL; /* owned by the slot */
-  sl->cands = c;
-  sl->n_cands = n;
-  sl->chosen = best;
-  return st;
-}
-
+/* One slot per unique group key, in program order, each with its unit
+ * (driver/units.c); units[i] is group i's (NULL for view groups). */
 static kf_status build_units(const kf_graph *g, const kf_partition *p, const kf_compile_options *o,
-                             kf_unit ***out_units, unit_slot **out_slots, int *n_slots, pick_state *ps,
+                             kf_unit ***out_units, kf_uslot **out_slots, int *n_slots, kf_units_state *us,
                              kf_diag *diag) {
-  kf_builtin_options bo;
-  kf_compile_builtin_options(o, &bo);
   kf_unit **units = calloc((size_t)p->n_groups + 1, sizeof *units);
-  unit_slot *slots = calloc((size_t)p->n_groups + 1, sizeof *slots);
+  kf_uslot *slots = calloc((size_t)p->n_groups + 1, sizeof *slots);
   int *slot_of = calloc((size_t)p->n_groups + 1, sizeof *slot_of);
   if (!units || !slots || !slot_of) {
     free(units);
@@ -518,8 +248,7 @@ static kf_status build_units(const kf_graph *g, const kf_partition *p, const kf_
   }
   int ns = 0;
   kf_status st = KF_OK;
-  /* 1. one unit per unique group key, in program order */
-  for (int i = 0; i < p->n_groups && !st; i++) {
+  for (int i = 0; i < p->n_groups; i++) {
     const kf_group *grp = &p->groups[i];
     slot_of[i] = -1;
     if (grp->kind == KF_GROUP_VIEW) continue;
@@ -527,59 +256,35 @@ static kf_status build_units(const kf_graph *g, const kf_partition *p, const kf_
     for (int s = 0; s < ns && found < 0; s++)
       if (memcmp(slots[s].first->key, grp->key, sizeof grp->key) == 0) found = s;
     if (found < 0) {
-      double t0 = kf_now_s();
-      st = kf_builtin_unit(p, grp, &bo, &slots[ns].unit, diag);
-      if (st) break;
-      slots[ns].first = grp;
-      slots[ns].build_s = kf_now_s() - t0;
+      slots[ns] = (kf_uslot){.g = g, .p = p, .first = grp};
       found = ns++;
     }
     slot_of[i] = found;
   }
-  /* 2. their kernels compiled, in parallel */
-  if (!st) st = compile_units(slots, ns, &o->target, o->progress, diag);
-  /* 3. on a GPU, the candidates of each group with choices judged, one
-   * group at a time (the judge's workers own the GPU while they run) */
-  ps->on = o->picker && !o->no_tune && !o->reference;
-  if (o->no_tune) snprintf(ps->why, sizeof ps->why, "--no-judge");
-  else if (o->reference) snprintf(ps->why, sizeof ps->why, "the fp64 reference is not judged");
-  else if (!o->picker) snprintf(ps->why, sizeof ps->why, "no judge in this build of the compile path");
-  else snprintf(ps->why, sizeof ps->why, "no group has choices worth judging");
   /* units given for groups: every key names a group, and is judged */
-  const char **given = calloc((size_t)ns + 1, sizeof *given);
-  if (!st && !given) st = KF_ERR_NOMEM;
+  bool judging = o->picker && !o->no_tune && !o->reference;
   for (int k = 0; k < o->n_given && !st; k++) {
     int hit = 0;
     for (int s = 0; s < ns; s++)
       if (strcmp(slots[s].first->key_hex, o->given_keys[k]) == 0) {
-        given[s] = o->given_dirs[k];
+        slots[s].given_dir = o->given_dirs[k];
         hit++;
       }
     if (!hit) {
       kf_diag_error(diag, "--unit %s=%s: no group of this model has that key (kfuse partition --canonical lists "
                     "them; a task's task.json gives its group's)", o->given_keys[k], o->given_dirs[k]);
       st = KF_ERR_ARG;
-    } else if (!ps->on) {
+    } else if (!judging) {
       kf_diag_error(diag, "--unit %s=%s: given units are judged before they are used, and nothing is judged "
-                    "here (%s)", o->given_keys[k], o->given_dirs[k], ps->why);
+                    "here (%s)", o->given_keys[k], o->given_dirs[k],
+                    o->no_tune ? "--no-judge" : o->reference ? "the fp64 reference is not judged"
+                                                             : "no judge in this build of the compile path");
       st = KF_ERR_ARG;
     }
   }
-  for (int s = 0; s < ns && !st; s++) {
-    const kf_group *grp = slots[s].first;
-    if (ps->on || given[s]) st = pick_group(g, p, o, &bo, &slots[s], given[s], ps, diag);
-
-    if (o->progress)
-      fprintf(stderr, "kfuse: [%d/%d] group %d (%s, %d ops): %s, %.2f s\n", s + 1, ns, grp->id,
-              kf_group_kind_name(grp->kind), grp->n_ops, slots[s].unit->name ? slots[s].unit->name : "?",
-              slots[s].build_s + slots[s].compile_s + slots[s].pick_s);
-  }
-  free(given);
+  if (!st) st = kf_units_build(slots, ns, o, us, diag);
   if (st) {
-    for (int s = 0; s <= p->n_groups && slots[s].unit; s++) {
-      kf_unit_destroy(slots[s].unit);
-      free(slots[s].cands);
-    }
+    kf_units_free(slots, ns);
     free(units);
     free(slots);
     free(slot_of);
@@ -629,7 +334,7 @@ static void add_library_steps(cJSON *e, const kf_unit *u) {
 }
 
 /* What one run of the module does: its plan's steps, which are the steps of
- * every non-view group's unit in group order (pass/plan.c). */
+ * every non-view group's unit in group order (driver/plan.c). */
 typedef struct run_steps {
   int launches, gemm, conv, memset, copy;
 } run_steps;
@@ -652,7 +357,7 @@ static run_steps count_steps(const kf_partition *p, kf_unit **units) {
 }
 
 /* A judged group's candidates and the judge's figures */
-static void add_candidates(cJSON *e, const unit_slot *sl) {
+static void add_candidates(cJSON *e, const kf_uslot *sl) {
   const kf_pick_info *in = &sl->info;
   if (!in->judged) {
     char b[600];
@@ -684,10 +389,10 @@ static void add_candidates(cJSON *e, const unit_slot *sl) {
 }
 
 static kf_status write_report(const char *path, const kf_graph *g, const kf_partition *p,
-                              const kf_memplan *mp, kf_unit **units, const unit_slot *slots, int ns,
+                              const kf_memplan *mp, kf_unit **units, const kf_uslot *slots, int ns,
                               const kf_compile_options *o, const char *out_path, const void *blob,
                               size_t blob_bytes,
-                              int64_t weights_bytes, const double *phase, const pick_state *ps,
+                              int64_t weights_bytes, const double *phase, const kf_units_state *ps,
                               run_steps rs, kf_diag *diag) {
   cJSON *r = cJSON_CreateObject();
   if (!r) return KF_ERR_NOMEM;
@@ -700,13 +405,35 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
   cJSON_AddStringToObject(r, "target", tgt);
   cJSON_AddStringToObject(r, "precision", kf_precision_name(o->precision));
   cJSON_AddStringToObject(r, "policy", o->reference ? "builtin fp64-reference (per op)" : "builtin");
-  /* verified: every unique unit's chosen candidate passed the judge */
-  cJSON_AddBoolToObject(r, "verified", ns > 0 && ps->verified == ns);
+  /* verified: every unique unit's chosen candidate passed the judge, in
+   * this compile or before it was cached */
+  int cached = ps->hits_local + ps->hits_remote, reverified = 0;
+  for (int s = 0; s < ns; s++) reverified += slots[s].reverified;
+  cJSON_AddBoolToObject(r, "verified", ns > 0 && ps->verified + cached - reverified == ns);
   cJSON_AddNumberToObject(r, "units_judged", ps->judged);
   cJSON_AddNumberToObject(r, "units_verified", ps->verified);
   cJSON_AddNumberToObject(r, "units_replaced", ps->replaced);
+  cJSON_AddNumberToObject(r, "units_compiled", ps->compiled);
+  cJSON_AddNumberToObject(r, "units_from_cache", cached);
+  cJSON *cj = cJSON_AddObjectToObject(r, "cache");
+  cJSON_AddBoolToObject(cj, "used", ps->cache_on);
+  if (ps->cache_on) {
+    cJSON_AddStringToObject(cj, "dir", kf_cache_dir(o->cache));
+    cJSON_AddNumberToObject(cj, "hits", cached);
+    cJSON_AddNumberToObject(cj, "hits_remote", ps->hits_remote);
+    cJSON_AddNumberToObject(cj, "misses", ps->misses);
+    cJSON_AddNumberToObject(cj, "stored", ps->stored);
+  } else {
+    cJSON_AddStringToObject(cj, "why", ps->cache_why);
+  }
   char note[1500];
-  if (ps->judged)
+  if (cached && !ps->judged)
+    snprintf(note, sizeof note,
+             "%d of %d unique units came from the kernel cache, verified on the GPU when they were stored "
+             "(group_list[].cached); %s%s", cached, ns,
+             ps->compiled ? "the others were compiled with NVRTC but not verified or timed: " : "none was compiled",
+             ps->compiled ? ps->why : "");
+  else if (ps->judged)
     snprintf(note, sizeof note,
              "kernels were compiled with NVRTC; %d of %d unique units had their candidates (the rule's unit "
              "and the built-in policy's variants) judged on the GPU: verified against the fp64 reference on "
@@ -761,9 +488,22 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
       add_library_steps(e, units[i]);
       for (int s = 0; s < ns; s++)
         if (slots[s].unit == units[i] && slots[s].first == grp) {
-          cJSON_AddNumberToObject(e, "build_seconds", slots[s].build_s);
-          cJSON_AddNumberToObject(e, "compile_seconds", slots[s].compile_s);
-          if (slots[s].n_cands) add_candidates(e, &slots[s]);
+          const kf_uslot *sl = &slots[s];
+          cJSON_AddNumberToObject(e, "build_seconds", sl->build_s);
+          cJSON_AddNumberToObject(e, "compile_seconds", sl->compile_s);
+          if (sl->cache_key[0]) cJSON_AddStringToObject(e, "cache_key", sl->cache_key);
+          if (sl->source != KF_USLOT_BUILT) {
+            cJSON *c = cJSON_AddObjectToObject(e, "cached");
+            cJSON_AddStringToObject(c, "from", sl->source == KF_USLOT_REMOTE ? "remote" : "local");
+            cJSON_AddNumberToObject(c, "reward", sl->cached_reward);
+            cJSON_AddNumberToObject(c, "ms", sl->cached_ms);
+            cJSON_AddStringToObject(c, "gpu", sl->cached_gpu);
+            cJSON_AddStringToObject(c, "policy", sl->cached_policy);
+            cJSON_AddBoolToObject(c, "verified_again", sl->reverified);
+          } else if (sl->cache_key[0]) {
+            cJSON_AddBoolToObject(e, "stored_in_cache", sl->stored);
+          }
+          if (sl->n_cands) add_candidates(e, sl);
         }
     }
     cJSON_AddItemToArray(ga, e);
@@ -789,7 +529,7 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   kf_partition *p = NULL;
   kf_memplan *mp = NULL;
   kf_unit **units = NULL;
-  unit_slot *slots = NULL;
+  kf_uslot *slots = NULL;
   int ns = 0;
   void *blob = NULL;
   size_t blob_bytes = 0;
@@ -820,7 +560,7 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
     fprintf(stderr, "kfuse: %s: %d ops in %d groups\n", g->name, kf_graph_count_ops(g), p->n_groups);
 
   t = kf_now_s();
-  pick_state ps;
+  kf_units_state ps;
   memset(&ps, 0, sizeof ps);
   st = build_units(g, p, o, &units, &slots, &ns, &ps, diag);
   phase[2] = kf_now_s() - t;
@@ -968,10 +708,11 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   if (o->progress && !st) {
     fprintf(stderr,
             "kfuse: wrote %s (%d groups, %d kernel units, %d launches + %d library calls a run, "
-            "arena %.1f KiB vs %.1f KiB naive, %.2f s; %d unit(s) judged on the GPU, %d verified, %d "
-            "replaced by a faster variant; the others by rule, not verified)\n",
+            "arena %.1f KiB vs %.1f KiB naive, %.2f s; %d unit(s) from the kernel cache, %d judged on the "
+            "GPU, %d verified, %d replaced by a faster variant, %d stored; the others by rule, not verified)\n",
             out_path, p->n_groups, ns, rs.launches, rs.gemm + rs.conv, (double)mp->arena_bytes / 1024,
-            (double)mp->naive_bytes / 1024, phase[7], ps.judged, ps.verified, ps.replaced);
+            (double)mp->naive_bytes / 1024, phase[7], ps.hits_local + ps.hits_remote, ps.judged, ps.verified,
+            ps.replaced, ps.stored);
   }
 done:
   if (wf) fclose(wf);
@@ -980,11 +721,7 @@ done:
   free(objpath);
   free(blob);
   free(woff);
-  if (slots)
-    for (int s = 0; s < ns; s++) {
-      kf_unit_destroy(slots[s].unit);
-      free(slots[s].cands);
-    }
+  kf_units_free(slots, ns);
   free(slots);
   free(units);
   kf_memplan_destroy(mp);

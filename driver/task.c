@@ -1,4 +1,4 @@
-/* pass/task.c — a fusion group written out as a task for a kernel policy
+/* driver/task.c — a fusion group written out as a task for a kernel policy
  * (include/kfuse/task.h; the directory is described in docs/AGENT.md).
  *
  * A task directory holds:
@@ -31,7 +31,6 @@
 #include "kfuse/agent.h"
 #include "kfuse/partition.h"
 #include "kfuse/task.h"
-#include "pass_int.h"
 #include "plan_int.h"
 
 #define TASK_FORMAT "kfuse-task-v1"

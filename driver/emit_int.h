@@ -1,5 +1,5 @@
-/* pass/emit_int.h — private: object emission and linking (pass/emit.c),
- * used by the compile driver (pass/compile.c). */
+/* driver/emit_int.h — private: object emission and linking (driver/emit.c),
+ * used by the compile driver (driver/compile.c). */
 #ifndef KFUSE_EMIT_INT_H
 #define KFUSE_EMIT_INT_H
 

@@ -1,4 +1,4 @@
-/* pass/plan_int.h — private: turning a partitioned, planned graph and its
+/* driver/plan_int.h — private: turning a partitioned, planned graph and its
  * kernel units into the binary plan a module carries (runtime/kfr_plan.h),
  * and the header written next to object modules. */
 #ifndef KFUSE_PLAN_INT_H
@@ -11,7 +11,7 @@
 #include "kfuse/partition.h"
 
 /* ---- the compile path's stages, shared by kf_compile_graph and the task
- * writer (pass/task.c) ---- */
+ * writer (driver/task.c) ---- */
 
 /* The compile pipeline on g (or the reference's), then the layout pass
  * where o asks for cuDNN's channels-last convolutions. */
@@ -21,7 +21,7 @@ kf_status kf_compile_passes(kf_graph *g, const kf_compile_options *o, kf_diag *d
 kf_status kf_compile_partition(const kf_graph *g, const kf_compile_options *o, kf_partition **out,
                                kf_diag *diag);
 /* g, a group as a function (what group.mlir holds), as a KernelBench-style
- * PyTorch module (pass/model_py.c) into *out (malloc'd);
+ * PyTorch module (driver/model_py.c) into *out (malloc'd);
  * KF_ERR_UNSUPPORTED with the reason in why[n] for an op it cannot spell. */
 kf_status kf_task_model_py(const kf_graph *g, const char *title, char **out, char *why, size_t n);
 

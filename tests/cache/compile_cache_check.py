@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""tests/cache/compile_cache_check.py — kfuse compile and kfuse warm on the
+kernel cache (docs/CACHE.md), without a GPU.
+
+    compile_cache_check.py KFUSE CACHE_COMPILE SOURCE_DIR RUNTIME_LIB
+
+CI cannot verify a unit, so entries are made by tests/cache/cache_compile.c,
+which runs the compile driver with a synthetic picker (every candidate
+correct, GPU "synthetic-test-gpu"). Then, through the real `kfuse`:
+
+1. a rebuild from the cache alone (--require-cached) with NVRTC made
+   unloadable: every unique unit a hit, none compiled, and the module the
+   same bytes as the one the seeding compile wrote;
+2. --require-cached on an empty cache: exit 1, one error line per unique
+   group naming it and its key, no module written; without it, a compile
+   on the empty cache misses, stores nothing (nothing verified) and works;
+3. a corrupt entry (a byte of its cubin changed behind the cache's back):
+   a warning naming the entry, a miss, the group rebuilt with NVRTC, the
+   module still right; --require-cached then names exactly that group;
+4. export -> import into an empty cache: 100% hits;
+5. kfuse warm's split: shards 1/2 and 2/2 of three models into one cache
+   give the same entries as 1/1 into another (keys and payload hashes),
+   and each group lands in exactly one shard;
+6. kfuse warm without a GPU: exit 1, says nothing was judged, stores
+   nothing; --kernel-option turns the cache off (said in the report).
+"""
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+KFUSE, HELPER, SRC, RUNTIME = sys.argv[1:5]
+FIX = os.path.join(SRC, "tests", "fixtures")
+MODELS = [os.path.join(FIX, m) for m in ("resnet_block.core.pt2", "mlp.core.pt2", "gpt_block.core.pt2")]
+ENV = dict(os.environ, KFUSE_RUNTIME_LIB=RUNTIME)
+ENV.pop("KFUSE_CACHE_DIR", None)
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+    else:
+        print("ok:", what)
+
+
+def run(args, env=ENV, expect=0):
+    p = subprocess.run(args, capture_output=True, text=True, env=env)
+    if expect is not None and p.returncode != expect:
+        print(" ".join(args), "->", p.returncode)
+        print(p.stdout[-3000:], p.stderr[-3000:])
+    return p
+
+
+def ls(cache):
+    p = run([KFUSE, "cache", "ls", "--json", "--cache", cache])
+    return {e["key"]: e for e in json.loads(p.stdout)} if p.returncode == 0 else {}
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="kfuse-cache-compile-")
+    try:
+        model = MODELS[0]
+        seeded = os.path.join(tmp, "seed")
+        # the seeding compile: every unique group judged (synthetically) and stored
+        # modules of one name in their own directories: a module records its
+        # weights file's name, so only same-named modules can be the same bytes
+        for sub in ("a", "b", "d"):
+            os.mkdir(os.path.join(tmp, sub))
+        mod = {sub: os.path.join(tmp, sub, "m.so") for sub in ("a", "b", "d")}
+        p = run([HELPER, "compile", model, mod["a"], seeded, os.path.join(tmp, "a.json")])
+        check(p.returncode == 0, "seeding compile with the synthetic picker")
+        a = json.load(open(os.path.join(tmp, "a.json")))
+        n = a["unique_units"]
+        check(a["cache"]["used"] and a["cache"]["stored"] == n and a["cache"]["misses"] == n,
+              f"seeding: all {n} unique units missed and were stored ({a['cache']})")
+        entries = ls(seeded)
+        check(len(entries) == n, f"the cache lists {len(entries)} entries for {n} units")
+        check(all(e["gpu"] == "synthetic-test-gpu" and e["reward"] == 1 for e in entries.values()),
+              "entries say they are synthetic")
+
+        # 1. a rebuild from the cache alone, NVRTC unloadable
+        noc = dict(ENV, KFUSE_NVRTC_LIBRARY=os.path.join(tmp, "no-such-libnvrtc.so"))
+        t0 = time.monotonic()
+        p = run([KFUSE, "compile", model, "-o", mod["b"], "--cache", seeded,
+                 "--require-cached", "--report", os.path.join(tmp, "b.json")], env=noc)
+        dt = time.monotonic() - t0
+        check(p.returncode == 0, f"rebuild with --require-cached and no NVRTC ({dt:.2f} s)")
+        if p.returncode == 0:
+            b = json.load(open(os.path.join(tmp, "b.json")))
+            check(b["units_from_cache"] == n and b["units_compiled"] == 0 and b["units_judged"] == 0,
+                  f"rebuild: {b['units_from_cache']} of {n} units from the cache, "
+                  f"{b['units_compiled']} compiled, {b['units_judged']} judged")
+            check(b["verified"], "a module whose units all came verified from the cache says verified")
+            cached = [gr for gr in b["group_list"] if "cached" in gr]
+            check(all(gr["cached"]["gpu"] == "synthetic-test-gpu" for gr in cached) and cached,
+                  "the report names each hit's GPU")
+            same = open(mod["a"], "rb").read() == open(mod["b"], "rb").read()
+            check(same, "the module rebuilt from the cache is the same bytes as the seeding compile's")
+            wa = open(mod["a"] + ".weights", "rb").read()
+            check(wa == open(mod["b"] + ".weights", "rb").read(), "and so are its weights")
+
+        # 2. --require-cached on an empty cache
+        empty = os.path.join(tmp, "empty")
+        out = os.path.join(tmp, "c.so")
+        p = run([KFUSE, "compile", model, "-o", out, "--cache", empty, "--require-cached"], expect=1)
+        errs = [l for l in p.stderr.splitlines() if "misses the kernel cache (key " in l]
+        check(p.returncode == 1 and len(errs) == n, f"--require-cached on an empty cache: exit {p.returncode}, "
+              f"{len(errs)} groups named of {n}")
+        check(not os.path.exists(out), "and no module written")
+        check(all(k in p.stderr for k in entries), "each missing group's key is the one the seeding stored")
+        p = run([KFUSE, "compile", model, "-o", out, "--cache", empty, "--report", out + ".json"])
+        c = json.load(open(out + ".json")) if p.returncode == 0 else {}
+        check(p.returncode == 0 and c["cache"]["misses"] == n and c["cache"]["stored"] == 0 and
+              c["units_compiled"] == n, "a compile on an empty cache without a GPU: all miss, nothing stored")
+
+        # 3. a corrupt entry
+        bad = os.path.join(tmp, "bad")
+        shutil.copytree(seeded, bad)
+        db = sqlite3.connect(os.path.join(bad, "index.sqlite"))
+        key, = db.execute("SELECT key FROM entries WHERE cubin IS NOT NULL ORDER BY key LIMIT 1").fetchone()
+        blob = bytearray(db.execute("SELECT cubin FROM entries WHERE key = ?", (key,)).fetchone()[0])
+        blob[len(blob) // 2] ^= 0x40
+        db.execute("UPDATE entries SET cubin = ? WHERE key = ?", (bytes(blob), key))
+        db.commit()
+        db.close()
+        p = run([KFUSE, "compile", model, "-o", mod["d"], "--cache", bad,
+                 "--report", os.path.join(tmp, "d.json")])
+        check(p.returncode == 0 and key[:16] in p.stderr and "warning" in p.stderr,
+              "a corrupt entry: a warning naming it, and the compile goes on")
+        if key[:16] not in p.stderr:
+            print(p.stderr[-2000:])
+        if p.returncode == 0:
+            d = json.load(open(os.path.join(tmp, "d.json")))
+            check(d["cache"]["hits"] == n - 1 and d["units_compiled"] == 1,
+                  f"the corrupt entry is a miss, rebuilt ({d['cache']['hits']} hits, {d['units_compiled']} compiled)")
+            same = open(mod["a"], "rb").read() == open(mod["d"], "rb").read()
+            check(same, "and the module is the same")
+        p = run([KFUSE, "compile", model, "-o", os.path.join(tmp, "e.so"), "--cache", bad, "--require-cached"],
+                expect=1)
+        errs = [l for l in p.stderr.splitlines() if "misses the kernel cache (key " in l]
+        check(p.returncode == 1 and len(errs) == 1 and key in errs[0],
+              "then --require-cached names exactly that group")
+
+        # 4. export -> import into an empty cache
+        art = os.path.join(tmp, "cache.kfc")
+        run([KFUSE, "cache", "export", art, "--cache", seeded])
+        imp = os.path.join(tmp, "imported")
+        run([KFUSE, "cache", "import", art, "--cache", imp])
+        p = run([KFUSE, "compile", model, "-o", os.path.join(tmp, "f.so"), "--cache", imp, "--require-cached",
+                 "--report", os.path.join(tmp, "f.json")], env=noc)
+        f = json.load(open(os.path.join(tmp, "f.json"))) if p.returncode == 0 else {"units_from_cache": -1}
+        check(f["units_from_cache"] == n, f"export -> import: {f['units_from_cache']} of {n} hits")
+
+        # 5. kfuse warm's shards
+        one, two = os.path.join(tmp, "one"), os.path.join(tmp, "two")
+        p1 = run([HELPER, "warm", one, "1/1"] + MODELS)
+        s1 = run([HELPER, "warm", two, "1/2"] + MODELS)
+        s2 = run([HELPER, "warm", two, "2/2"] + MODELS)
+        check(p1.returncode == s1.returncode == s2.returncode == 0, "kfuse warm 1/1, 1/2, 2/2")
+        e1, e2 = ls(one), ls(two)
+        check(e1 and set(e1) == set(e2), f"two shards cache the same keys as one job ({len(e2)} vs {len(e1)})")
+        check(all(e1[k]["payload_hash"] == e2[k]["payload_hash"] for k in e1 if k in e2),
+              "with the same payloads")
+        c1 = dict(kv.split() for kv in [" ".join(x) for x in zip(*[iter(s1.stdout.split())] * 2)])
+        c2 = dict(kv.split() for kv in [" ".join(x) for x in zip(*[iter(s2.stdout.split())] * 2)])
+        check(int(c1["in_shard"]) + int(c2["in_shard"]) == int(c1["unique"]) == len(e1),
+              f"each group in exactly one shard ({c1['in_shard']} + {c2['in_shard']} of {c1['unique']})")
+        again = run([HELPER, "warm", two, "1/1"] + MODELS)
+        c3 = dict(kv.split() for kv in [" ".join(x) for x in zip(*[iter(again.stdout.split())] * 2)])
+        check(c3.get("hits") == c3.get("unique") and c3.get("stored") == "0",
+              "warming a warm cache again: every group a hit, nothing stored")
+        for m in MODELS:
+            p = run([KFUSE, "compile", m, "-o", os.path.join(tmp, "w.so"), "--cache", two, "--require-cached"],
+                    env=noc)
+            check(p.returncode == 0, f"{os.path.basename(m)} builds from the warmed cache alone")
+
+        # 6. kfuse warm without a GPU; options that turn the cache off
+        p = run([KFUSE, "warm", model, "--cache", os.path.join(tmp, "nogpu")], expect=1)
+        check(p.returncode == 1 and "not judged" in p.stdout + p.stderr and not ls(os.path.join(tmp, "nogpu")),
+              "kfuse warm without a GPU: exit 1, nothing judged or stored")
+        p = run([KFUSE, "warm", "--shard", "3/2", model], expect=2)
+        check(p.returncode == 2 and "--shard" in p.stderr, "kfuse warm --shard 3/2 is a usage error")
+        p = run([KFUSE, "compile", model, "-o", os.path.join(tmp, "g.so"), "--cache", seeded,
+                 "--kernel-option", "block=128", "--report", os.path.join(tmp, "g.json")])
+        g = json.load(open(os.path.join(tmp, "g.json"))) if p.returncode == 0 else {"cache": {}}
+        check(g["cache"].get("used") is False and "kernel-option" in g["cache"].get("why", ""),
+              "--kernel-option: the cache is not used, and the report says why")
+        p = run([KFUSE, "compile", model, "-o", os.path.join(tmp, "h.so"), "--no-cache", "--require-cached"],
+                expect=2)
+        check(p.returncode == 2, "--no-cache with --require-cached is a usage error")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
