@@ -1164,8 +1164,10 @@ def kfuse_compile(w, pt2):
     j = w.job
     so = os.path.join(j["dir"], "kfuse.so")
     rep = os.path.join(j["dir"], "kfuse.report.json")
+    # cold compiles: the kernel cache only when the flags ask for one
+    cache = [] if any(a.startswith("--cache") or a == "--no-cache" for a in j["compile_args"]) else ["--no-cache"]
     cmd = [j["kfuse"], "compile", pt2, "-o", so, "-q"] + (["--report", rep] if j["report"] else []) \
-        + j["compile_args"]
+        + j["compile_args"] + cache
     env = dict(os.environ)
     cd = cudnn_dir()
     if cd:

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # scripts/portable.sh — builds and packs the portable kfuse: LLVM and MLIR
 # linked statically from Debian's archives (only the objects used), libstdc++
-# and libgcc static, libzip/minizip/cJSON carried in lib/ beside the binary
+# and libgcc static, libzip/minizip/cJSON/SQLite carried in lib/ beside the binary
 # (rpath $ORIGIN/lib; Debian ships no static archives of those), the CUDA
-# driver loaded at run time. It runs on the GPU machines (Ubuntu 24.04, none
+# driver loaded at run time, SQLite carried too. It runs on the GPU machines (Ubuntu 24.04, none
 # of our Debian packages) and is the release artifact for GPU CI runners.
 #
 #   bash scripts/portable.sh            -> dist/kfuse-portable-x86_64.tar.xz
@@ -22,7 +22,7 @@ cp build-portable/libkfuse_runtime.a "$out/bin/libkfuse_runtime.a"
 strip "$out/bin/kfuse"
 # carry the shared libraries the binary needs that are not in a plain
 # Ubuntu/Debian base system
-for lib in libzip.so.4 libcjson.so.1 libminizip.so.1; do
+for lib in libzip.so.4 libcjson.so.1 libminizip.so.1 libsqlite3.so.0; do
   path=$(ldd "$out/bin/kfuse" | awk -v l="$lib" '$1 == l { print $3 }')
   if [ -z "$path" ]; then echo "portable: $lib is not linked?" >&2; exit 1; fi
   cp -L "$path" "$out/bin/lib/$lib"

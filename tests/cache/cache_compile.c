@@ -12,6 +12,9 @@
  *   cache_compile compile MODEL OUT.so CACHE_DIR [REPORT]
  *   cache_compile warm CACHE_DIR K/N MODEL...
  *
+ * CACHE_COMPILE_VERDICT=fail makes every candidate fail verification
+ * instead; CACHE_COMPILE_REVERIFY=1 compiles with --reverify.
+ *
  * The runtime archive is found as kfuse finds it ($KFUSE_RUNTIME_LIB). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,14 +28,18 @@ static kf_status synthetic_judge(void *user, const kf_graph *g, const kf_partiti
                                  const kf_compile_options *o, kf_pick_cand *c, int n, kf_pick_info *info,
                                  kf_diag *diag) {
   (void)user, (void)g, (void)p, (void)o, (void)diag;
+  const char *v = getenv("CACHE_COMPILE_VERDICT");
+  bool fail = v && strcmp(v, "fail") == 0;
   memset(info, 0, sizeof *info);
   info->judged = true;
   snprintf(info->device, sizeof info->device, "synthetic-test-gpu");
   info->floor_ms = 0.5;
   for (int k = 0; k < n; k++) {
-    c[k].judged = c[k].correct = true;
-    c[k].reward = 1;
+    c[k].judged = true;
+    c[k].correct = !fail;
+    c[k].reward = fail ? -1 : 1;
     c[k].ms = 1.0 + 0.25 * k + 0.001 * (grp->id % 7);
+    if (fail) snprintf(c[k].why, sizeof c[k].why, "incorrect: synthetic failure");
   }
   return KF_OK;
 }
@@ -73,6 +80,8 @@ int main(int argc, char **argv) {
   kf_cache *c = NULL;
   if (kf_cache_open(dir, NULL, &c, &d) != KF_OK) return 1;
   o.cache = c;
+  const char *rv = getenv("CACHE_COMPILE_REVERIFY");
+  o.reverify = rv && strcmp(rv, "1") == 0;
   int rc = 1;
   if (compile) {
     o.report_path = argc == 6 ? argv[5] : NULL;

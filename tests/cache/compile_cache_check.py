@@ -22,10 +22,16 @@ correct, GPU "synthetic-test-gpu"). Then, through the real `kfuse`:
    give the same entries as 1/1 into another (keys and payload hashes),
    and each group lands in exactly one shard;
 6. kfuse warm without a GPU: exit 1, says nothing was judged, stores
-   nothing; --kernel-option turns the cache off (said in the report).
+   nothing; --kernel-option turns the cache off (said in the report);
+7. 8 compiles at once on one cache, 3 of them SIGKILLed at random moments
+   (KFUSE_TEST_SEED replays a run): the cache verifies, every unit a
+   surviving compile stored is there, and each model then builds from the
+   cache alone wherever a survivor compiled it.
 """
 import json
 import os
+import random
+import signal
 import shutil
 import sqlite3
 import subprocess
@@ -157,6 +163,23 @@ def main():
         f = json.load(open(os.path.join(tmp, "f.json"))) if p.returncode == 0 else {"units_from_cache": -1}
         check(f["units_from_cache"] == n, f"export -> import: {f['units_from_cache']} of {n} hits")
 
+        # --reverify: each hit judged again; one that fails is dropped and rebuilt
+        rvc = os.path.join(tmp, "rv")
+        shutil.copytree(seeded, rvc)
+        p = run([HELPER, "compile", model, os.path.join(tmp, "rv.so"), rvc, os.path.join(tmp, "rv.json")],
+                env=dict(ENV, CACHE_COMPILE_REVERIFY="1"))
+        r = json.load(open(os.path.join(tmp, "rv.json"))) if p.returncode == 0 else {"group_list": []}
+        again = [gr for gr in r["group_list"] if gr.get("cached", {}).get("verified_again")]
+        check(p.returncode == 0 and len(again) == n and r.get("units_compiled") == 0,
+              f"--reverify: {len(again)} of {n} hits judged again, none rebuilt")
+        p = run([HELPER, "compile", model, os.path.join(tmp, "rv2.so"), rvc, os.path.join(tmp, "rv2.json")],
+                env=dict(ENV, CACHE_COMPILE_REVERIFY="1", CACHE_COMPILE_VERDICT="fail"))
+        r = json.load(open(os.path.join(tmp, "rv2.json"))) if p.returncode == 0 else {}
+        check(p.returncode == 0 and p.stderr.count("failed the judge again") == n and r.get("units_compiled") == n
+              and r.get("units_from_cache") == 0 and not r.get("verified"),
+              "--reverify with failing hits: each dropped with a warning and rebuilt, the module unverified")
+        check(not ls(rvc), "and the failed entries are gone from the cache (nothing verified replaced them)")
+
         # 5. kfuse warm's shards
         one, two = os.path.join(tmp, "one"), os.path.join(tmp, "two")
         p1 = run([HELPER, "warm", one, "1/1"] + MODELS)
@@ -194,6 +217,43 @@ def main():
         p = run([KFUSE, "compile", model, "-o", os.path.join(tmp, "h.so"), "--no-cache", "--require-cached"],
                 expect=2)
         check(p.returncode == 2, "--no-cache with --require-cached is a usage error")
+        # 7. concurrent compiles, some killed
+        seed = int(os.environ.get("KFUSE_TEST_SEED", random.randrange(1 << 30)))
+        rng = random.Random(seed)
+        print(f"concurrent compiles: KFUSE_TEST_SEED={seed}")
+        shared = os.path.join(tmp, "shared")
+        procs = []
+        for i in range(8):
+            m = MODELS[i % len(MODELS)]
+            os.mkdir(os.path.join(tmp, f"p{i}"))
+            so = os.path.join(tmp, f"p{i}", "m.so")
+            rep = os.path.join(tmp, f"p{i}", "r.json")
+            procs.append((subprocess.Popen([HELPER, "compile", m, so, shared, rep], env=ENV,
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE), m, rep))
+        victims = rng.sample(range(8), 3)
+        t0 = time.monotonic()
+        for v in sorted(victims, key=lambda _: rng.random()):
+            time.sleep(rng.uniform(0.0, 0.8))
+            procs[v][0].send_signal(signal.SIGKILL)
+        survivors = []
+        for i, (pr, m, rep) in enumerate(procs):
+            _, err = pr.communicate()
+            if i in victims and pr.returncode == -signal.SIGKILL:
+                continue
+            if pr.returncode != 0:
+                check(False, f"concurrent compile {i} ({os.path.basename(m)}) exit {pr.returncode}: {err[-500:]}")
+                continue
+            survivors.append((m, json.load(open(rep))))
+        print(f"  {len(survivors)} survivors in {time.monotonic() - t0:.1f} s; killed {sorted(victims)}")
+        p = run([KFUSE, "cache", "verify", "--cache", shared])
+        check(p.returncode == 0 and "0 corrupt" in p.stdout, f"the shared cache verifies: {p.stdout.strip()}")
+        have = ls(shared)
+        want = {gr["cache_key"] for _, r in survivors for gr in r["group_list"] if "cache_key" in gr}
+        check(want <= set(have), f"every unit a survivor stored is there ({len(want & set(have))} of {len(want)})")
+        for m in {m for m, _ in survivors}:
+            p = run([KFUSE, "compile", m, "-o", os.path.join(tmp, "s.so"), "--cache", shared, "--require-cached"],
+                    env=noc)
+            check(p.returncode == 0, f"{os.path.basename(m)} builds from the shared cache alone")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
