@@ -9,12 +9,28 @@
 
 #include "kfuse/cache.h"
 
+/* A hit whose bookkeeping (last use, hit count) is not written yet */
+typedef struct kf_cache_use {
+  char key[65], hash[65];
+  int64_t at_ms;
+} kf_cache_use;
+
 struct kf_cache {
   sqlite3 *db;
   char *dir;
   char *db_path;
   kf_cache_options opts;
+  /* gets' bookkeeping, written in one transaction by kf_cache_flush_uses
+   * (a compile's lookups would otherwise sync the WAL once per group) */
+  kf_cache_use *uses;
+  int n_uses, cap_uses;
+  int64_t pending_misses;
 };
+
+/* Write the pending hits' last use and hit counts and the hit and miss
+ * counters, in one transaction; before anything that reads them (stats,
+ * list, gc, export, verify) and at close. */
+kf_status kf_cache_flush_uses(kf_cache *c, kf_diag *diag);
 
 /* Columns of the entries table in storage order: metadata first, the
  * large payload columns last, so listing never reads the payload pages.

@@ -350,6 +350,10 @@ fail:
 
 void kf_cache_close(kf_cache *c) {
   if (!c) return;
+  /* the gets' bookkeeping; a failure costs counts and LRU order, nothing
+   * else, and close has nobody to tell */
+  if (c->db) (void)kf_cache_flush_uses(c, NULL);
+  free(c->uses);
   if (c->db) sqlite3_close_v2(c->db); /* statements are always finalized before we return */
   free(c->dir);
   free(c->db_path);
@@ -574,32 +578,62 @@ kf_status kf_cache_remove(kf_cache *c, const char *key_hex, kf_diag *diag) {
   return remove_entry(c, key_hex, NULL, diag);
 }
 
-/* The hit (last use, hit counts) or the miss counted. */
+/* The hit (last use, hit counts) or the miss counted, in memory; written
+ * by kf_cache_flush_uses once 64 hits are pending, and before anything
+ * reads the counts. Bookkeeping only: a process killed before its flush
+ * loses its counts and last uses, never an entry. */
 static kf_status touch(kf_cache *c, const kf_cache_entry *hit, kf_diag *diag) {
+  if (!hit) {
+    c->pending_misses++;
+    return KF_OK;
+  }
+  if (c->n_uses == c->cap_uses) {
+    int cap = c->cap_uses ? c->cap_uses * 2 : 64;
+    kf_cache_use *u = realloc(c->uses, (size_t)cap * sizeof *u);
+    if (!u) return kf_cache_flush_uses(c, diag); /* write what is pending instead of growing */
+    c->uses = u;
+    c->cap_uses = cap;
+  }
+  kf_cache_use *u = &c->uses[c->n_uses++];
+  memcpy(u->key, hit->key, sizeof u->key);
+  memcpy(u->hash, hit->payload_hash, sizeof u->hash);
+  u->at_ms = kf_cache_now_ms();
+  return c->n_uses >= 64 ? kf_cache_flush_uses(c, diag) : KF_OK;
+}
+
+kf_status kf_cache_flush_uses(kf_cache *c, kf_diag *diag) {
+  if (!c->n_uses && !c->pending_misses) return KF_OK;
   sqlite3_stmt *st = NULL;
   kf_status s = kf_cache_begin_write(c->db, c->db_path, diag);
   if (s != KF_OK) return s;
-  int rc = SQLITE_DONE;
-  if (hit) {
-    if ((s = prepare(c, "UPDATE entries SET last_used_ms = max(last_used_ms, ?), hits = hits + 1 "
-                        "WHERE key = ? AND payload_hash = ?", &st, diag)) != KF_OK)
-      goto fail;
-    rc = sqlite3_bind_int64(st, 1, kf_cache_now_ms());
-    if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 2, hit->key, -1, SQLITE_STATIC);
-    if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 3, hit->payload_hash, -1, SQLITE_STATIC);
+  if ((s = prepare(c, "UPDATE entries SET last_used_ms = max(last_used_ms, ?), hits = hits + 1 "
+                      "WHERE key = ? AND payload_hash = ?", &st, diag)) != KF_OK)
+    goto fail;
+  for (int i = 0; i < c->n_uses; i++) {
+    int rc = sqlite3_bind_int64(st, 1, c->uses[i].at_ms);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 2, c->uses[i].key, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 3, c->uses[i].hash, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK) rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    st = NULL;
     if (rc != SQLITE_DONE) {
-      s = kf_cache_sql_error(c->db, c->db_path, rc, "recording a hit", diag);
+      s = kf_cache_sql_error(c->db, c->db_path, rc, "recording hits", diag);
       goto fail;
     }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
   }
-  if ((s = exec(c, hit ? "UPDATE counters SET n = n + 1 WHERE name = 'hits'"
-                       : "UPDATE counters SET n = n + 1 WHERE name = 'misses'", diag)) != KF_OK)
-    goto fail;
-  return exec(c, "COMMIT", diag);
+  sqlite3_finalize(st);
+  st = NULL;
+  char sql[160];
+  snprintf(sql, sizeof sql, "UPDATE counters SET n = n + %d WHERE name = 'hits'", c->n_uses);
+  if ((s = exec(c, sql, diag)) != KF_OK) goto fail;
+  snprintf(sql, sizeof sql, "UPDATE counters SET n = n + %lld WHERE name = 'misses'", (long long)c->pending_misses);
+  if ((s = exec(c, sql, diag)) != KF_OK) goto fail;
+  if ((s = exec(c, "COMMIT", diag)) != KF_OK) goto fail;
+  c->n_uses = 0;
+  c->pending_misses = 0;
+  return KF_OK;
 fail:
+  sqlite3_finalize(st);
   kf_cache_rollback(c->db);
   return s;
 }
@@ -661,6 +695,8 @@ static int64_t file_size(const char *path) {
 }
 
 kf_status kf_cache_get_stats(kf_cache *c, kf_cache_stats *out, kf_diag *diag) {
+  kf_status fs = kf_cache_flush_uses(c, diag); /* the counts and last uses this reads */
+  if (fs != KF_OK) return fs;
   memset(out, 0, sizeof *out);
   sqlite3_stmt *st = NULL;
   kf_status s = prepare(c,
@@ -686,6 +722,8 @@ kf_status kf_cache_get_stats(kf_cache *c, kf_cache_stats *out, kf_diag *diag) {
 }
 
 kf_status kf_cache_list(kf_cache *c, kf_cache_list_fn fn, void *user, kf_diag *diag) {
+  kf_status fs = kf_cache_flush_uses(c, diag); /* the counts and last uses this reads */
+  if (fs != KF_OK) return fs;
   sqlite3_stmt *st = NULL;
   kf_status s = exec(c, "BEGIN", diag);
   if (s != KF_OK) return s;
@@ -712,6 +750,8 @@ done:
 /* ---- verify, gc ----------------------------------------------------------- */
 
 kf_status kf_cache_verify(kf_cache *c, int64_t *n_ok, int64_t *n_corrupt, kf_diag *diag) {
+  kf_status fs = kf_cache_flush_uses(c, diag); /* the counts and last uses this reads */
+  if (fs != KF_OK) return fs;
   int64_t ok = 0, bad = 0;
   sqlite3_stmt *st = NULL;
   kf_status s = prepare(c, "PRAGMA quick_check", &st, diag);
@@ -786,6 +826,8 @@ done:
 }
 
 kf_status kf_cache_gc(kf_cache *c, int64_t max_bytes, int64_t *n_evicted, int64_t *bytes_freed, kf_diag *diag) {
+  kf_status fs = kf_cache_flush_uses(c, diag); /* the counts and last uses this reads */
+  if (fs != KF_OK) return fs;
   int64_t ne = 0, nb = 0;
   if (max_bytes < 0) {
     kf_diag_error(diag, "cache gc: --max-bytes %lld is negative", (long long)max_bytes);

@@ -44,6 +44,8 @@ static void sync_parent(const char *path) {
 }
 
 kf_status kf_cache_export(kf_cache *c, const char *path, int64_t *n, kf_diag *diag) {
+  kf_status fs = kf_cache_flush_uses(c, diag); /* the counts and last uses this reads */
+  if (fs != KF_OK) return fs;
   int64_t count = 0;
   char tmp[PATH_MAX];
   if (snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= (int)sizeof tmp) {

@@ -154,7 +154,9 @@ KF_API kf_status kf_cache_put(kf_cache *c, const kf_cache_entry *e, kf_cache_put
  * on a miss. The payload hash and the key are checked: a corrupt or
  * truncated entry is a warning naming it, is removed, and is a miss (KF_OK).
  * A hit updates the entry's last use and hit count; the store counts hits
- * and misses. */
+ * and misses. That bookkeeping is written in batches (64 hits), before
+ * stats, list, verify, gc and export read it, and at close: a compile's
+ * lookups do not sync the database once each. */
 KF_API kf_status kf_cache_get(kf_cache *c, const char *key_hex, kf_cache_entry **out, kf_diag *diag);
 
 /* Remove key_hex's entry, if any (a unit that failed the judge again:
