@@ -24,7 +24,9 @@ add_library(kfuse_zip INTERFACE)
 add_library(kfuse_cjson INTERFACE)
 # Debian ships no static libzip or cJSON: the portable build carries their
 # shared libraries beside the binary (scripts/portable.sh, rpath $ORIGIN/lib).
-target_link_libraries(kfuse_zip INTERFACE PkgConfig::LIBZIP PkgConfig::MINIZIP)
+# zlib (libzip's own dependency) for the CRC of mapped weight records
+find_package(ZLIB REQUIRED)
+target_link_libraries(kfuse_zip INTERFACE PkgConfig::LIBZIP PkgConfig::MINIZIP ZLIB::ZLIB)
 # minizip's include dir holds its own zip.h, which would shadow libzip's:
 # sources include <minizip/unzip.h> instead, so drop its cflags.
 set_target_properties(PkgConfig::MINIZIP PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "")
