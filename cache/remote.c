@@ -438,12 +438,16 @@ static void object_url(const char *base, const char *key, char *out, size_t n) {
   snprintf(out, n, "%s/%.2s/%s", base, key, key);
 }
 
+static const char *auth_hint(long status) {
+  return status == 401 || status == 403 ? " (check " ENV_BEARER ", or " ENV_USER " and " ENV_PASSWORD ")" : "";
+}
+
 /* The failure that takes the remote out for the rest of the process: the
  * one warning a dead remote costs. */
-static void mark_down(kf_cache_remote *r, method m, const char *key, const char *why, kf_diag *diag) {
+static void mark_down(kf_cache_remote *r, method m, const char *key, const char *why, long status, kf_diag *diag) {
   r->st.down = true;
   kf_diag_warn(diag, "cache remote %s: %s of entry %.16s failed: %s; treated as a miss, and the remote is not "
-               "used again in this process", r->name, method_name[m], key, why);
+               "used again in this process%s", r->name, method_name[m], key, why, auth_hint(status));
 }
 
 /* ---- get, head, put --------------------------------------------------------- */
@@ -471,7 +475,7 @@ kf_status kf_cache_remote_get(kf_cache_remote *r, const char *key_hex, kf_cache_
   object_url(r->name, key_hex, shown, sizeof shown);
   xfer x = {.max = (size_t)r->o.max_body_bytes};
   char why[600];
-  long status;
+  long status = 0;
   kf_strbuf msg;
   kf_strbuf_init(&msg);
   pthread_mutex_lock(&r->mu);
@@ -508,7 +512,7 @@ kf_status kf_cache_remote_get(kf_cache_remote *r, const char *key_hex, kf_cache_
     r->st.corrupt++;
     r->st.misses++;
   } else {
-    mark_down(r, M_GET, key_hex, why, diag);
+    mark_down(r, M_GET, key_hex, why, status, diag);
     r->st.misses++;
   }
 done:
@@ -526,14 +530,14 @@ kf_status kf_cache_remote_head(kf_cache_remote *r, const char *key_hex, bool *pr
   object_url(r->url, key_hex, url, sizeof url);
   xfer x = {.max = (size_t)r->o.max_body_bytes};
   char why[600];
-  long status;
+  long status = 0;
   pthread_mutex_lock(&r->mu);
   if (!r->st.down) {
     outcome o = request(r, M_HEAD, url, &x, &status, why, sizeof why);
     if (o == O_OK)
       *present = true;
     else if (o != O_MISS)
-      mark_down(r, M_HEAD, key_hex, why, diag);
+      mark_down(r, M_HEAD, key_hex, why, status, diag);
   }
   pthread_mutex_unlock(&r->mu);
   free(x.data);
@@ -601,7 +605,7 @@ kf_status kf_cache_remote_put(kf_cache_remote *r, const kf_cache_entry *e, kf_di
     } else {
       r->st.put_failures++;
       if (o == O_TRANSIENT || status == 0) {
-        mark_down(r, M_PUT, w.key, why, diag);
+        mark_down(r, M_PUT, w.key, why, status, diag);
       } else if (status == 413) {
         kf_diag_warn(diag, "cache remote: PUT %s: %s (the server's body limit): entry not stored", shown, why);
       } else {
@@ -610,8 +614,7 @@ kf_status kf_cache_remote_put(kf_cache_remote *r, const kf_cache_entry *e, kf_di
         r->st.puts_stopped = true;
         kf_diag_warn(diag, "cache remote: PUT %s refused: %s; no further entry is put to %s in this process%s",
                      shown, why, r->name,
-                     status == 401 || status == 403
-                         ? " (check " ENV_BEARER ", or " ENV_USER " and " ENV_PASSWORD ")"
+                     status == 401 || status == 403 ? auth_hint(status)
                      : status == 405 || status == 409
                          ? " (the server must accept PUT and create directories: nginx dav_methods PUT, "
                            "create_full_put_path on)"

@@ -57,6 +57,10 @@ kf_status kf_cache_fetch(kf_cache *local, kf_cache_remote *remote, const char *k
 kf_status kf_cache_store(kf_cache *local, kf_cache_remote *remote, const kf_cache_entry *e, kf_diag *diag) {
   kf_cache_put_result res = KF_CACHE_PUT_NEW;
   kf_status s;
+  /* one creation time for both copies, so they list alike */
+  kf_cache_entry w = *e;
+  if (!w.created_ms) w.created_ms = kf_cache_now_ms();
+  e = &w;
   if (local && (s = kf_cache_put(local, e, &res, diag)) != KF_OK) return s;
   /* a kept entry is one at least as good that this process or another
    * already stored, and stored remotely with it: sending the worse one
