@@ -62,6 +62,8 @@ def run(args, env=None, timeout=120):
     p.seconds = time.monotonic() - t0
     outputs.append(p.stdout)
     outputs.append(p.stderr)
+    if "Sanitizer" in p.stderr or "runtime error:" in p.stderr:
+        check(False, f"no sanitizer report from {os.path.basename(args[0])} {' '.join(args[1:3])}", p.stderr[-3000:])
     return p
 
 
