@@ -97,6 +97,10 @@ kf_status kf_cache_remote_open(const kf_cache_remote_options *o, kf_cache_remote
                   "characters (entries live at URL/ab/KEY)", shown);
     return KF_ERR_ARG;
   }
+  if (strlen(url) > 2048) {
+    kf_diag_error(diag, "cache remote %.80s...: the URL is longer than 2048 characters", shown);
+    return KF_ERR_ARG;
+  }
   if (auth_len == 0) {
     kf_diag_error(diag, "cache remote '%s': the URL has no host", shown);
     return KF_ERR_ARG;

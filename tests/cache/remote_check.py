@@ -320,6 +320,9 @@ def checks(kfuse, client, ng, mine, env, user, password, token, servers):
         return
     want = ls(kfuse, src)
     cache = ng.url("cache")
+    if shutil.which("readelf"):
+        p = subprocess.run(["readelf", "-d", kfuse], capture_output=True, text=True)
+        check(p.returncode == 0 and "libcurl" not in p.stdout, "kfuse does not link libcurl (it loads it)")
 
     # ---- push, pull, identical entries
     p = run([kfuse, "cache", "push", "--remote", cache, "--cache", src], env=env)
