@@ -1,14 +1,13 @@
 /* agent/llm.c — the OpenAI-compatible Chat Completions client
  * (kfuse/llm.h).
  *
- * libcurl is loaded with dlopen ("libcurl.so.4", then "libcurl.so"); curl.h
- * is used for its constants and types only. One easy handle per request:
+ * libcurl is loaded with dlopen by support/curl.c (kfuse/curl.h), the
+ * loader the cache's remote shares; curl.h is used for its constants and
+ * types only. One easy handle per request:
  * the client is called a few times a minute, and a fresh handle keeps
  * nothing (no connection, no cookie) between conversations. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,70 +18,8 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
-
+#include "kfuse/curl.h"
 #include "kfuse/llm.h"
-
-/* ---- libcurl, loaded at run time ------------------------------------------- */
-
-typedef CURLcode (*pfn_global_init)(long);
-typedef CURL *(*pfn_init)(void);
-typedef CURLcode (*pfn_setopt)(CURL *, CURLoption, ...);
-typedef CURLcode (*pfn_perform)(CURL *);
-typedef CURLcode (*pfn_getinfo)(CURL *, CURLINFO, ...);
-typedef void (*pfn_cleanup)(CURL *);
-typedef const char *(*pfn_strerror)(CURLcode);
-typedef struct curl_slist *(*pfn_slist_append)(struct curl_slist *, const char *);
-typedef void (*pfn_slist_free)(struct curl_slist *);
-
-static struct {
-  void *lib;
-  char error[512];
-  pfn_init init;
-  pfn_setopt setopt;
-  pfn_perform perform;
-  pfn_getinfo getinfo;
-  pfn_cleanup cleanup;
-  pfn_strerror strerror;
-  pfn_slist_append slist_append;
-  pfn_slist_free slist_free;
-} cu;
-
-static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
-
-static void cu_load(void) {
-  const char *names[] = {"libcurl.so.4", "libcurl.so"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0] && !cu.lib; i++)
-    cu.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  if (!cu.lib) {
-    const char *e = dlerror();
-    snprintf(cu.error, sizeof cu.error, "libcurl is not available (dlopen libcurl.so.4: %s); install "
-             "libcurl4 (Debian: apt-get install libcurl4)", e ? e : "not found");
-    return;
-  }
-  pfn_global_init gi = (pfn_global_init)dlsym(cu.lib, "curl_global_init");
-  cu.init = (pfn_init)dlsym(cu.lib, "curl_easy_init");
-  cu.setopt = (pfn_setopt)dlsym(cu.lib, "curl_easy_setopt");
-  cu.perform = (pfn_perform)dlsym(cu.lib, "curl_easy_perform");
-  cu.getinfo = (pfn_getinfo)dlsym(cu.lib, "curl_easy_getinfo");
-  cu.cleanup = (pfn_cleanup)dlsym(cu.lib, "curl_easy_cleanup");
-  cu.strerror = (pfn_strerror)dlsym(cu.lib, "curl_easy_strerror");
-  cu.slist_append = (pfn_slist_append)dlsym(cu.lib, "curl_slist_append");
-  cu.slist_free = (pfn_slist_free)dlsym(cu.lib, "curl_slist_free_all");
-  if (!gi || !cu.init || !cu.setopt || !cu.perform || !cu.getinfo || !cu.cleanup || !cu.strerror ||
-      !cu.slist_append || !cu.slist_free) {
-    snprintf(cu.error, sizeof cu.error, "libcurl lacks the easy interface's symbols");
-    dlclose(cu.lib);
-    cu.lib = NULL;
-    return;
-  }
-  CURLcode r = gi(CURL_GLOBAL_DEFAULT);
-  if (r != CURLE_OK) {
-    snprintf(cu.error, sizeof cu.error, "curl_global_init failed: %s", cu.strerror(r));
-    dlclose(cu.lib);
-    cu.lib = NULL;
-  }
-}
 
 /* ---- config and replies ---------------------------------------------------------- */
 
@@ -178,20 +115,20 @@ typedef enum outcome { SENT, TRANSIENT, FATAL } outcome;
 
 /* One POST; *status the HTTP status (0: none). why: the failure, for the
  * diagnostic and the retry's progress line. */
-static outcome post_once(const kf_llm_config *c, const char *url, const char *payload, const char *key,
+static outcome post_once(const kf_curl_api *cu, const kf_llm_config *c, const char *url, const char *payload, const char *key,
                          body *b, long *status, hdrs *h, char *why, size_t nwhy) {
   *status = 0;
   h->retry_after = -1;
   b->len = 0;
   b->overflow = false;
   if (b->data) b->data[0] = '\0';
-  CURL *e = cu.init();
+  CURL *e = cu->easy_init();
   if (!e) {
     snprintf(why, nwhy, "curl_easy_init failed");
     return FATAL;
   }
-  struct curl_slist *hl = cu.slist_append(NULL, "Content-Type: application/json");
-  struct curl_slist *h2 = hl ? cu.slist_append(hl, "Accept: application/json") : NULL;
+  struct curl_slist *hl = cu->slist_append(NULL, "Content-Type: application/json");
+  struct curl_slist *h2 = hl ? cu->slist_append(hl, "Accept: application/json") : NULL;
   char *auth = NULL;
   bool ok = h2 != NULL;
   if (ok && key && *key) {
@@ -200,7 +137,7 @@ static outcome post_once(const kf_llm_config *c, const char *url, const char *pa
     ok = auth != NULL;
     if (ok) {
       snprintf(auth, n, "Authorization: Bearer %s", key);
-      struct curl_slist *h3 = cu.slist_append(h2, auth);
+      struct curl_slist *h3 = cu->slist_append(h2, auth);
       ok = h3 != NULL;
       if (ok) h2 = h3;
     }
@@ -211,8 +148,8 @@ static outcome post_once(const kf_llm_config *c, const char *url, const char *pa
       memset(auth, 0, strlen(auth));
       free(auth);
     }
-    if (hl) cu.slist_free(hl);
-    cu.cleanup(e);
+    if (hl) cu->slist_free_all(hl);
+    cu->easy_cleanup(e);
     snprintf(why, nwhy, "out of memory");
     return FATAL;
   }
@@ -220,7 +157,7 @@ static outcome post_once(const kf_llm_config *c, const char *url, const char *pa
   if (tmo < 1) tmo = 1;
   CURLcode r = CURLE_OK;
 #define SET(opt, val) \
-  if (r == CURLE_OK) r = cu.setopt(e, opt, val)
+  if (r == CURLE_OK) r = cu->easy_setopt(e, opt, val)
   SET(CURLOPT_URL, url);
   SET(CURLOPT_HTTPHEADER, hl);
   SET(CURLOPT_POSTFIELDS, payload);
@@ -237,14 +174,14 @@ static outcome post_once(const kf_llm_config *c, const char *url, const char *pa
 #undef SET
   outcome out = SENT;
   if (r != CURLE_OK) {
-    snprintf(why, nwhy, "setting up the request: %s", cu.strerror(r));
+    snprintf(why, nwhy, "setting up the request: %s", cu->easy_strerror(r));
     out = FATAL;
   } else {
-    r = cu.perform(e);
+    r = cu->easy_perform(e);
     if (r != CURLE_OK) {
-      snprintf(why, nwhy, "%s", b->overflow ? "the reply exceeds 64 MiB" : cu.strerror(r));
+      snprintf(why, nwhy, "%s", b->overflow ? "the reply exceeds 64 MiB" : cu->easy_strerror(r));
       out = b->overflow ? FATAL : TRANSIENT;
-    } else if (cu.getinfo(e, CURLINFO_RESPONSE_CODE, status) != CURLE_OK) {
+    } else if (cu->easy_getinfo(e, CURLINFO_RESPONSE_CODE, status) != CURLE_OK) {
       snprintf(why, nwhy, "no HTTP status");
       out = FATAL;
     } else if (*status == 429 || *status == 500 || *status == 502 || *status == 503 || *status == 504 ||
@@ -256,12 +193,12 @@ static outcome post_once(const kf_llm_config *c, const char *url, const char *pa
       out = FATAL;
     }
   }
-  cu.slist_free(hl);
+  cu->slist_free_all(hl);
   if (auth) {
     memset(auth, 0, strlen(auth));
     free(auth);
   }
-  cu.cleanup(e);
+  cu->easy_cleanup(e);
   return out;
 }
 
@@ -392,9 +329,10 @@ kf_status kf_llm_chat(const kf_llm_config *c, const cJSON *messages, const cJSON
     kf_diag_error(diag, "LLM endpoint '%s': expected an http:// or https:// URL", c->endpoint);
     return KF_ERR_ARG;
   }
-  pthread_once(&cu_once, cu_load);
-  if (!cu.lib) {
-    kf_diag_error(diag, "LLM endpoint %s: %s", c->endpoint, cu.error);
+  const char *no_curl = NULL;
+  const kf_curl_api *cu = kf_curl_get_api(&no_curl);
+  if (!cu) {
+    kf_diag_error(diag, "LLM endpoint %s: %s", c->endpoint, no_curl);
     return KF_ERR_UNSUPPORTED;
   }
   size_t ne = strlen(c->endpoint);
@@ -429,7 +367,7 @@ kf_status kf_llm_chat(const kf_llm_config *c, const cJSON *messages, const cJSON
   for (int attempt = 0; !st; attempt++) {
     out->attempts++;
     double tw = kf_now_s();
-    o = post_once(c, url, payload, key, &b, &status, &h, why, sizeof why);
+    o = post_once(cu, c, url, payload, key, &b, &status, &h, why, sizeof why);
     out->wait_seconds += kf_now_s() - tw;
     if (o != TRANSIENT || attempt >= c->max_retries) break;
     double w = wait * jitter();

@@ -56,6 +56,18 @@ kf_status kf_cache_begin_write(sqlite3 *db, const char *file, kf_diag *diag);
 /* ROLLBACK when a transaction is open; errors ignored (used on failure). */
 void kf_cache_rollback(sqlite3 *db);
 
+/* The header of one field in the tagged, length-prefixed encoding that the
+ * key, the payload hash and the wire form share: the tag byte, then len as
+ * 8 little-endian bytes. */
+void kf_cache_field_header(uint8_t hdr[9], char tag, uint64_t len);
+/* A median time as the hash and the wire form spell it ("%.17g": strtod
+ * reads back the same double). */
+void kf_cache_format_ms(double ms, char out[40]);
+/* 32 bytes as 64 lowercase hex digits. */
+void kf_cache_to_hex(const uint8_t b[32], char hex[65]);
+/* Whether k is 64 lowercase hex digits (a key or a payload hash). */
+bool kf_cache_key_hex_valid(const char *k);
+
 /* The BLAKE3 (hex) of e's immutable fields: key, key fields, unit, cubin,
  * verdict, evidence, reward, ms, GPU, policy, endpoint. */
 void kf_cache_payload_hash(const kf_cache_entry *e, char hex[65]);
@@ -70,6 +82,11 @@ bool kf_cache_entry_corrupt(const kf_cache_entry *e, char *why, size_t n);
 kf_cache_entry *kf_cache_row_entry(sqlite3_stmt *st, bool meta_only);
 /* Bind e to the ENTRY_N_COLS parameters of an INSERT of ENTRY_COLS. */
 int kf_cache_bind_entry(sqlite3_stmt *st, const kf_cache_entry *e);
+
+/* The stored entry for key into *out as it is (NULL when none): neither
+ * checked nor counted as a use (push reads entries this way, so pushing
+ * does not reorder the LRU). */
+kf_status kf_cache_read_entry(kf_cache *c, const char *key, kf_cache_entry **out, kf_diag *diag);
 
 /* Unix time in milliseconds. */
 int64_t kf_cache_now_ms(void);

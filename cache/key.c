@@ -15,11 +15,23 @@
 
 #include "cache_int.h"
 
-static void put_field(llvm_blake3_hasher *h, char tag, const void *p, size_t n, bool absent) {
-  uint8_t hdr[9];
-  uint64_t len = absent ? UINT64_MAX : (uint64_t)n;
+void kf_cache_field_header(uint8_t hdr[9], char tag, uint64_t len) {
   hdr[0] = (uint8_t)tag;
   for (int i = 0; i < 8; i++) hdr[1 + i] = (uint8_t)(len >> (8 * i));
+}
+
+void kf_cache_format_ms(double ms, char out[40]) { snprintf(out, 40, "%.17g", ms); }
+
+bool kf_cache_key_hex_valid(const char *k) {
+  if (!k || strlen(k) != 64) return false;
+  for (int i = 0; i < 64; i++)
+    if (!((k[i] >= '0' && k[i] <= '9') || (k[i] >= 'a' && k[i] <= 'f'))) return false;
+  return true;
+}
+
+static void put_field(llvm_blake3_hasher *h, char tag, const void *p, size_t n, bool absent) {
+  uint8_t hdr[9];
+  kf_cache_field_header(hdr, tag, absent ? UINT64_MAX : (uint64_t)n);
   llvm_blake3_hasher_update(h, hdr, sizeof hdr);
   if (!absent && n) llvm_blake3_hasher_update(h, p, n);
 }
@@ -34,7 +46,7 @@ static void put_int(llvm_blake3_hasher *h, char tag, long long v) {
   put_str(h, tag, b);
 }
 
-static void to_hex(const uint8_t *b, char hex[65]) {
+void kf_cache_to_hex(const uint8_t b[32], char hex[65]) {
   static const char d[] = "0123456789abcdef";
   for (int i = 0; i < 32; i++) {
     hex[2 * i] = d[b[i] >> 4];
@@ -74,7 +86,7 @@ kf_status kf_cache_key_make(const kf_cache_key_fields *f, kf_cache_key *out, kf_
   put_str(&h, 'D', f->driver);
   put_int(&h, 'C', f->codegen);
   llvm_blake3_hasher_finalize(&h, out->bytes, sizeof out->bytes);
-  to_hex(out->bytes, out->hex);
+  kf_cache_to_hex(out->bytes, out->hex);
   return KF_OK;
 }
 
@@ -96,14 +108,14 @@ void kf_cache_payload_hash(const kf_cache_entry *e, char hex[65]) {
   put_str(&h, 'E', e->evidence);
   put_int(&h, 'W', e->reward);
   char ms[40];
-  snprintf(ms, sizeof ms, "%.17g", e->ms);
+  kf_cache_format_ms(e->ms, ms);
   put_str(&h, 'M', ms);
   put_str(&h, 'U', e->gpu);
   put_str(&h, 'O', e->policy);
   put_str(&h, 'N', e->endpoint);
   uint8_t b[32];
   llvm_blake3_hasher_finalize(&h, b, sizeof b);
-  to_hex(b, hex);
+  kf_cache_to_hex(b, hex);
 }
 
 int64_t kf_cache_payload_bytes(const kf_cache_entry *e) {

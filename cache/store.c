@@ -364,13 +364,6 @@ const char *kf_cache_dir(const kf_cache *c) { return c->dir; }
 
 /* ---- put ------------------------------------------------------------------ */
 
-static bool is_key_hex(const char *k) {
-  if (!k || strlen(k) != 64) return false;
-  for (int i = 0; i < 64; i++)
-    if (!((k[i] >= '0' && k[i] <= '9') || (k[i] >= 'a' && k[i] <= 'f'))) return false;
-  return true;
-}
-
 /* the replace rule: higher reward, then strictly faster on the same GPU */
 static bool better(const kf_cache_entry *n, const kf_cache_entry *o) {
   if (n->reward != o->reward) return n->reward > o->reward;
@@ -378,7 +371,7 @@ static bool better(const kf_cache_entry *n, const kf_cache_entry *o) {
 }
 
 static kf_status check_put(const kf_cache_entry *e, kf_diag *diag) {
-  if (!is_key_hex(e->key)) {
+  if (!kf_cache_key_hex_valid(e->key)) {
     kf_diag_error(diag, "cache put: key '%.70s' is not 64 lowercase hex digits", e->key);
     return KF_ERR_ARG;
   }
@@ -467,7 +460,7 @@ done:
   return s;
 }
 
-static kf_status select_entry(kf_cache *c, const char *key, kf_cache_entry **out, kf_diag *diag) {
+kf_status kf_cache_read_entry(kf_cache *c, const char *key, kf_cache_entry **out, kf_diag *diag) {
   *out = NULL;
   sqlite3_stmt *st = NULL;
   kf_status s = prepare(c, "SELECT " ENTRY_COLS " FROM entries WHERE key = ?", &st, diag);
@@ -502,7 +495,7 @@ kf_status kf_cache_put(kf_cache *c, const kf_cache_entry *e, kf_cache_put_result
   kf_cache_entry *old = NULL;
   sqlite3_stmt *st = NULL;
   if ((s = kf_cache_begin_write(c->db, c->db_path, diag)) != KF_OK) return s;
-  if ((s = select_entry(c, w.key, &old, diag)) != KF_OK) goto fail;
+  if ((s = kf_cache_read_entry(c, w.key, &old, diag)) != KF_OK) goto fail;
   if (old) {
     char why[160];
     if (kf_cache_entry_corrupt(old, why, sizeof why)) {
@@ -571,7 +564,7 @@ static kf_status remove_corrupt(kf_cache *c, const char *key, const char *hash, 
 }
 
 kf_status kf_cache_remove(kf_cache *c, const char *key_hex, kf_diag *diag) {
-  if (!is_key_hex(key_hex)) {
+  if (!kf_cache_key_hex_valid(key_hex)) {
     kf_diag_error(diag, "%s: not a cache key (64 lowercase hex digits)", key_hex ? key_hex : "(null)");
     return KF_ERR_ARG;
   }
@@ -645,7 +638,7 @@ static const char *text_of(kf_strbuf *b) {
 
 kf_status kf_cache_get(kf_cache *c, const char *key_hex, kf_cache_entry **out, kf_diag *diag) {
   *out = NULL;
-  if (!is_key_hex(key_hex)) {
+  if (!kf_cache_key_hex_valid(key_hex)) {
     kf_diag_error(diag, "cache get: key '%.70s' is not 64 lowercase hex digits", key_hex ? key_hex : "(null)");
     return KF_ERR_ARG;
   }
@@ -655,7 +648,7 @@ kf_status kf_cache_get(kf_cache *c, const char *key_hex, kf_cache_entry **out, k
   kf_strbuf_init(&msg);
   kf_diag local;
   kf_diag_init(&local, kf_diag_to_strbuf, &msg);
-  kf_status s = select_entry(c, key_hex, &e, &local);
+  kf_status s = kf_cache_read_entry(c, key_hex, &e, &local);
   if (s == KF_ERR_FORMAT || s == KF_ERR_INTERNAL) {
     kf_diag_warn(diag, "cache entry %.16s could not be read, treated as a miss: %s", key_hex,
                  text_of(&msg));

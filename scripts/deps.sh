@@ -15,8 +15,9 @@ PACKAGES=(
   # frontend, agent and cache libraries
   libcjson-dev libcurl4-openssl-dev libzip-dev libminizip-dev libsqlite3-dev
   zlib1g-dev libzstd-dev
-  # tests: unit tests, fuzzing with libFuzzer (clang-14 + its runtimes)
-  libcmocka-dev clang-14 libclang-rt-14-dev
+  # tests: unit tests, fuzzing with libFuzzer (clang-14 + its runtimes),
+  # the kernel cache's HTTP remote against nginx's WebDAV module
+  libcmocka-dev clang-14 libclang-rt-14-dev nginx
   # build tools
   gcc g++ cmake ninja-build pkg-config python3
 )

@@ -159,8 +159,9 @@ static const command commands[] = {
      "        'Authorization: Bearer $NAME'; SIGINT/SIGTERM stop it cleanly\n"
      "        (docs/AGENT.md; client: python/kfuse/rollout.py)\n"},
     {"cache",
-     "cache stats|ls|verify|gc|export FILE|import FILE [--cache DIR] [--json]\n"
-     "          [--max-bytes N]",
+     "cache stats|ls|verify|gc|export FILE|import FILE|push|pull KEY... [--cache DIR]\n"
+     "          [--json] [--max-bytes N] [--remote URL] [--remote-timeout S]\n"
+     "          [--remote-read-only]",
      "        look after the kernel cache in DIR (else $KFUSE_CACHE_DIR, else\n"
      "        $XDG_CACHE_HOME/kfuse or ~/.cache/kfuse): stats (entries, bytes,\n"
      "        hits, misses), ls (key, reward, median ms, GPU, policy, age, group;\n"
@@ -169,7 +170,14 @@ static const command commands[] = {
      "        least recently used entries evicted down to N payload bytes),\n"
      "        export FILE (every entry in one file, e.g. a CI artifact), import\n"
      "        FILE (entries put by the replace rule: a higher reward, then a\n"
-     "        faster time on the same GPU, wins; ties keep the older) (docs/CACHE.md)\n"},
+     "        faster time on the same GPU, wins; ties keep the older), push\n"
+     "        --remote URL (every entry the HTTP remote lacks: HEAD, then PUT\n"
+     "        at URL/ab/KEY), pull --remote URL KEY... (from the remote into\n"
+     "        DIR; --remote-read-only: never PUT); credentials from\n"
+     "        $KFUSE_CACHE_REMOTE_BEARER, or $KFUSE_CACHE_REMOTE_USER and\n"
+     "        $KFUSE_CACHE_REMOTE_PASSWORD; --remote-timeout S bounds each\n"
+     "        request, retries included (default 10); exit 1 when an entry was\n"
+     "        not pushed or a key not pulled (docs/CACHE.md)\n"},
     {"warm",
      "warm MODEL... [--cache DIR] [--shard K/N] [--target sm_90|sm_90a]\n"
      "          [--precision default|tf32|bf16|fp16] [--judge-timeout S] [-q]",

@@ -18,9 +18,17 @@
  * corrupt entry is reported as a warning naming it, removed and treated as
  * a miss.
  *
- * This module calls only support/ (status, diagnostics), SQLite and the
- * BLAKE3 of the LLVM C API; it knows units only as text and bytes, so it
- * sits beside agent/ above the IR core. */
+ * Beside the local store, an HTTP remote (docs/CACHE.md "The remote"):
+ * entries in their wire form (kf_cache_entry_encode) under URL/ab/KEY,
+ * read with GET, probed with HEAD and written with PUT, the convention
+ * ccache, sccache and bazel-remote share. A remote that fails is a warning
+ * and a miss, never an error, and is not asked again in the process; the
+ * tiered helpers kf_cache_fetch and kf_cache_store are what the compiler
+ * calls (local first, remote hits written through).
+ *
+ * This module calls only support/ (status, diagnostics, the libcurl
+ * loader), SQLite and the BLAKE3 of the LLVM C API; it knows units only as
+ * text and bytes, so it sits beside agent/ above the IR core. */
 #ifndef KFUSE_CACHE_H
 #define KFUSE_CACHE_H
 
@@ -44,6 +52,8 @@ extern "C" {
 #define KF_CACHE_FORMAT "kfuse-cache-v1"
 /* The format of `kfuse cache export` files. */
 #define KF_CACHE_EXPORT_FORMAT "kfuse-cache-export-v1"
+/* The first line of an entry's wire form (what a remote stores). */
+#define KF_CACHE_WIRE_FORMAT "kfuse-cache-entry-v1"
 
 /* What a key is made of. All strings required and non-empty except driver
  * (may be ""), all borrowed. */
@@ -206,6 +216,133 @@ typedef struct kf_cache_import_counts {
  * skipped). counts may be NULL. */
 KF_API kf_status kf_cache_import(kf_cache *c, const char *path, kf_cache_import_counts *counts,
                                  kf_diag *diag);
+
+/* ---- the wire form of one entry (cache/wire.c) ------------------------------ */
+
+/* e as bytes, appended to out: the line "kfuse-cache-entry-v1\n", then
+ * every immutable field (the key, its fields, the unit, cubin, verdict,
+ * evidence, reward, ms, GPU, policy, endpoint, payload hash, created_ms)
+ * as a tag byte, an 8-byte little-endian length and the bytes, then a
+ * BLAKE3 of all that. e->payload_hash is written as it is (the decoder
+ * checks it). KF_ERR_ARG when a required field is missing or the key or
+ * payload hash is not 64 hex digits; KF_ERR_NOMEM when out failed. */
+KF_API kf_status kf_cache_entry_encode(const kf_cache_entry *e, kf_strbuf *out, kf_diag *diag);
+
+/* The entry in buf[n] into *out (the caller destroys it), or an error and
+ * *out = NULL: KF_ERR_VERSION for another format version, KF_ERR_FORMAT
+ * for anything else off (truncated, a length past the end, an unknown or
+ * repeated field, a missing one, a bad number, a checksum, payload hash or
+ * key that does not match the content). Never reads past buf[n - 1].
+ * last_used_ms = created_ms, hits = 0, bytes recomputed. */
+KF_API kf_status kf_cache_entry_decode(const void *buf, size_t n, kf_cache_entry **out, kf_diag *diag);
+
+/* ---- the HTTP remote (cache/remote.c) --------------------------------------- */
+
+typedef struct kf_cache_remote kf_cache_remote;
+
+typedef struct kf_cache_remote_options {
+  const char *url;          /* http:// or https:// base URL, no user:password@,
+                               no ?query (borrowed; open copies it) */
+  bool read_only;           /* never PUT (untrusted consumers: pull requests) */
+  double timeout_s;         /* one operation, its retries included (10) */
+  double connect_timeout_s; /* one connection attempt (5) */
+  int retries;              /* further attempts after a transient failure (2) */
+  double backoff_s;         /* the first wait before a retry, doubling,
+                               jittered (0.25); a Retry-After in seconds
+                               replaces it */
+  int64_t max_body_bytes;   /* the largest entry sent or accepted (256 MiB) */
+} kf_cache_remote_options;
+
+/* The defaults above, url NULL. */
+KF_API void kf_cache_remote_options_init(kf_cache_remote_options *o);
+
+/* A remote at o->url. Nothing is sent until the first request. Credentials
+ * come from the environment only, read at each request and never stored,
+ * logged or written: KFUSE_CACHE_REMOTE_BEARER (Authorization: Bearer), or
+ * KFUSE_CACHE_REMOTE_USER and KFUSE_CACHE_REMOTE_PASSWORD (basic).
+ * KF_ERR_ARG for a URL that is not http(s), holds credentials or a query,
+ * or a user without a password; KF_ERR_UNSUPPORTED when libcurl cannot be
+ * loaded. One remote serves several threads (requests are serialised). */
+KF_API kf_status kf_cache_remote_open(const kf_cache_remote_options *o, kf_cache_remote **out, kf_diag *diag);
+/* Close. Accepts NULL. */
+KF_API void kf_cache_remote_close(kf_cache_remote *r);
+/* The base URL as diagnostics show it (borrowed). */
+KF_API const char *kf_cache_remote_url(const kf_cache_remote *r);
+
+/* GET URL/<key_hex[0..2]>/<key_hex> into *out (the caller destroys it), or
+ * *out = NULL on a miss. A 404 is a miss. A corrupt body (truncated, hash
+ * or key off, another key's entry, over max_body_bytes) is a warning
+ * naming the key and a miss. A failure after the retries (5xx, 408, 429,
+ * timeouts and connection failures are retried; other statuses are not)
+ * is a warning and a miss, and marks the remote down: every later call in
+ * the process returns at once (a miss, no further warning). KF_OK in all
+ * these cases; KF_ERR_ARG for a key that is not 64 lowercase hex digits. */
+KF_API kf_status kf_cache_remote_get(kf_cache_remote *r, const char *key_hex, kf_cache_entry **out,
+                                     kf_diag *diag);
+/* HEAD of the same URL: *present true on 2xx. Failures as for get
+ * (*present false). */
+KF_API kf_status kf_cache_remote_head(kf_cache_remote *r, const char *key_hex, bool *present, kf_diag *diag);
+/* PUT e's wire form at its key's URL (the remote keeps the last put).
+ * Nothing is sent in read-only mode or once the remote is down. e may
+ * come from the store (its payload hash is checked) or be new, as for
+ * kf_cache_put (payload hash, created_ms and endpoint "" filled in). A
+ * failure is a warning (KF_OK); a 401, 403 or 405 also stops further puts
+ * in the process (gets go on); a transient failure after the retries
+ * marks the remote down. KF_ERR_ARG when e is not a verified entry. */
+KF_API kf_status kf_cache_remote_put(kf_cache_remote *r, const kf_cache_entry *e, kf_diag *diag);
+
+typedef struct kf_cache_remote_stats {
+  int64_t requests;       /* HTTP requests sent, retries included */
+  int64_t retries;        /* of them, retries */
+  int64_t hits, misses;   /* gets: entries returned; misses (404, corrupt,
+                             failures, down) */
+  int64_t corrupt;        /* of the misses, corrupt bodies */
+  int64_t puts, put_failures; /* puts that stored an entry; that failed */
+  int64_t skipped;        /* puts not sent: read-only, down or puts stopped */
+  bool down;              /* failed after retries: no request is sent any more */
+  bool puts_stopped;      /* refused a put (401, 403, 405): no put is sent any more */
+} kf_cache_remote_stats;
+
+KF_API void kf_cache_remote_get_stats(kf_cache_remote *r, kf_cache_remote_stats *out);
+
+typedef struct kf_cache_push_counts {
+  int64_t entries;  /* local entries considered */
+  int64_t pushed;   /* the remote lacked them: PUT */
+  int64_t present;  /* the remote had them (HEAD) */
+  int64_t failed;   /* not pushed: a failed PUT, a corrupt local entry, the
+                       remote down or refusing puts */
+} kf_cache_push_counts;
+
+/* Every entry of local that the remote lacks (HEAD, then PUT), from one
+ * listing of the store; reading them does not count as a use. Remote
+ * failures are warnings counted in counts->failed (KF_OK); errors only
+ * for the local store or read-only mode (KF_ERR_ARG). */
+KF_API kf_status kf_cache_remote_push(kf_cache_remote *r, kf_cache *local, kf_cache_push_counts *counts,
+                                      kf_diag *diag);
+
+/* ---- the two tiers together (cache/tiered.c) -------------------------------- */
+
+typedef enum kf_cache_source {
+  KF_CACHE_MISS = 0,
+  KF_CACHE_LOCAL = 1,
+  KF_CACHE_REMOTE = 2,
+} kf_cache_source;
+
+/* The entry for key_hex: from local (may be NULL) first; on a local miss
+ * from remote (may be NULL), and a remote hit is written through into
+ * local (kf_cache_put; a failure to write is a warning, the hit stands).
+ * *out NULL on a miss; *source (may be NULL) the kf_cache_source it came
+ * from. The remote never makes this fail (see kf_cache_remote_get); local
+ * errors are kf_cache_get's. */
+KF_API kf_status kf_cache_fetch(kf_cache *local, kf_cache_remote *remote, const char *key_hex,
+                                kf_cache_entry **out, int *source, kf_diag *diag);
+
+/* Put e locally (local may be NULL; kf_cache_put's rules and errors), and
+ * to the remote (may be NULL) unless it is read-only or the local store
+ * kept an entry at least as good (then the remote has, or had, that one).
+ * Remote failures are warnings. */
+KF_API kf_status kf_cache_store(kf_cache *local, kf_cache_remote *remote, const kf_cache_entry *e,
+                                kf_diag *diag);
 
 #ifdef __cplusplus
 }

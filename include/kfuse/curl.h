@@ -1,0 +1,43 @@
+/* kfuse/curl.h — libcurl's easy interface, loaded at run time with dlopen
+ * (support/curl.c), for every part of kfuse that is an HTTP client: the
+ * LLM client (agent/llm.c) and the kernel cache's remote (cache/remote.c).
+ *
+ * kfuse never links libcurl: it runs where libcurl is absent until an HTTP
+ * endpoint is used, and then says what to install. curl/curl.h is needed
+ * to build only, for its types and constants. The library is loaded and
+ * curl_global_init'ed once per process, thread-safely; the table below is
+ * then read-only and shared. */
+#ifndef KFUSE_CURL_H
+#define KFUSE_CURL_H
+
+#include <curl/curl.h>
+
+#include "kfuse/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The libcurl functions kfuse calls, resolved from the loaded library. */
+typedef struct kf_curl_api {
+  CURL *(*easy_init)(void);
+  CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+  CURLcode (*easy_perform)(CURL *);
+  CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+  void (*easy_reset)(CURL *);
+  void (*easy_cleanup)(CURL *);
+  const char *(*easy_strerror)(CURLcode);
+  struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+  void (*slist_free_all)(struct curl_slist *);
+} kf_curl_api;
+
+/* The loaded interface (borrowed, valid for the process), or NULL with the
+ * reason in *why (a static string: which library is missing and which
+ * Debian package provides it). The first call loads "libcurl.so.4", then
+ * "libcurl.so", and runs curl_global_init; later calls only return. */
+KF_API const kf_curl_api *kf_curl_get_api(const char **why);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

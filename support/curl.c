@@ -1,0 +1,60 @@
+/* support/curl.c — libcurl loaded with dlopen, once per process
+ * (kfuse/curl.h). Shared by the LLM client and the cache's remote so that
+ * there is one loader, one global init and one message for a missing
+ * library. Its own library (kfuse_curl) rather than part of kfuse_core:
+ * the core has no external dependency, and this needs curl.h and libdl. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "kfuse/curl.h"
+
+typedef CURLcode (*pfn_global_init)(long);
+
+static kf_curl_api api;
+static void *lib;
+static char error[512];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void load(void) {
+  const char *names[] = {"libcurl.so.4", "libcurl.so"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char *e = dlerror();
+    snprintf(error, sizeof error, "libcurl is not available (dlopen libcurl.so.4: %s); install "
+             "libcurl4 (Debian: apt-get install libcurl4)", e ? e : "not found");
+    return;
+  }
+  pfn_global_init gi = (pfn_global_init)dlsym(lib, "curl_global_init");
+  api.easy_init = (CURL * (*)(void)) dlsym(lib, "curl_easy_init");
+  api.easy_setopt = (CURLcode(*)(CURL *, CURLoption, ...))dlsym(lib, "curl_easy_setopt");
+  api.easy_perform = (CURLcode(*)(CURL *))dlsym(lib, "curl_easy_perform");
+  api.easy_getinfo = (CURLcode(*)(CURL *, CURLINFO, ...))dlsym(lib, "curl_easy_getinfo");
+  api.easy_reset = (void (*)(CURL *))dlsym(lib, "curl_easy_reset");
+  api.easy_cleanup = (void (*)(CURL *))dlsym(lib, "curl_easy_cleanup");
+  api.easy_strerror = (const char *(*)(CURLcode))dlsym(lib, "curl_easy_strerror");
+  api.slist_append = (struct curl_slist * (*)(struct curl_slist *, const char *)) dlsym(lib, "curl_slist_append");
+  api.slist_free_all = (void (*)(struct curl_slist *))dlsym(lib, "curl_slist_free_all");
+  if (!gi || !api.easy_init || !api.easy_setopt || !api.easy_perform || !api.easy_getinfo || !api.easy_reset ||
+      !api.easy_cleanup || !api.easy_strerror || !api.slist_append || !api.slist_free_all) {
+    snprintf(error, sizeof error, "libcurl lacks the easy interface's symbols");
+    dlclose(lib);
+    lib = NULL;
+    return;
+  }
+  CURLcode r = gi(CURL_GLOBAL_DEFAULT);
+  if (r != CURLE_OK) {
+    snprintf(error, sizeof error, "curl_global_init failed: %s", api.easy_strerror(r));
+    dlclose(lib);
+    lib = NULL;
+  }
+}
+
+const kf_curl_api *kf_curl_get_api(const char **why) {
+  pthread_once(&once, load);
+  if (!lib) {
+    if (why) *why = error;
+    return NULL;
+  }
+  return &api;
+}
