@@ -54,14 +54,17 @@ kf_status kf_cache_fetch(kf_cache *local, kf_cache_remote *remote, const char *k
   return KF_OK;
 }
 
-kf_status kf_cache_store(kf_cache *local, kf_cache_remote *remote, const kf_cache_entry *e, kf_diag *diag) {
+kf_status kf_cache_store(kf_cache *local, kf_cache_remote *remote, const kf_cache_entry *e,
+                         kf_cache_put_result *out, kf_diag *diag) {
   kf_cache_put_result res = KF_CACHE_PUT_NEW;
+  if (out) *out = res;
   kf_status s;
   /* one creation time for both copies, so they list alike */
   kf_cache_entry w = *e;
   if (!w.created_ms) w.created_ms = kf_cache_now_ms();
   e = &w;
   if (local && (s = kf_cache_put(local, e, &res, diag)) != KF_OK) return s;
+  if (out) *out = res;
   /* a kept entry is one at least as good that this process or another
    * already stored, and stored remotely with it: sending the worse one
    * would overwrite it there (the remote keeps the last put) */

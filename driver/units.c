@@ -297,7 +297,7 @@ static void store_slot(kf_uslot *sl, const kf_compile_options *o, const char *to
     e.policy = policy;
     e.endpoint = "";
     kf_cache_put_result res;
-    st = kf_cache_put(o->cache, &e, &res, diag);
+    st = kf_cache_store(o->cache, o->remote, &e, &res, diag);
     if (!st) {
       sl->stored = res != KF_CACHE_PUT_KEPT;
       us->stored += sl->stored;
@@ -520,7 +520,8 @@ kf_status kf_units_build(kf_uslot *slots, int ns, const kf_compile_options *o, k
       if ((st = slot_key(sl, o, toolkit, sl->cache_key, diag))) break;
       if (sl->given_dir) continue; /* the user's unit, judged */
       kf_cache_entry *e = NULL;
-      if ((st = kf_cache_get(o->cache, sl->cache_key, &e, diag))) break;
+      int from = KF_CACHE_MISS;
+      if ((st = kf_cache_fetch(o->cache, o->remote, sl->cache_key, &e, &from, diag))) break;
       if (e) {
         char why[256] = "";
         kf_status es = unit_of_entry(sl, e, &sl->unit, why, sizeof why);
@@ -529,7 +530,7 @@ kf_status kf_units_build(kf_uslot *slots, int ns, const kf_compile_options *o, k
           kf_diag_warn(diag, "group %d: the kernel cache's entry %.16s... is not usable here (%s); treated as a "
                        "miss", sl->first->id, sl->cache_key, why);
         else {
-          sl->source = KF_USLOT_LOCAL;
+          sl->source = from == KF_CACHE_REMOTE ? KF_USLOT_REMOTE : KF_USLOT_LOCAL;
           sl->cached_reward = e->reward;
           sl->cached_ms = e->ms;
           snprintf(sl->cached_gpu, sizeof sl->cached_gpu, "%s", e->gpu ? e->gpu : "");
@@ -538,6 +539,7 @@ kf_status kf_units_build(kf_uslot *slots, int ns, const kf_compile_options *o, k
         kf_cache_entry_destroy(e);
       }
       if (sl->source == KF_USLOT_LOCAL) us->hits_local++;
+      else if (sl->source == KF_USLOT_REMOTE) us->hits_remote++;
       else us->misses++;
       if (o->require_cached && sl->source == KF_USLOT_BUILT) {
         char line[200];
@@ -569,11 +571,13 @@ kf_status kf_units_build(kf_uslot *slots, int ns, const kf_compile_options *o, k
       return KF_ERR_ARG;
     }
     for (int s = 0; s < ns && !st; s++) {
-      if (slots[s].source == KF_USLOT_BUILT) continue;
+      kf_uslot_source was = slots[s].source;
+      if (was == KF_USLOT_BUILT) continue;
       bool ok = false;
       st = reverify_slot(&slots[s], o, us, &ok, diag);
       if (!st && !ok) {
-        us->hits_local--;
+        if (was == KF_USLOT_REMOTE) us->hits_remote--;
+        else us->hits_local--;
         us->misses++;
       }
     }

@@ -45,6 +45,7 @@ static const command commands[] = {
      "          [--judge-timeout S] [--unit KEY=DIR ...] [--reference] [--prefix NAME]\n"
      "          [--kernel-option KEY=N ...] [-q]\n"
      "          [--cache DIR | --no-cache] [--require-cached] [--reverify] [--offline]\n"
+     "          [--remote URL [--remote-read-only] [--remote-timeout S]]\n"
      "          [--agent llm --endpoint URL --model NAME [--agent-groups N] [--agent-jobs N]\n"
      "           [--agent-gpus N] [--agent-tokens N] [--agent-seconds S] [--agent-turns N]\n"
      "           [--agent-judge N] [--agent-session-tokens N] [--agent-session-seconds S]\n"
@@ -80,7 +81,11 @@ static const command commands[] = {
      "        neither built, compiled nor judged; --require-cached fails, naming\n"
      "        every group the cache misses, before building anything; --reverify\n"
      "        judges each hit again on the GPU (one that fails is dropped and\n"
-     "        rebuilt); --offline never calls an LLM or a remote. Not used with\n"
+     "        rebuilt); --remote URL (else $KFUSE_CACHE_REMOTE) is an HTTP\n"
+     "        cache behind the local one (GET/PUT/HEAD of URL/ab/KEY; hits\n"
+     "        written through; verified units stored there too unless\n"
+     "        --remote-read-only; a failing remote is a warning, never a failed\n"
+     "        build); --offline never calls an LLM or a remote. Not used with\n"
      "        --kernel-option, --no-cudnn or --reference.\n"
      "        --agent llm: before compiling, a model behind an OpenAI-compatible\n"
      "        endpoint works on the --agent-groups groups (default 4) with the\n"
@@ -179,15 +184,17 @@ static const command commands[] = {
      "        request, retries included (default 10); exit 1 when an entry was\n"
      "        not pushed or a key not pulled (docs/CACHE.md)\n"},
     {"warm",
-     "warm MODEL... [--cache DIR] [--shard K/N] [--target sm_90|sm_90a]\n"
-     "          [--precision default|tf32|bf16|fp16] [--judge-timeout S] [-q]",
+     "warm MODEL... [--cache DIR] [--remote URL [--remote-read-only] [--remote-timeout S]]\n"
+     "          [--shard K/N] [--target sm_90|sm_90a] [--precision default|tf32|bf16|fp16]\n"
+     "          [--judge-timeout S] [-q]",
      "        fill the kernel cache for MODELs on a GPU: their unique groups (by\n"
      "        cache key, over all models) sorted by key and dealt round-robin\n"
      "        over N shards, this job taking shard K (--shard 1/1 by default);\n"
      "        each group the cache misses has its candidates built, compiled\n"
      "        and judged (as compile --judge-all), the verified winner stored;\n"
-     "        N CI jobs sharing one cache cover every group once; exit 1 when\n"
-     "        some group could not be verified (docs/CACHE.md)\n"},
+     "        N CI jobs sharing one cache (a remote, or exports imported) cover\n"
+     "        every group once; exit 1 when some group could not be verified\n"
+     "        (docs/CACHE.md)\n"},
     {"llm-chat",
      "llm-chat --endpoint URL --model NAME (--prompt TEXT | --messages FILE)\n"
      "          [--tools FILE] [--api-key-env NAME] [--temperature T] [--max-tokens N]\n"

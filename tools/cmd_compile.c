@@ -225,6 +225,7 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
     kf_diag_error(diag, "--judge-all and --no-judge contradict each other");
     return 2;
   }
+  if (!kf_cli_cache_usage_ok(&cc, "compile", diag)) return 2;
   if (agent && cc.offline)
     return kf_cli_error("compile", diag, "--offline never calls an LLM: drop --agent llm or --offline");
   if (agent && o.require_cached)
@@ -279,7 +280,7 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   o.n_given = n_given;
   o.given_keys = given_keys;
   o.given_dirs = given_dirs;
-  kf_status st = kf_cli_cache_open(&cc, "compile", &o.cache, diag);
+  kf_status st = kf_cli_cache_open(&cc, "compile", &o.cache, &o.remote, diag);
   if (!st && (o.require_cached || o.reverify) && !o.cache) {
     kf_diag_error(diag, "%s needs the kernel cache, and none could be opened",
                   o.require_cached ? "--require-cached" : "--reverify");
@@ -297,6 +298,6 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
     kf_diag_warn(diag, "the agent sessions are not in the report %s (see %s/agent.json)", o.report_path, agent_dir);
   for (int k = 0; k < n_given; k++) free((char *)given_keys[k]);
   free(ag);
-  kf_cache_close(o.cache);
+  kf_cli_cache_close(o.cache, o.remote);
   return st == KF_OK ? 0 : 1;
 }

@@ -1,8 +1,9 @@
 /* tools/cmd_warm.c — `kfuse warm`: fill the kernel cache for models, on a
  * GPU runner of a CI matrix; and the cache options kfuse compile shares.
  *
- *   kfuse warm MODEL... [--cache DIR] [--shard K/N] [--target ...]
- *              [--precision ...] [--judge-timeout S] [-q]
+ *   kfuse warm MODEL... [--cache DIR] [--remote URL [--remote-read-only]]
+ *              [--shard K/N] [--target ...] [--precision ...]
+ *              [--judge-timeout S] [-q]
  *
  * The unique groups of all the models (by cache key) are sorted by key and
  * dealt round-robin over N shards; this job takes shard K. For each of its
@@ -25,24 +26,68 @@
 #include "tools_int.h"
 
 int kf_cli_cache_option(int argc, char **argv, int *i, const char *cmd, kf_cli_cache *cc, kf_diag *diag) {
-  const char *a = argv[*i];
+  const char *a = argv[*i], *v;
   if (strcmp(a, "--cache") == 0) return kf_cli_value(argc, argv, i, cmd, &cc->dir, diag) ? 1 : -1;
-  if (strcmp(a, "--no-cache") == 0) {
-    cc->off = true;
-    return 1;
-  }
-  if (strcmp(a, "--offline") == 0) {
-    cc->offline = true;
-    return 1;
-  }
-  return 0;
+  if (strcmp(a, "--remote") == 0) return kf_cli_value(argc, argv, i, cmd, &cc->remote, diag) ? 1 : -1;
+  if (strcmp(a, "--remote-timeout") == 0)
+    return kf_cli_value(argc, argv, i, cmd, &v, diag) &&
+                   kf_cli_double(cmd, a, v, 0.001, 3600, &cc->remote_timeout, diag)
+               ? 1
+               : -1;
+  bool *flag = strcmp(a, "--no-cache") == 0           ? &cc->off
+               : strcmp(a, "--offline") == 0          ? &cc->offline
+               : strcmp(a, "--remote-read-only") == 0 ? &cc->remote_read_only
+                                                      : NULL;
+  if (!flag) return 0;
+  *flag = true;
+  return 1;
 }
 
-kf_status kf_cli_cache_open(const kf_cli_cache *cc, const char *cmd, kf_cache **out, kf_diag *diag) {
+bool kf_cli_cache_usage_ok(const kf_cli_cache *cc, const char *cmd, kf_diag *diag) {
+  if (cc->off && (cc->dir || cc->remote)) {
+    kf_cli_error(cmd, diag, "--%s and --no-cache contradict each other", cc->dir ? "cache" : "remote");
+    return false;
+  }
+  if (cc->offline && cc->remote) {
+    kf_cli_error(cmd, diag, "--offline never calls a remote: drop --remote or --offline");
+    return false;
+  }
+  return true;
+}
+
+static kf_status open_remote(const kf_cli_cache *cc, const char *cmd, kf_cache_remote **out, kf_diag *diag) {
   *out = NULL;
+  const char *env = getenv("KFUSE_CACHE_REMOTE");
+  const char *url = cc->remote ? cc->remote : env && *env ? env : NULL;
+  if (!url) return KF_OK;
+  if (cc->offline) {
+    if (cc->remote) {
+      kf_diag_error(diag, "%s: --offline never calls a remote: drop --remote or --offline", cmd);
+      return KF_ERR_ARG;
+    }
+    return KF_OK; /* $KFUSE_CACHE_REMOTE stays unused */
+  }
+  kf_cache_remote_options ro;
+  kf_cache_remote_options_init(&ro);
+  ro.url = url;
+  ro.read_only = cc->remote_read_only;
+  if (cc->remote_timeout > 0) ro.timeout_s = cc->remote_timeout;
+  kf_status st = kf_cache_remote_open(&ro, out, diag);
+  if (st == KF_ERR_UNSUPPORTED) {
+    /* no libcurl here: the local cache and the built-in policy still serve */
+    kf_diag_warn(diag, "%s: the remote cache is not used (see above)", cmd);
+    st = KF_OK;
+  }
+  return st;
+}
+
+kf_status kf_cli_cache_open(const kf_cli_cache *cc, const char *cmd, kf_cache **out, kf_cache_remote **remote,
+                            kf_diag *diag) {
+  *out = NULL;
+  *remote = NULL;
   if (cc->off) {
-    if (cc->dir) {
-      kf_diag_error(diag, "%s: --cache and --no-cache contradict each other", cmd);
+    if (cc->dir || cc->remote) {
+      kf_diag_error(diag, "%s: --%s and --no-cache contradict each other", cmd, cc->dir ? "cache" : "remote");
       return KF_ERR_ARG;
     }
     return KF_OK;
@@ -64,7 +109,17 @@ kf_status kf_cli_cache_open(const kf_cli_cache *cc, const char *cmd, kf_cache **
     st = KF_OK;
   }
   kf_strbuf_fini(&why);
+  if (!st) st = open_remote(cc, cmd, remote, diag);
+  if (st) {
+    kf_cache_close(*out);
+    *out = NULL;
+  }
   return st;
+}
+
+void kf_cli_cache_close(kf_cache *c, kf_cache_remote *r) {
+  kf_cache_remote_close(r);
+  kf_cache_close(c);
 }
 
 static bool parse_shard(const char *s, int *k, int *n) {
@@ -135,14 +190,18 @@ int kf_cmd_warm(int argc, char **argv, kf_diag *diag) {
     kf_cli_error(cmd, diag, "--no-cache: warm fills the cache");
     goto out;
   }
+  if (!kf_cli_cache_usage_ok(&cc, cmd, diag)) goto out;
   rc = 1;
   kf_cache *cache = NULL;
-  if (kf_cli_cache_open(&cc, cmd, &cache, diag) != KF_OK) goto out;
+  kf_cache_remote *remote = NULL;
+  if (kf_cli_cache_open(&cc, cmd, &cache, &remote, diag) != KF_OK) goto out;
   if (!cache) {
     kf_diag_error(diag, "warm: no kernel cache to fill");
+    kf_cli_cache_close(cache, remote);
     goto out;
   }
   o.cache = cache;
+  o.remote = remote;
   /* as kfuse compile judges: 100 ms of timed runs a candidate; groups
    * whose judge data would hold more than 4 GiB on the host are skipped */
   kf_judge_options jo;
@@ -171,7 +230,7 @@ int kf_cmd_warm(int argc, char **argv, kf_diag *diag) {
   }
   for (int m = 0; graphs && m < n; m++) kf_graph_destroy(graphs[m]);
   free(graphs);
-  kf_cache_close(cache);
+  kf_cli_cache_close(cache, remote);
 out:
   free(models);
   return rc;

@@ -61,18 +61,29 @@ int kf_cmd_cache(int argc, char **argv, kf_diag *diag);
 int kf_cmd_warm(int argc, char **argv, kf_diag *diag);
 
 /* The kernel cache options kfuse compile and kfuse warm share
- * (tools/cmd_warm.c): --cache DIR, --no-cache, --offline. */
+ * (tools/cmd_warm.c): --cache DIR, --no-cache, --offline, --remote URL
+ * (else $KFUSE_CACHE_REMOTE), --remote-read-only, --remote-timeout S. */
 typedef struct kf_cli_cache {
-  const char *dir; /* --cache DIR */
-  bool off;        /* --no-cache */
-  bool offline;    /* --offline: no LLM, no remote */
+  const char *dir;        /* --cache DIR */
+  bool off;               /* --no-cache */
+  bool offline;           /* --offline: no LLM, no remote */
+  const char *remote;     /* --remote URL */
+  bool remote_read_only;  /* --remote-read-only */
+  double remote_timeout;  /* --remote-timeout S; 0: the remote's default */
 } kf_cli_cache;
 /* 1: argv[*i] was one (consumed), 0: not one, -1: usage error (reported) */
 int kf_cli_cache_option(int argc, char **argv, int *i, const char *cmd, kf_cli_cache *cc, kf_diag *diag);
+/* Contradictions among them (--no-cache with --cache or --remote,
+ * --offline with --remote) reported as usage errors: false. */
+bool kf_cli_cache_usage_ok(const kf_cli_cache *cc, const char *cmd, kf_diag *diag);
 /* The cache cc names into *out: NULL with --no-cache; a directory given
  * (--cache, $KFUSE_CACHE_DIR) that cannot be opened is an error, the
- * per-user default a warning and no cache. */
-kf_status kf_cli_cache_open(const kf_cli_cache *cc, const char *cmd, kf_cache **out, kf_diag *diag);
+ * per-user default a warning and no cache. The remote into *remote (NULL:
+ * none, --offline, or no libcurl here: a warning); a malformed URL is an
+ * error. Close both with kf_cli_cache_close. */
+kf_status kf_cli_cache_open(const kf_cli_cache *cc, const char *cmd, kf_cache **out, kf_cache_remote **remote,
+                            kf_diag *diag);
+void kf_cli_cache_close(kf_cache *c, kf_cache_remote *r);
 /* kfuse compile --agent llm (tools/compile_agent.c): agent sessions on
  * the model's groups before the compile; the units they verified, by key,
  * for the compile to verify again and use (as --unit). AGENT_DIR must not

@@ -340,9 +340,10 @@ KF_API kf_status kf_cache_fetch(kf_cache *local, kf_cache_remote *remote, const 
 /* Put e locally (local may be NULL; kf_cache_put's rules and errors), and
  * to the remote (may be NULL) unless it is read-only or the local store
  * kept an entry at least as good (then the remote has, or had, that one).
- * Remote failures are warnings. */
+ * Remote failures are warnings. *res (may be NULL): the local put's result
+ * (KF_CACHE_PUT_NEW without a local store). */
 KF_API kf_status kf_cache_store(kf_cache *local, kf_cache_remote *remote, const kf_cache_entry *e,
-                                kf_diag *diag);
+                                kf_cache_put_result *res, kf_diag *diag);
 
 #ifdef __cplusplus
 }

@@ -109,6 +109,9 @@ typedef struct kf_compile_options {
    * is stored. NULL: no cache. Not used with options that change the code
    * a group gets (the kernel options, no_cudnn, reference). */
   kf_cache *cache;
+  kf_cache_remote *remote;  /* the HTTP remote behind it, or NULL: looked up
+                               on a local miss (a hit written through), and
+                               given what is stored unless read-only */
   bool require_cached;      /* a group the cache misses is an error naming
                                it (nothing is built, compiled or judged) */
   bool reverify;            /* a cached unit is judged again on the GPU

@@ -13,7 +13,9 @@
  *   cache_compile warm CACHE_DIR K/N MODEL...
  *
  * CACHE_COMPILE_VERDICT=fail makes every candidate fail verification
- * instead; CACHE_COMPILE_REVERIFY=1 compiles with --reverify.
+ * instead; CACHE_COMPILE_REVERIFY=1 compiles with --reverify;
+ * CACHE_COMPILE_REMOTE=URL puts an HTTP remote behind the cache
+ * (CACHE_COMPILE_REMOTE_RO=1: read-only).
  *
  * The runtime archive is found as kfuse finds it ($KFUSE_RUNTIME_LIB). */
 #include <stdio.h>
@@ -80,6 +82,20 @@ int main(int argc, char **argv) {
   kf_cache *c = NULL;
   if (kf_cache_open(dir, NULL, &c, &d) != KF_OK) return 1;
   o.cache = c;
+  kf_cache_remote *r = NULL;
+  const char *url = getenv("CACHE_COMPILE_REMOTE");
+  if (url && *url) {
+    kf_cache_remote_options ro;
+    kf_cache_remote_options_init(&ro);
+    ro.url = url;
+    const char *rro = getenv("CACHE_COMPILE_REMOTE_RO");
+    ro.read_only = rro && strcmp(rro, "1") == 0;
+    if (kf_cache_remote_open(&ro, &r, &d) != KF_OK) {
+      kf_cache_close(c);
+      return 1;
+    }
+    o.remote = r;
+  }
   const char *rv = getenv("CACHE_COMPILE_REVERIFY");
   o.reverify = rv && strcmp(rv, "1") == 0;
   int rc = 1;
@@ -92,6 +108,7 @@ int main(int argc, char **argv) {
     int k = 0, n = 0;
     if (sscanf(argv[3], "%d/%d", &k, &n) != 2) {
       fprintf(stderr, "cache_compile: shard '%s' is not K/N\n", argv[3]);
+      kf_cache_remote_close(r);
       kf_cache_close(c);
       return 2;
     }
@@ -108,6 +125,7 @@ int main(int argc, char **argv) {
     for (int m = 0; gs && m < nm; m++) kf_graph_destroy(gs[m]);
     free(gs);
   }
+  kf_cache_remote_close(r);
   kf_cache_close(c);
   return rc;
 }

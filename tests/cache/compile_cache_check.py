@@ -26,7 +26,14 @@ correct, GPU "synthetic-test-gpu"). Then, through the real `kfuse`:
 7. 8 compiles at once on one cache, 3 of them SIGKILLed at random moments
    (KFUSE_TEST_SEED replays a run): the cache verifies, every unit a
    surviving compile stored is there, and each model then builds from the
-   cache alone wherever a survivor compiled it.
+   cache alone wherever a survivor compiled it;
+8. through an HTTP remote (nginx with WebDAV on loopback, as
+   tests/cache/remote_check.py starts it): two shards warming into their
+   own local caches and one remote leave on it what one job stores
+   (keys and payloads); a machine with an empty cache builds every model
+   from the remote alone, without NVRTC, and a second build needs no
+   network; a read-only remote receives nothing; --offline and a remote
+   that refuses connections cost nothing and fail nothing.
 """
 import json
 import os
@@ -66,6 +73,79 @@ def run(args, env=ENV, expect=0):
 def ls(cache):
     p = run([KFUSE, "cache", "ls", "--json", "--cache", cache])
     return {e["key"]: e for e in json.loads(p.stdout)} if p.returncode == 0 else {}
+
+
+def remote_checks(tmp, model, noc):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import remote_check  # the nginx the remote's own test starts
+    binary = remote_check.find_nginx()
+    if not binary:
+        print("SKIP (section 8): nginx not found (scripts/deps.sh installs it)")
+        return
+    base = os.path.join(tmp, "nginx")
+    os.makedirs(base)
+    ng = remote_check.Nginx(binary, base, "u", "p", "t")
+    why = ng.start()
+    if why:
+        check(False, f"nginx starts: {why[-500:]}")
+        return
+    try:
+        url = ng.url("cache")
+        on_server = lambda: {f for _, _, fs in os.walk(os.path.join(ng.root, "cache")) for f in fs}
+        r1, r2, r3 = (os.path.join(tmp, x) for x in ("runner1", "runner2", "runner3"))
+        env = dict(ENV, CACHE_COMPILE_REMOTE=url)
+        a = run([HELPER, "warm", r1, "1/2"] + MODELS, env=env)
+        b = run([HELPER, "warm", r2, "2/2"] + MODELS, env=env)
+        c = run([HELPER, "warm", r3, "1/1"] + MODELS)
+        check(a.returncode == b.returncode == c.returncode == 0, "two runners warm their shards through one remote")
+        one = ls(r3)
+        check(on_server() == set(one), f"the remote holds what one job stores ({len(on_server())} vs {len(one)})")
+        pulled = os.path.join(tmp, "pulled")
+        p = run([KFUSE, "cache", "pull", "--remote", url, "--cache", pulled] + sorted(one))
+        got = ls(pulled)
+        check(p.returncode == 0 and set(got) == set(one) and
+              all(got[k]["payload_hash"] == one[k]["payload_hash"] for k in one),
+              "with the same payloads (pulled back and listed)")
+        # a CPU builder with an empty cache: everything from the remote
+        builder = os.path.join(tmp, "builder")
+        for m in MODELS:
+            rep = os.path.join(tmp, "rb.json")
+            p = run([KFUSE, "compile", m, "-o", os.path.join(tmp, "rb.so"), "--cache", builder, "--remote", url,
+                     "--require-cached", "--report", rep], env=noc)
+            r = json.load(open(rep)) if p.returncode == 0 else {"cache": {}}
+            check(p.returncode == 0 and r["units_compiled"] == 0 and
+                  r["cache"].get("hits") == r["unique_units"],
+                  f"{os.path.basename(m)} builds from the remote alone ({r['cache'].get('hits_remote')} remote hits)")
+        n_get = len(ng.log_lines("GET", "cache"))
+        p = run([KFUSE, "compile", model, "-o", os.path.join(tmp, "rb.so"), "--cache", builder, "--remote", url,
+                 "--require-cached"], env=noc)
+        check(p.returncode == 0 and len(ng.log_lines("GET", "cache")) == n_get,
+              "the next build finds everything locally: no request reaches the remote")
+        # read-only: a new unit is stored locally only
+        ro = os.path.join(tmp, "ro")
+        before, puts = on_server(), len(ng.log_lines("PUT", "cache"))
+        p = run([HELPER, "compile", os.path.join(FIX, "norms.core.pt2"), os.path.join(tmp, "ro.so"), ro],
+                env=dict(ENV, CACHE_COMPILE_REMOTE=url, CACHE_COMPILE_REMOTE_RO="1"))
+        check(p.returncode == 0 and ls(ro) and on_server() == before and len(ng.log_lines("PUT", "cache")) == puts,
+              f"a read-only remote receives nothing ({len(ls(ro))} units stored locally)")
+        # --offline and a refused remote
+        p = run([KFUSE, "compile", model, "-o", os.path.join(tmp, "off.so"), "--cache", os.path.join(tmp, "off"),
+                 "--remote", url, "--offline"], expect=2)
+        check(p.returncode == 2 and "--offline" in p.stderr, "--offline with --remote is a usage error")
+        n_get = len(ng.log_lines("GET", "cache"))
+        p = run([KFUSE, "compile", model, "-o", os.path.join(tmp, "off.so"), "--cache", os.path.join(tmp, "off"),
+                 "--offline"], env=dict(ENV, KFUSE_CACHE_REMOTE=url))
+        check(p.returncode == 0 and len(ng.log_lines("GET", "cache")) == n_get,
+              "--offline leaves $KFUSE_CACHE_REMOTE alone")
+        dead = f"http://127.0.0.1:{remote_check.free_port()}/cache"
+        t0 = time.monotonic()
+        p = run([KFUSE, "compile", model, "-o", os.path.join(tmp, "dead.so"), "--cache", os.path.join(tmp, "dead"),
+                 "--remote", dead, "--remote-timeout", "5"])
+        dt = time.monotonic() - t0
+        check(p.returncode == 0 and p.stderr.count("warning") >= 1 and dt < 15,
+              f"a remote refusing connections: a warning, the build goes on ({dt:.1f} s)")
+    finally:
+        ng.stop()
 
 
 def main():
@@ -254,6 +334,7 @@ def main():
             p = run([KFUSE, "compile", m, "-o", os.path.join(tmp, "s.so"), "--cache", shared, "--require-cached"],
                     env=noc)
             check(p.returncode == 0, f"{os.path.basename(m)} builds from the shared cache alone")
+        remote_checks(tmp, model, noc)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:

@@ -132,7 +132,7 @@ static int do_store(const char *url, const char *dir, uint64_t seed, bool read_o
     return 1;
   }
   synth s;
-  int rc = make_entry(&s, seed, 0) != 0 || kf_cache_store(c, r, &s.e, NULL) != KF_OK;
+  int rc = make_entry(&s, seed, 0) != 0 || kf_cache_store(c, r, &s.e, NULL, NULL) != KF_OK;
   printf("%s\n", s.e.key);
   print_stats(r);
   free(s.cubin);

@@ -578,7 +578,7 @@ static void test_remote_down(void **state) {
   assert_int_equal(kf_cache_fetch(c, r, s.e.key, &e, &source, d), KF_OK);
   assert_null(e);
   assert_int_equal(source, KF_CACHE_MISS);
-  assert_int_equal(kf_cache_store(c, r, &s.e, d), KF_OK);
+  assert_int_equal(kf_cache_store(c, r, &s.e, NULL, d), KF_OK);
   assert_int_equal(kf_cache_fetch(c, r, s.e.key, &e, &source, d), KF_OK);
   assert_non_null(e);
   assert_int_equal(source, KF_CACHE_LOCAL);
@@ -616,7 +616,7 @@ static void test_remote_read_only(void **state) {
   snprintf(dir, sizeof dir, "%s/ro", g_dir);
   kf_cache *c = NULL;
   assert_int_equal(kf_cache_open(dir, NULL, &c, fresh_diag()), KF_OK);
-  assert_int_equal(kf_cache_store(c, r, &t.e, d), KF_OK);
+  assert_int_equal(kf_cache_store(c, r, &t.e, NULL, d), KF_OK);
   kf_cache_remote_stats st;
   kf_cache_remote_get_stats(r, &st);
   assert_int_equal(st.requests, 0); /* read-only: nothing was ever sent */
