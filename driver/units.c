@@ -270,12 +270,14 @@ static void store_slot(kf_uslot *sl, const kf_compile_options *o, const char *to
   if (!st) st = kf_unit_to_json(u, "unit.cu", &js, &quiet);
   if (!st && !(verdict = pick_verdict(sl))) st = KF_ERR_NOMEM;
   if (!st) {
-    char arch[16], policy[160];
+    char arch[16], policy[160], endpoint[512] = "";
     snprintf(arch, sizeof arch, "sm_%d%s", o->target.sm, o->target.arch_specific ? "a" : "");
     /* a built-in unit by the choice that won; another policy's by its own name */
-    if (u->policy && strncmp(u->policy, "builtin", 7) != 0)
+    if (u->policy && strncmp(u->policy, "builtin", 7) != 0) {
       snprintf(policy, sizeof policy, "%s", u->policy);
-    else
+      if (o->llm_endpoint && strncmp(u->policy, "llm:", 4) == 0)
+        kf_cache_endpoint_name(o->llm_endpoint, endpoint, sizeof endpoint);
+    } else
       snprintf(policy, sizeof policy, "builtin:%s", c->label);
     kf_cache_entry e;
     memset(&e, 0, sizeof e);
@@ -295,7 +297,7 @@ static void store_slot(kf_uslot *sl, const kf_compile_options *o, const char *to
     e.ms = c->ms;
     e.gpu = sl->info.device;
     e.policy = policy;
-    e.endpoint = "";
+    e.endpoint = endpoint;
     kf_cache_put_result res;
     st = kf_cache_store(o->cache, o->remote, &e, &res, diag);
     if (!st) {

@@ -277,6 +277,7 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
       given_dirs[n_given++] = ag->dirs[k];
     }
   }
+  if (agent) o.llm_endpoint = ao.llm.endpoint;
   o.n_given = n_given;
   o.given_keys = given_keys;
   o.given_dirs = given_dirs;

@@ -112,6 +112,9 @@ typedef struct kf_compile_options {
   kf_cache_remote *remote;  /* the HTTP remote behind it, or NULL: looked up
                                on a local miss (a hit written through), and
                                given what is stored unless read-only */
+  const char *llm_endpoint; /* the endpoint an LLM's given units came from
+                               (kfuse compile --agent llm), kept with them
+                               in the cache as kf_cache_endpoint_name has it */
   bool require_cached;      /* a group the cache misses is an error naming
                                it (nothing is built, compiled or judged) */
   bool reverify;            /* a cached unit is judged again on the GPU
