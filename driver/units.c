@@ -409,7 +409,10 @@ static kf_status pick_group(const kf_compile_options *o, const kf_builtin_option
                    "candidate %s is used instead", grp->id, kf_group_kind_name(grp->kind), c[0].why,
                    c[best].label);
     if (given >= 0) {
-      if (!c[given].correct) {
+      if (!c[given].correct && sl->given_optional) {
+        kf_diag_warn(diag, "group %d: the unit in %s failed the judge: %s; the built-in one is kept", grp->id,
+                     given_dir, c[given].why);
+      } else if (!c[given].correct) {
         kf_diag_error(diag, "group %d: the unit in %s failed the judge: %s", grp->id, given_dir, c[given].why);
         st = KF_ERR_INVALID;
       } else {
@@ -420,6 +423,9 @@ static kf_status pick_group(const kf_compile_options *o, const kf_builtin_option
     if (o->progress && c[best].correct)
       fprintf(stderr, "kfuse: group %d judged: %s %.4f ms (rule's %.4f ms), %d candidate%s, %.2f s\n", grp->id,
               c[best].label, c[best].ms, c[0].ms, n, n == 1 ? "" : "s", sl->pick_s);
+  } else if (!st && given >= 0 && sl->given_optional) {
+    kf_diag_warn(diag, "group %d: the unit in %s cannot be verified here (%s); not stored", grp->id, given_dir,
+                 sl->info.why);
   } else if (!st && given >= 0) {
     kf_diag_error(diag, "group %d: the unit in %s cannot be verified here, and kfuse never ships an unverified "
                   "given unit: %s", grp->id, given_dir, sl->info.why);
@@ -701,6 +707,12 @@ kf_status kf_compile_warm(kf_graph *const *graphs, int n, const kf_compile_optio
   for (int k = shard; k < nw; k += n_shards)
     slots[ns++] = (kf_uslot){.g = wg[k].g, .p = wg[k].p, .first = wg[k].grp};
   out->in_shard = ns;
+  for (int k = 0; k < o->n_given; k++)
+    for (int s = 0; s < ns; s++)
+      if (strcmp(slots[s].first->key_hex, o->given_keys[k]) == 0) {
+        slots[s].given_dir = o->given_dirs[k];
+        slots[s].given_optional = true;
+      }
   if (o->progress)
     fprintf(stderr, "kfuse: warm: %d model%s, %d unique groups, %d in shard %d/%d\n", n, n == 1 ? "" : "s", nw, ns,
             shard + 1, n_shards);
@@ -718,9 +730,15 @@ kf_status kf_compile_warm(kf_graph *const *graphs, int n, const kf_compile_optio
   out->hits = us.hits_local + us.hits_remote;
   out->judged = us.judged;
   out->stored = us.stored;
+  out->missed = calloc((size_t)ns + 1, sizeof *out->missed);
+  if (!out->missed) {
+    st = KF_ERR_NOMEM;
+    goto done;
+  }
   for (int s = 0; s < ns; s++) {
     const kf_uslot *sl = &slots[s];
     if (sl->source != KF_USLOT_BUILT) continue;
+    if (!sl->given_dir) memcpy(out->missed[out->n_missed++], sl->first->key_hex, 65);
     if (!sl->info.judged) out->not_judged++;
     else if (!sl->cands[sl->chosen].correct) out->failed++;
   }

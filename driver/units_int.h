@@ -25,6 +25,8 @@ typedef struct kf_uslot {
   const kf_partition *p;
   const kf_group *first;  /* the group whose key produced the unit */
   const char *given_dir;  /* --unit KEY=DIR for this group, or NULL */
+  bool given_optional;    /* a given unit that fails the judge is a warning
+                             (kfuse warm's agent units), not an error */
   kf_unit *unit;
   double build_s, compile_s, pick_s;
   /* judged on the GPU (n_cands > 0): every candidate's verdict (their

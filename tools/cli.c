@@ -186,15 +186,19 @@ static const command commands[] = {
     {"warm",
      "warm MODEL... [--cache DIR] [--remote URL [--remote-read-only] [--remote-timeout S]]\n"
      "          [--shard K/N] [--target sm_90|sm_90a] [--precision default|tf32|bf16|fp16]\n"
-     "          [--judge-timeout S] [-q]",
+     "          [--judge-timeout S] [-q] [--agent llm --endpoint URL --model NAME\n"
+     "           [--agent-dir DIR] [--agent-* budgets and LLM options as compile's]]",
      "        fill the kernel cache for MODELs on a GPU: their unique groups (by\n"
      "        cache key, over all models) sorted by key and dealt round-robin\n"
      "        over N shards, this job taking shard K (--shard 1/1 by default);\n"
      "        each group the cache misses has its candidates built, compiled\n"
      "        and judged (as compile --judge-all), the verified winner stored;\n"
      "        N CI jobs sharing one cache (a remote, or exports imported) cover\n"
-     "        every group once; exit 1 when some group could not be verified\n"
-     "        (docs/CACHE.md)\n"},
+     "        every group once; exit 1 when some group could not be verified;\n"
+     "        --agent llm: then LLM agent sessions (as compile --agent llm's, in\n"
+     "        DIR, default kfuse-warm-K-of-N.agent) on the shard's groups the\n"
+     "        cache missed, each once, and their verified units stored where\n"
+     "        better than the built-in ones (docs/CACHE.md)\n"},
     {"llm-chat",
      "llm-chat --endpoint URL --model NAME (--prompt TEXT | --messages FILE)\n"
      "          [--tools FILE] [--api-key-env NAME] [--temperature T] [--max-tokens N]\n"

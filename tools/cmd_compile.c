@@ -77,6 +77,48 @@ static bool kernel_option(kf_compile_options *o, const char *s, kf_diag *diag) {
   return false;
 }
 
+int kf_cli_agent_option(int argc, char **argv, int *i, const char *cmd, bool *agent, const char **agent_dir,
+                        kf_agent_options *ao, kf_compile_agent_options *cao, kf_diag *diag) {
+  const char *a = argv[*i], *v;
+  long long nn;
+  double sec;
+  int k = kf_cli_llm_option(argc, argv, i, cmd, &ao->llm, diag);
+  if (k != 0) return k;
+  if (strcmp(a, "--agent") == 0) {
+    if (!kf_cli_value(argc, argv, i, cmd, &v, diag)) return -1;
+    if (strcmp(v, "llm") != 0 && strcmp(v, "builtin") != 0)
+      return kf_cli_error(cmd, diag, "--agent takes llm or builtin, not '%s'", v), -1;
+    *agent = strcmp(v, "llm") == 0;
+  } else if (strcmp(a, "--agent-dir") == 0) {
+    if (!kf_cli_value(argc, argv, i, cmd, agent_dir, diag)) return -1;
+  } else if (strcmp(a, "--agent-groups") == 0 || strcmp(a, "--agent-turns") == 0 ||
+             strcmp(a, "--agent-judge") == 0 || strcmp(a, "--agent-jobs") == 0 ||
+             strcmp(a, "--agent-gpus") == 0) {
+    if (!kf_cli_value(argc, argv, i, cmd, &v, diag) || !kf_cli_int(cmd, a, v, 1, 100000, &nn, diag)) return -1;
+    if (strcmp(a, "--agent-groups") == 0) cao->groups = (int)nn;
+    else if (strcmp(a, "--agent-turns") == 0) ao->max_turns = (int)nn;
+    else if (strcmp(a, "--agent-jobs") == 0) cao->jobs = (int)nn;
+    else if (strcmp(a, "--agent-gpus") == 0) cao->gpus = (int)nn;
+    else ao->max_judge = (int)nn;
+  } else if (strcmp(a, "--agent-tokens") == 0 || strcmp(a, "--agent-session-tokens") == 0) {
+    if (!kf_cli_value(argc, argv, i, cmd, &v, diag) || !kf_cli_int(cmd, a, v, 1, 1000000000000LL, &nn, diag))
+      return -1;
+    if (strcmp(a, "--agent-tokens") == 0) cao->tokens = nn;
+    else ao->max_tokens = nn;
+  } else if (strcmp(a, "--agent-seconds") == 0 || strcmp(a, "--agent-session-seconds") == 0) {
+    if (!kf_cli_value(argc, argv, i, cmd, &v, diag) || !kf_cli_double(cmd, a, v, 1, 1e7, &sec, diag)) return -1;
+    if (strcmp(a, "--agent-seconds") == 0) cao->seconds = sec;
+    else ao->max_seconds = sec;
+  } else if (strcmp(a, "--agent-target") == 0) {
+    if (!kf_cli_value(argc, argv, i, cmd, &v, diag) ||
+        !kf_cli_double(cmd, a, v, 0.001, 1, &ao->target_fraction, diag))
+      return -1;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
 int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   kf_compile_options o;
   kf_compile_options_init(&o);
@@ -98,51 +140,10 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   memset(&cc, 0, sizeof cc);
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v;
-    long long nn;
-    int k = kf_cli_llm_option(argc, argv, &i, "compile", &ao.llm, diag);
+    int k = kf_cli_agent_option(argc, argv, &i, "compile", &agent, &agent_dir, &ao, &cao, diag);
     if (k == 0) k = kf_cli_cache_option(argc, argv, &i, "compile", &cc, diag);
     if (k < 0) return 2;
     if (k > 0) continue;
-    if (strcmp(a, "--agent") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
-      if (strcmp(v, "llm") == 0) agent = true;
-      else if (strcmp(v, "builtin") == 0) agent = false;
-      else return kf_cli_error("compile", diag, "--agent takes llm or builtin, not '%s'", v);
-      continue;
-    } else if (strcmp(a, "--agent-dir") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "compile", &agent_dir, diag)) return 2;
-      continue;
-    } else if (strcmp(a, "--agent-groups") == 0 || strcmp(a, "--agent-turns") == 0 ||
-               strcmp(a, "--agent-judge") == 0 || strcmp(a, "--agent-jobs") == 0 ||
-               strcmp(a, "--agent-gpus") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag) || !kf_cli_int("compile", a, v, 1, 100000, &nn, diag))
-        return 2;
-      if (strcmp(a, "--agent-groups") == 0) cao.groups = (int)nn;
-      else if (strcmp(a, "--agent-turns") == 0) ao.max_turns = (int)nn;
-      else if (strcmp(a, "--agent-jobs") == 0) cao.jobs = (int)nn;
-      else if (strcmp(a, "--agent-gpus") == 0) cao.gpus = (int)nn;
-      else ao.max_judge = (int)nn;
-      continue;
-    } else if (strcmp(a, "--agent-tokens") == 0 || strcmp(a, "--agent-session-tokens") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag) ||
-          !kf_cli_int("compile", a, v, 1, 1000000000000LL, &nn, diag))
-        return 2;
-      if (strcmp(a, "--agent-tokens") == 0) cao.tokens = nn;
-      else ao.max_tokens = nn;
-      continue;
-    } else if (strcmp(a, "--agent-seconds") == 0 || strcmp(a, "--agent-session-seconds") == 0) {
-      double sec;
-      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag) || !kf_cli_double("compile", a, v, 1, 1e7, &sec, diag))
-        return 2;
-      if (strcmp(a, "--agent-seconds") == 0) cao.seconds = sec;
-      else ao.max_seconds = sec;
-      continue;
-    } else if (strcmp(a, "--agent-target") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag) ||
-          !kf_cli_double("compile", a, v, 0.001, 1, &ao.target_fraction, diag))
-        return 2;
-      continue;
-    }
     if (kf_cli_is_help(a)) {
       kf_cli_usage(stdout, "compile");
       return 0;

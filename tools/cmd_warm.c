@@ -3,7 +3,8 @@
  *
  *   kfuse warm MODEL... [--cache DIR] [--remote URL [--remote-read-only]]
  *              [--shard K/N] [--target ...] [--precision ...]
- *              [--judge-timeout S] [-q]
+ *              [--judge-timeout S] [-q] [--agent llm --endpoint URL
+ *              --model NAME [--agent-dir DIR] [--agent-* ...]]
  *
  * The unique groups of all the models (by cache key) are sorted by key and
  * dealt round-robin over N shards; this job takes shard K. For each of its
@@ -11,15 +12,22 @@
  * candidates are built, compiled and judged on the GPU (every group, as
  * kfuse compile --judge-all does), and the verified winner stored. N jobs
  * with K = 1..N sharing one cache (an export/import artifact, or a remote)
- * cover every group once (docs/CACHE.md "Warming in CI").
+ * cover every group once (docs/CACHE.md "Warming in CI"). With --agent
+ * llm, LLM agent sessions then work on the shard's groups the cache
+ * missed (tools/compile_agent.c, model by model, each group once), and a
+ * second pass judges their verified units beside the built-in ones and
+ * stores the better.
  *
  * Exit status: 0 every group of the shard is cached; 1 an error, or some
  * groups could not be verified (no GPU, or no candidate passed): they are
  * listed; 2 usage. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "kfuse/agent_loop.h"
 #include "kfuse/compile.h"
 #include "kfuse/frontend.h"
 #include "kfuse/judge.h"
@@ -134,6 +142,99 @@ static bool parse_shard(const char *s, int *k, int *n) {
   return true;
 }
 
+/* One pass of kf_compile_warm over the models, read afresh (the compile
+ * passes change a graph). */
+static kf_status warm_pass(const char **models, int n, const kf_compile_options *o, int shard, int n_shards,
+                           kf_warm_counts *wc, kf_diag *diag) {
+  memset(wc, 0, sizeof *wc);
+  kf_graph **graphs = calloc((size_t)n, sizeof *graphs);
+  kf_status st = graphs ? KF_OK : KF_ERR_NOMEM;
+  kf_load_options lo;
+  kf_load_options_init(&lo);
+  for (int m = 0; m < n && !st; m++) {
+    st = kf_model_load(models[m], &lo, &graphs[m], diag);
+    if (!st) st = kf_graph_verify(graphs[m], diag);
+  }
+  if (!st) st = kf_compile_warm(graphs, n, o, shard, n_shards, wc, diag);
+  for (int m = 0; graphs && m < n; m++) kf_graph_destroy(graphs[m]);
+  free(graphs);
+  return st;
+}
+
+/* --agent llm: LLM agent sessions (tools/compile_agent.c) on the groups of
+ * this shard that the cache missed, model by model, each group at most
+ * once; then a second pass judges the units they verified beside the
+ * built-in ones and stores a better one (the replace rule: a higher
+ * reward, or faster on the same GPU). */
+static kf_status agent_sessions(const char **models, int n, const kf_compile_options *o,
+                                const kf_agent_options *ao, const kf_compile_agent_options *cao,
+                                const char *agent_dir, const kf_warm_counts *wc, int shard, int n_shards,
+                                kf_diag *diag) {
+  if (mkdir(agent_dir, 0755) != 0) {
+    kf_diag_error(diag, "warm: --agent-dir %s: cannot create it: %s%s", agent_dir, strerror(errno),
+                  errno == EEXIST ? " (it must not exist)" : "");
+    return KF_ERR_IO;
+  }
+  /* the keys still without a session */
+  char (*left)[65] = calloc((size_t)wc->n_missed + 1, sizeof *left);
+  kf_compile_given *all = calloc(1, sizeof *all), *g = calloc(1, sizeof *g);
+  const char **keys = calloc(KF_COMPILE_GIVEN_MAX + 1, sizeof *keys);
+  const char **dirs = calloc(KF_COMPILE_GIVEN_MAX + 1, sizeof *dirs);
+  kf_status st = left && all && g && keys && dirs ? KF_OK : KF_ERR_NOMEM;
+  int n_left = 0, sessions = 0;
+  for (int k = 0; !st && k < wc->n_missed; k++) memcpy(left[n_left++], wc->missed[k], 65);
+  for (int m = 0; !st && m < n && n_left > 0; m++) {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/model_%d", agent_dir, m + 1);
+    kf_compile_agent_options ca = *cao;
+    ca.only_keys = (const char(*)[65])left;
+    ca.n_only = n_left;
+    kf_status as = kf_compile_agent(models[m], o, ao, dir, &ca, g, diag);
+    if (as == KF_ERR_NOMEM) st = as;
+    else if (as)
+      kf_diag_warn(diag, "warm: the agent sessions on %s did not finish (%s)", models[m], kf_status_str(as));
+    sessions += g->n_tried;
+    /* a key tried once is not tried again for another model */
+    for (int t = 0; t < g->n_tried; t++)
+      for (int k = 0; k < n_left; k++)
+        if (strcmp(left[k], g->tried[t]) == 0) {
+          memcpy(left[k], left[--n_left], 65);
+          break;
+        }
+    for (int u = 0; u < g->n && all->n < KF_COMPILE_GIVEN_MAX; u++) {
+      memcpy(all->keys[all->n], g->keys[u], 65);
+      memcpy(all->dirs[all->n++], g->dirs[u], sizeof all->dirs[0]);
+    }
+  }
+  if (!st && all->n > 0) {
+    for (int u = 0; u < all->n; u++) {
+      keys[u] = all->keys[u];
+      dirs[u] = all->dirs[u];
+    }
+    kf_compile_options o2 = *o;
+    o2.n_given = all->n;
+    o2.given_keys = keys;
+    o2.given_dirs = dirs;
+    o2.llm_endpoint = ao->llm.endpoint;
+    kf_warm_counts w2;
+    st = warm_pass(models, n, &o2, shard, n_shards, &w2, diag);
+    free(w2.missed);
+    if (!st)
+      printf("warm: agent: %d session%s on the %d missed group%s, %d unit%s verified; %d stored (better than the "
+             "built-in unit)\n", sessions, sessions == 1 ? "" : "s", wc->n_missed, wc->n_missed == 1 ? "" : "s",
+             all->n, all->n == 1 ? "" : "s", w2.stored);
+  } else if (!st) {
+    printf("warm: agent: %d session%s on the %d missed group%s, no unit verified\n", sessions,
+           sessions == 1 ? "" : "s", wc->n_missed, wc->n_missed == 1 ? "" : "s");
+  }
+  free(left);
+  free(all);
+  free(g);
+  free(keys);
+  free(dirs);
+  return st;
+}
+
 int kf_cmd_warm(int argc, char **argv, kf_diag *diag) {
   const char *cmd = "warm";
   kf_compile_options o;
@@ -141,6 +242,13 @@ int kf_cmd_warm(int argc, char **argv, kf_diag *diag) {
   o.progress = true;
   kf_cli_cache cc;
   memset(&cc, 0, sizeof cc);
+  /* --agent llm: sessions on the groups the cache missed */
+  bool agent = false;
+  const char *agent_dir = NULL;
+  kf_agent_options ao;
+  kf_agent_options_init(&ao);
+  kf_compile_agent_options cao;
+  kf_compile_agent_options_init(&cao);
   int shard = 0, n_shards = 1;
   double judge_timeout = 60;
   const char **models = calloc((size_t)argc + 1, sizeof *models);
@@ -149,6 +257,7 @@ int kf_cmd_warm(int argc, char **argv, kf_diag *diag) {
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v;
     int k = kf_cli_cache_option(argc, argv, &i, cmd, &cc, diag);
+    if (k == 0) k = kf_cli_agent_option(argc, argv, &i, cmd, &agent, &agent_dir, &ao, &cao, diag);
     if (k < 0) goto out;
     if (k > 0) continue;
     if (kf_cli_is_help(a)) {
@@ -191,6 +300,19 @@ int kf_cmd_warm(int argc, char **argv, kf_diag *diag) {
     goto out;
   }
   if (!kf_cli_cache_usage_ok(&cc, cmd, diag)) goto out;
+  if (agent && cc.offline) {
+    kf_cli_error(cmd, diag, "--offline never calls an LLM: drop --agent llm or --offline");
+    goto out;
+  }
+  if (agent && (!ao.llm.endpoint || !ao.llm.model)) {
+    kf_cli_error(cmd, diag, "--agent llm needs --endpoint and --model");
+    goto out;
+  }
+  char adir[64];
+  if (agent && !agent_dir) {
+    snprintf(adir, sizeof adir, "kfuse-warm-%d-of-%d.agent", shard + 1, n_shards);
+    agent_dir = adir;
+  }
   rc = 1;
   kf_cache *cache = NULL;
   kf_cache_remote *remote = NULL;
@@ -212,24 +334,19 @@ int kf_cmd_warm(int argc, char **argv, kf_diag *diag) {
   kf_judge_picker jp;
   kf_judge_picker_init(&jp, &jo, true);
   o.picker = &jp.picker;
-  kf_graph **graphs = calloc((size_t)n, sizeof *graphs);
-  kf_status st = graphs ? KF_OK : KF_ERR_NOMEM;
-  kf_load_options lo;
-  kf_load_options_init(&lo);
-  for (int m = 0; m < n && !st; m++) {
-    st = kf_model_load(models[m], &lo, &graphs[m], diag);
-    if (!st) st = kf_graph_verify(graphs[m], diag);
-  }
   kf_warm_counts wc;
-  if (!st) st = kf_compile_warm(graphs, n, &o, shard, n_shards, &wc, diag);
+  kf_status st = warm_pass(models, n, &o, shard, n_shards, &wc, diag);
   if (!st) {
     printf("warm: shard %d/%d: %d of %d unique groups; %d already cached, %d judged, %d stored, %d failed "
            "verification, %d not judged\n", shard + 1, n_shards, wc.in_shard, wc.unique_groups, wc.hits, wc.judged,
            wc.stored, wc.failed, wc.not_judged);
     rc = wc.failed || wc.not_judged ? 1 : 0;
   }
-  for (int m = 0; graphs && m < n; m++) kf_graph_destroy(graphs[m]);
-  free(graphs);
+  if (!st && agent && wc.n_missed > 0) {
+    ao.judge.timeout_s = judge_timeout;
+    if (agent_sessions(models, n, &o, &ao, &cao, agent_dir, &wc, shard, n_shards, diag) != KF_OK) rc = 1;
+  }
+  free(wc.missed);
   kf_cli_cache_close(cache, remote);
 out:
   free(models);

@@ -424,7 +424,15 @@ static cJSON *summary(const shared *sh, bool measured, const char *order_why) {
 /* ---- the candidates --------------------------------------------------------------- */
 
 /* The model's unique keys with a built-in unit, from tasks/tasks.json. */
-static kf_status candidates(const char *tasks, cand **out, int *nout, kf_diag *diag) {
+static bool wanted(const kf_compile_agent_options *ca, const char *key) {
+  if (!ca->only_keys) return true;
+  for (int k = 0; k < ca->n_only; k++)
+    if (strcmp(ca->only_keys[k], key) == 0) return true;
+  return false;
+}
+
+static kf_status candidates(const char *tasks, const kf_compile_agent_options *ca, cand **out, int *nout,
+                            kf_diag *diag) {
   *out = NULL;
   *nout = 0;
   char p[8300];
@@ -445,6 +453,7 @@ static kf_status candidates(const char *tasks, cand **out, int *nout, kf_diag *d
     const cJSON *key = cJSON_GetObjectItemCaseSensitive(t, "key");
     const cJSON *dir = cJSON_GetObjectItemCaseSensitive(t, "dir");
     if (!cJSON_IsNumber(gr) || !cJSON_IsString(key) || strlen(key->valuestring) != 64 || !cJSON_IsString(dir)) continue;
+    if (!wanted(ca, key->valuestring)) continue;
     int seen = -1;
     for (int k = 0; k < nc && seen < 0; k++)
       if (strcmp(c[k].key, key->valuestring) == 0) seen = k;
@@ -487,7 +496,7 @@ void kf_compile_agent_options_init(kf_compile_agent_options *o) {
 kf_status kf_compile_agent(const char *model, const kf_compile_options *co, const kf_agent_options *ao,
                            const char *agent_dir, const kf_compile_agent_options *cao, kf_compile_given *given,
                            kf_diag *diag) {
-  given->n = 0;
+  given->n = given->n_tried = 0;
   double t0 = kf_now_s();
   char tasks[4096];
   snprintf(tasks, sizeof tasks, "%s/tasks", agent_dir);
@@ -506,7 +515,7 @@ kf_status kf_compile_agent(const char *model, const kf_compile_options *co, cons
   if (st) return st;
   cand *c = NULL;
   int nc = 0;
-  if ((st = candidates(tasks, &c, &nc, diag))) return st;
+  if ((st = candidates(tasks, cao, &c, &nc, diag))) return st;
   kf_compile_agent_options ca = *cao;
   if (ca.groups < 1) ca.groups = 1;
   if (ca.gpus < 1) ca.gpus = visible_gpus();
@@ -566,6 +575,8 @@ kf_status kf_compile_agent(const char *model, const kf_compile_options *co, cons
   for (int i = 0; i < nc; i++) sh.runs += c[i].state == RUN;
   run_threads(&sh, ca.jobs, session_main);
   for (int i = 0; i < nc; i++) {
+    if (c[i].state == RUN && given->n_tried < KF_COMPILE_GIVEN_MAX)
+      snprintf(given->tried[given->n_tried++], sizeof given->tried[0], "%s", c[i].key);
     if (c[i].state != RUN || c[i].st || !c[i].r.have_unit) continue;
     if (given->n >= KF_COMPILE_GIVEN_MAX) {
       kf_diag_warn(diag, "agent: group %d's verified unit left out: at most %d units are given to one compile",

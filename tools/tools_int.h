@@ -93,6 +93,10 @@ typedef struct kf_compile_given {
   int n;
   char keys[KF_COMPILE_GIVEN_MAX][65];
   char dirs[KF_COMPILE_GIVEN_MAX][4200];
+  /* the groups that had a session, verified or not (the first
+   * KF_COMPILE_GIVEN_MAX): kfuse warm gives each key one session */
+  int n_tried;
+  char tried[KF_COMPILE_GIVEN_MAX][65];
 } kf_compile_given;
 /* The scheduling of the sessions: what the per-group kf_agent_options
  * leave to the whole model. */
@@ -102,9 +106,19 @@ typedef struct kf_compile_agent_options {
   int gpus;       /* GPUs judge calls are queued onto (--agent-gpus); 0: the visible ones */
   long long tokens; /* prompt + completion tokens over all sessions (--agent-tokens); 0: no limit */
   double seconds; /* wall time of the whole agent phase (--agent-seconds); 0: no limit */
+  /* only groups with these keys (kf_group.key_hex) get sessions (kfuse
+   * warm: the cache's misses); NULL: every group */
+  const char (*only_keys)[65];
+  int n_only;
 } kf_compile_agent_options;
 /* 4 groups, the rest 0 (defaults, no limits). */
 void kf_compile_agent_options_init(kf_compile_agent_options *o);
+struct kf_agent_options;
+/* The agent options kfuse compile and kfuse warm share (tools/cmd_compile.c):
+ * --agent llm|builtin, --agent-dir, --agent-* budgets and the LLM client's
+ * options (kf_cli_llm_option). 1: consumed, 0: not one, -1: usage error. */
+int kf_cli_agent_option(int argc, char **argv, int *i, const char *cmd, bool *agent, const char **agent_dir,
+                        struct kf_agent_options *ao, kf_compile_agent_options *cao, kf_diag *diag);
 struct kf_agent_options;
 struct kf_compile_options;
 kf_status kf_compile_agent(const char *model, const struct kf_compile_options *co,

@@ -134,8 +134,11 @@ KF_API kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o,
  * of them), sorted by key, split round-robin into n_shards shards; for
  * each group of shard `shard` (0-based) the cache is consulted and, on a
  * miss, the candidates are built, compiled and judged (every group, as
- * --judge-all), and the verified winner stored. The graphs are changed by
- * the compile passes. Needs o->cache; judging needs o->picker and a GPU. */
+ * --judge-all), and the verified winner stored. Units given in o (by
+ * group key, as kfuse compile --unit) are judged for their groups beside
+ * the built-in candidates instead of a lookup, and stored when they win.
+ * The graphs are changed by the compile passes. Needs o->cache; judging
+ * needs o->picker and a GPU. */
 typedef struct kf_warm_counts {
   int unique_groups;  /* over all graphs */
   int in_shard;       /* of them, this shard's */
@@ -144,6 +147,10 @@ typedef struct kf_warm_counts {
   int stored;         /* verified and stored */
   int failed;         /* judged, none of the candidates verified */
   int not_judged;     /* nothing could be judged (info in the warnings) */
+  /* the group keys (kf_group.key_hex) of this shard's groups the cache
+   * missed, given units aside: malloc'd, the caller frees it */
+  char (*missed)[65];
+  int n_missed;
 } kf_warm_counts;
 
 KF_API kf_status kf_compile_warm(kf_graph *const *graphs, int n, const kf_compile_options *o, int shard,
