@@ -221,22 +221,6 @@ static void server_message(const body *b, char *out, size_t n) {
     if (*p == '\n' || *p == '\r') *p = ' ';
 }
 
-static void sleep_s(double s) {
-  if (s <= 0) return;
-  struct timespec t = {(time_t)s, (long)((s - floor(s)) * 1e9)};
-  while (nanosleep(&t, &t) == -1 && errno == EINTR) {
-  }
-}
-
-/* A jitter factor in [0.5, 1): retries of many clients spread out. */
-static double jitter(void) {
-  static __thread uint64_t s;
-  if (!s) s = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^ (uint64_t)(uintptr_t)&s;
-  s ^= s << 13;
-  s ^= s >> 7;
-  s ^= s << 17;
-  return 0.5 + 0.5 * (double)(s >> 11) / (double)(1ull << 53);
-}
 
 /* ---- the reply ------------------------------------------------------------------- */
 
@@ -370,12 +354,12 @@ kf_status kf_llm_chat(const kf_llm_config *c, const cJSON *messages, const cJSON
     o = post_once(cu, c, url, payload, key, &b, &status, &h, why, sizeof why);
     out->wait_seconds += kf_now_s() - tw;
     if (o != TRANSIENT || attempt >= c->max_retries) break;
-    double w = wait * jitter();
+    double w = wait * kf_jitter();
     if (h.retry_after >= 0) w = h.retry_after < c->retry_after_max_s ? h.retry_after : c->retry_after_max_s;
     kf_diag_note(diag, "LLM endpoint %s: %s; retrying in %.1f s (attempt %d of %d)", url, why, w, attempt + 2,
                  c->max_retries + 1);
     tw = kf_now_s();
-    sleep_s(w);
+    kf_sleep_s(w);
     out->wait_seconds += kf_now_s() - tw;
     wait = wait * 2 < c->backoff_max_s ? wait * 2 : c->backoff_max_s;
   }

@@ -390,22 +390,6 @@ done:
   return out;
 }
 
-static void sleep_s(double s) {
-  if (s <= 0) return;
-  struct timespec t = {(time_t)s, (long)((s - floor(s)) * 1e9)};
-  while (nanosleep(&t, &t) == -1 && errno == EINTR) {
-  }
-}
-
-/* A factor in [0.5, 1): the retries of many builds spread out. */
-static double jitter(void) {
-  static _Thread_local uint64_t s;
-  if (!s) s = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^ (uint64_t)(uintptr_t)&s;
-  s ^= s << 13;
-  s ^= s >> 7;
-  s ^= s << 17;
-  return 0.5 + 0.5 * (double)(s >> 11) / (double)(1ull << 53);
-}
 
 /* m on url with the retries, all within timeout_s. Called with r->mu held. */
 static outcome request(kf_cache_remote *r, method m, const char *url, xfer *x, long *status, char *why,
@@ -422,7 +406,7 @@ static outcome request(kf_cache_remote *r, method m, const char *url, xfer *x, l
       snprintf(why, nwhy, "%s", last);
       return o;
     }
-    double w = x->retry_after >= 0 ? x->retry_after : wait * jitter();
+    double w = x->retry_after >= 0 ? x->retry_after : wait * kf_jitter();
     const char *stop = NULL;
     if (a >= r->o.retries)
       stop = "no retry left";
@@ -432,7 +416,7 @@ static outcome request(kf_cache_remote *r, method m, const char *url, xfer *x, l
       snprintf(why, nwhy, "%s (%d attempt%s in %.1f s, %s)", last, a + 1, a ? "s" : "", kf_now_s() - t0, stop);
       return o;
     }
-    sleep_s(w);
+    kf_sleep_s(w);
     wait *= 2;
   }
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -216,6 +217,22 @@ kf_status kf_write_file_atomic(const char *path, const char *data, size_t n, kf_
 void kf_diag_to_strbuf(void *strbuf, kf_diag_level level, const char *msg) {
   kf_strbuf_printf(strbuf, "%s%s\n",
                    level == KF_DIAG_ERROR ? "error: " : level == KF_DIAG_WARNING ? "warning: " : "note: ", msg);
+}
+
+void kf_sleep_s(double s) {
+  if (s <= 0) return;
+  struct timespec t = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&t, &t) == -1 && errno == EINTR) {
+  }
+}
+
+double kf_jitter(void) {
+  static _Thread_local uint64_t s;
+  if (!s) s = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^ (uint64_t)(uintptr_t)&s;
+  s ^= s << 13;
+  s ^= s >> 7;
+  s ^= s << 17;
+  return 0.5 + 0.5 * (double)(s >> 11) / (double)(1ull << 53);
 }
 
 double kf_now_s(void) {

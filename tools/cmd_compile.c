@@ -119,6 +119,19 @@ int kf_cli_agent_option(int argc, char **argv, int *i, const char *cmd, bool *ag
   return 1;
 }
 
+void kf_cli_compile_judge_options(kf_judge_options *jo, double timeout_s) {
+  /* candidates judged as kfuse judge judges them, with 100 ms of timed runs
+   * each (the median of at least 10) */
+  kf_judge_options_init(jo);
+  jo->min_time_ms = 100;
+  jo->timeout_s = timeout_s;
+  /* groups whose input sets and references would hold more than 4 GiB on
+   * the host are not judged at compile time: drawing and checking them
+   * there costs more than a compile should (KernelBench L1 40, 268 MB a
+   * tensor: 66 s) */
+  jo->max_host_bytes = 4.0 * (1 << 30);
+}
+
 int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   kf_compile_options o;
   kf_compile_options_init(&o);
@@ -234,17 +247,8 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   if ((o.require_cached || o.reverify) && cc.off)
     return kf_cli_error("compile", diag, "%s needs the kernel cache: drop --no-cache",
                         o.require_cached ? "--require-cached" : "--reverify");
-  /* candidates judged as kfuse judge judges them, with 100 ms of timed runs
-   * each (the median of at least 10) */
   kf_judge_options jo;
-  kf_judge_options_init(&jo);
-  jo.min_time_ms = 100;
-  jo.timeout_s = judge_timeout;
-  /* groups whose input sets and references would hold more than 4 GiB on
-   * the host are not judged at compile time: drawing and checking them
-   * there costs more than a compile should (KernelBench L1 40, 268 MB a
-   * tensor: 66 s) */
-  jo.max_host_bytes = 4.0 * (1 << 30);
+  kf_cli_compile_judge_options(&jo, judge_timeout);
   kf_judge_picker jp;
   kf_judge_picker_init(&jp, &jo, judge_all);
   o.picker = &jp.picker;

@@ -324,13 +324,8 @@ int kf_cmd_warm(int argc, char **argv, kf_diag *diag) {
   }
   o.cache = cache;
   o.remote = remote;
-  /* as kfuse compile judges: 100 ms of timed runs a candidate; groups
-   * whose judge data would hold more than 4 GiB on the host are skipped */
   kf_judge_options jo;
-  kf_judge_options_init(&jo);
-  jo.min_time_ms = 100;
-  jo.timeout_s = judge_timeout;
-  jo.max_host_bytes = 4.0 * (1 << 30);
+  kf_cli_compile_judge_options(&jo, judge_timeout); /* as kfuse compile judges */
   kf_judge_picker jp;
   kf_judge_picker_init(&jp, &jo, true);
   o.picker = &jp.picker;

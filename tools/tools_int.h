@@ -59,6 +59,11 @@ int kf_cmd_agent(int argc, char **argv, kf_diag *diag);
 int kf_cmd_serve(int argc, char **argv, kf_diag *diag);
 int kf_cmd_cache(int argc, char **argv, kf_diag *diag);
 int kf_cmd_warm(int argc, char **argv, kf_diag *diag);
+struct kf_judge_options;
+/* How kfuse compile and kfuse warm judge candidates (tools/cmd_compile.c):
+ * 100 ms of timed runs each, timeout_s per stage, groups over 4 GiB of host
+ * judge data skipped. */
+void kf_cli_compile_judge_options(struct kf_judge_options *jo, double timeout_s);
 
 /* The kernel cache options kfuse compile and kfuse warm share
  * (tools/cmd_warm.c): --cache DIR, --no-cache, --offline, --remote URL

@@ -97,6 +97,11 @@ KF_API void kf_diag_to_strbuf(void *strbuf, kf_diag_level level, const char *msg
 
 /* Seconds on the monotonic clock (durations and deadlines). */
 KF_API double kf_now_s(void);
+/* Sleep s seconds (resumed after signals); nothing for s <= 0. */
+KF_API void kf_sleep_s(double s);
+/* A factor in [0.5, 1) to jitter retry backoff with, so the retries of
+ * many clients spread out (per-thread xorshift, seeded by time and pid). */
+KF_API double kf_jitter(void);
 
 /* The whole of the regular file at path, NUL-terminated, into *out
  * (malloc'd): an error naming the file when it cannot be opened, is not a
