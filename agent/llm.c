@@ -96,18 +96,8 @@ typedef struct hdrs {
 static size_t on_header(char *p, size_t size, size_t n, void *user) {
   hdrs *h = user;
   size_t k = size * n;
-  static const char key[] = "retry-after:";
-  if (k > sizeof key - 1 && strncasecmp(p, key, sizeof key - 1) == 0) {
-    char v[64];
-    size_t m = k - (sizeof key - 1);
-    if (m >= sizeof v) m = sizeof v - 1;
-    memcpy(v, p + sizeof key - 1, m);
-    v[m] = '\0';
-    char *end;
-    double s = strtod(v, &end);
-    /* delta-seconds only; an HTTP date falls back to the backoff */
-    if (end != v && s >= 0 && isfinite(s)) h->retry_after = s;
-  }
+  double s = kf_curl_retry_after(p, k);
+  if (s >= 0) h->retry_after = s;
   return k;
 }
 

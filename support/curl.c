@@ -4,8 +4,12 @@
  * library. Its own library (kfuse_curl) rather than part of kfuse_core:
  * the core has no external dependency, and this needs curl.h and libdl. */
 #include <dlfcn.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <stdlib.h>
 
 #include "kfuse/curl.h"
 
@@ -57,4 +61,18 @@ const kf_curl_api *kf_curl_get_api(const char **why) {
     return NULL;
   }
   return &api;
+}
+
+double kf_curl_retry_after(const char *p, size_t n) {
+  static const char key[] = "retry-after:";
+  if (n <= sizeof key - 1 || strncasecmp(p, key, sizeof key - 1) != 0) return -1;
+  char v[64];
+  size_t m = n - (sizeof key - 1);
+  if (m >= sizeof v) m = sizeof v - 1;
+  memcpy(v, p + sizeof key - 1, m);
+  v[m] = '\0';
+  char *end;
+  double s = strtod(v, &end);
+  /* delta-seconds only; an HTTP date falls back to the backoff */
+  return end != v && s >= 0 && isfinite(s) ? s : -1;
 }

@@ -37,6 +37,11 @@ typedef struct kf_curl_api {
  * "libcurl.so", and runs curl_global_init; later calls only return. */
 KF_API const kf_curl_api *kf_curl_get_api(const char **why);
 
+/* A response header line p[0..n) (as CURLOPT_HEADERFUNCTION gets it): when
+ * it is "Retry-After: <delta-seconds>", the seconds; else -1 (an HTTP date
+ * too: the caller's backoff applies). */
+KF_API double kf_curl_retry_after(const char *p, size_t n);
+
 #ifdef __cplusplus
 }
 #endif
