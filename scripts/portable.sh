@@ -16,10 +16,13 @@ cmake -S . -B build-portable -G Ninja -DCMAKE_BUILD_TYPE=Release \
 ninja -C build-portable kfuse kfuse_runtime
 out=dist/kfuse-portable
 rm -rf "$out" && mkdir -p "$out/bin/lib"
-cp build-portable/kfuse "$out/bin/kfuse"
-# the runtime every compiled module links (kfuse finds it beside itself)
+# laid out as `cmake --install` lays out a prefix (bin/kfuse,
+# lib/libkfuse_runtime.a, include/kfuse_runtime.h, lib/cmake/kfuse: the
+# CMake package, find_package(kfuse) with -Dkfuse_DIR=<dir>/lib/cmake/kfuse)
+cmake --install build-portable --prefix "$out" --strip >/dev/null
+# the runtime every compiled module links, also beside the binary (where
+# the GPU scripts of earlier versions looked for it)
 cp build-portable/libkfuse_runtime.a "$out/bin/libkfuse_runtime.a"
-strip "$out/bin/kfuse"
 # carry the shared libraries the binary needs that are not in a plain
 # Ubuntu/Debian base system
 for lib in libzip.so.4 libcjson.so.1 libminizip.so.1 libsqlite3.so.0; do
@@ -35,6 +38,8 @@ if ldd "$out/bin/kfuse" | grep -E "libLLVM|libMLIR|libstdc\+\+" >/dev/null; then
 fi
 cat > "$out/README" <<'TXT'
 kfuse portable build. Run bin/kfuse; it finds its libraries in bin/lib.
+Also an installed CMake package: find_package(kfuse) with
+-Dkfuse_DIR=<this directory>/lib/cmake/kfuse (kfuse_add_model).
 Needs glibc >= 2.36, libbz2, zlib and OpenSSL 3 (libcrypto.so.3) from the base system.
 TXT
 tar -C dist -cJf dist/kfuse-portable-x86_64.tar.xz kfuse-portable
