@@ -112,8 +112,9 @@ kf_status kf_cli_cache_open(const kf_cli_cache *cc, const char *cmd, kf_cache **
   if (!st) st = kf_cache_open(dir, NULL, out, d);
   if (st && d == &quiet) {
     while (why.len && why.data[why.len - 1] == '\n') why.data[--why.len] = '\0';
-    kf_diag_warn(diag, "%s: no kernel cache (%s); pass --cache DIR or --no-cache", cmd,
-                 why.data ? why.data : kf_status_str(st));
+    const char *w = why.data ? why.data : kf_status_str(st);
+    if (strncmp(w, "error: ", 7) == 0) w += 7;
+    kf_diag_warn(diag, "%s: no kernel cache (%s); pass --cache DIR or --no-cache", cmd, w);
     st = KF_OK;
   }
   kf_strbuf_fini(&why);
