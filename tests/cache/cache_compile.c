@@ -120,6 +120,7 @@ int main(int argc, char **argv) {
     if (ok && kf_compile_warm(gs, nm, &o, k - 1, n, &wc, &d) == KF_OK) {
       printf("unique %d in_shard %d hits %d judged %d stored %d failed %d not_judged %d\n", wc.unique_groups,
              wc.in_shard, wc.hits, wc.judged, wc.stored, wc.failed, wc.not_judged);
+      free(wc.missed);
       rc = 0;
     }
     for (int m = 0; gs && m < nm; m++) kf_graph_destroy(gs[m]);
