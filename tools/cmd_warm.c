@@ -199,7 +199,7 @@ static kf_status agent_sessions(const char **models, int n, const kf_compile_opt
     for (int t = 0; t < g->n_tried; t++)
       for (int k = 0; k < n_left; k++)
         if (strcmp(left[k], g->tried[t]) == 0) {
-          memcpy(left[k], left[--n_left], 65);
+          memmove(left[k], left[--n_left], 65);
           break;
         }
     for (int u = 0; u < g->n && all->n < KF_COMPILE_GIVEN_MAX; u++) {
