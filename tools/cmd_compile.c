@@ -5,6 +5,8 @@
  *                 [--embed-weights] [--no-fuse] [--no-horizontal] [--no-cudnn]
  *                 [--no-channels-last] [--channels-last-all] [--no-judge] [--judge-all]
  *                 [--judge-timeout S] [--unit KEY=DIR ...] [--reference] [--prefix NAME] [--kernel-option KEY=N ...] [-q]
+ *                 [--cache DIR | --no-cache] [--require-cached] [--reverify] [--offline]
+ *                 [--remote URL [--remote-read-only] [--remote-timeout S]]
  *                 [--agent llm --endpoint URL --model NAME [--agent-groups N] [--agent-jobs N]
  *                  [--agent-gpus N] [--agent-tokens N] [--agent-seconds S] [--agent-turns N]
  *                  [--agent-judge N] [--agent-session-tokens N] [--agent-session-seconds S]
@@ -34,7 +36,10 @@
  * writes it) into the module once the judge has verified it here; never
  * unverified. --agent llm runs LLM agent sessions on the groups first
  * (tools/compile_agent.c) and hands their verified units in the same way:
- * the built-in units stay wherever none is verified. */
+ * the built-in units stay wherever none is verified. The kernel cache
+ * (driver/units.c, docs/CACHE.md) is looked up for every group before
+ * anything is built and given what was verified; its options are shared
+ * with kfuse warm (tools/cmd_warm.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
