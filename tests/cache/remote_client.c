@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "kfuse/cache.h"
+#include "synth_entry.h"
 
 static uint64_t rng;
 static uint64_t next(void) {
@@ -54,23 +55,8 @@ static int make_entry(synth *s, uint64_t seed, int i) {
   rng = seed * 2654435761u + (uint64_t)i * 97 + 1;
   snprintf(s->canonical, sizeof s->canonical,
            "kfuse-group-v1\nkind elementwise\n%%0 = kf.relu(%%i0) #remote-%llu-%d\n", (unsigned long long)seed, i);
-  kf_cache_key_fields f;
-  kf_cache_key_fields_init(&f);
-  f.canonical = s->canonical;
-  f.precision = "default";
-  f.arch = "sm_90a";
-  f.toolkit = "synthetic-toolkit";
-  f.driver = "";
-  kf_cache_key k;
-  if (kf_cache_key_make(&f, &k, NULL) != KF_OK) return 1;
   kf_cache_entry *e = &s->e;
-  memcpy(e->key, k.hex, 65);
-  e->canonical = s->canonical;
-  e->precision = "default";
-  e->arch = "sm_90a";
-  e->toolkit = "synthetic-toolkit";
-  e->driver = "";
-  e->codegen = f.codegen;
+  if (synth_entry_key(e, s->canonical, "synthetic-toolkit", NULL) != KF_OK) return 1;
   e->reward = 1 + (int)(next() % 3);
   e->ms = (double)(1 + next() % 100000) / 1000.0;
   snprintf(s->unit_json, sizeof s->unit_json, "{\"synthetic\": true, \"seed\": %llu, \"entry\": %d}",

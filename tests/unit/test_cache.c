@@ -20,6 +20,7 @@
 #include <sqlite3.h>
 
 #include "kfuse/cache.h"
+#include "../cache/synth_entry.h"
 
 static char g_msgs[8192];
 
@@ -77,23 +78,8 @@ static void make(synth *s, int g, int reward, double ms, const char *gpu) {
   snprintf(s->verdict, sizeof s->verdict,
            "{\"format\": \"kfuse-verdict-v1\", \"synthetic\": true, \"reward\": %d, \"ms\": %g}", reward, ms);
   for (size_t i = 0; i < sizeof s->cubin; i++) s->cubin[i] = (unsigned char)(i * 7 + (unsigned)g); /* zeros too */
-  kf_cache_key_fields f;
-  kf_cache_key_fields_init(&f);
-  f.canonical = s->canonical;
-  f.precision = "default";
-  f.arch = "sm_90a";
-  f.toolkit = "cuda-13.0/nvrtc-13.0";
-  f.driver = "";
-  kf_cache_key k;
-  assert_int_equal(kf_cache_key_make(&f, &k, fresh_diag()), KF_OK);
   kf_cache_entry *e = &s->e;
-  memcpy(e->key, k.hex, 65);
-  e->canonical = s->canonical;
-  e->precision = "default";
-  e->arch = "sm_90a";
-  e->toolkit = "cuda-13.0/nvrtc-13.0";
-  e->driver = "";
-  e->codegen = KF_CACHE_CODEGEN_VERSION;
+  assert_int_equal(synth_entry_key(e, s->canonical, "cuda-13.0/nvrtc-13.0", fresh_diag()), KF_OK);
   e->unit_json = s->unit_json;
   e->unit_cu = "extern \"C\" __global__ void k() {}\n";
   e->cubin = s->cubin;
