@@ -369,16 +369,6 @@ kf_status kf_builtin_unit(const kf_partition *p, const kf_group *g, const kf_bui
  * launch's, whatever the template shape */
 #define KF_VARIANT_MIN_BYTES ((int64_t)4 << 20)
 
-static int64_t group_bytes(const kf_group *g) {
-  int64_t s = 0;
-  for (int i = 0; i < g->n_inputs; i++)
-    if (g->inputs[i]->type.kind == KF_TYPE_TENSOR)
-      s += kf_type_numel(&g->inputs[i]->type) * (int64_t)kf_dtype_size(g->inputs[i]->type.dtype);
-  for (int i = 0; i < g->n_outputs; i++)
-    s += kf_type_numel(&g->outputs[i]->type) * (int64_t)kf_dtype_size(g->outputs[i]->type.dtype);
-  return s;
-}
-
 static void variant(kf_builtin_variant *v, int *n, const kf_builtin_options *base, const char *label) {
   snprintf(v[*n].label, sizeof v[*n].label, "%s", label);
   v[*n].opt = *base;
@@ -395,7 +385,7 @@ int kf_builtin_variants(const kf_group *g, const kf_builtin_options *base, kf_bu
      * SM) and the block shape; the best differ per kernel (softmax and
      * layer norm on the same rows want different ones: scripts/sweep.py,
      * H200, 2026-11-22) */
-    if (group_bytes(g) < KF_VARIANT_MIN_BYTES) return 0;
+    if (kf_group_io_bytes(g) < KF_VARIANT_MIN_BYTES) return 0;
     if (base->row_occupancy == 0) {
       static const int occ[] = {1536, 1280, 1024};
       for (int i = 0; i < 3; i++) {

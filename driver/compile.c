@@ -36,6 +36,7 @@ void kf_compile_options_init(kf_compile_options *o) {
   o->target.sm = 90;
   o->emit = KF_EMIT_SO;
   o->fuse = true;
+  o->judge_seconds = 30;
 }
 
 const char *kf_compile_pipeline(void) {
@@ -413,6 +414,8 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
   cJSON_AddNumberToObject(r, "units_judged", ps->judged);
   cJSON_AddNumberToObject(r, "units_verified", ps->verified);
   cJSON_AddNumberToObject(r, "units_replaced", ps->replaced);
+  cJSON_AddNumberToObject(r, "units_over_judge_time", ps->over_budget);
+  cJSON_AddNumberToObject(r, "judge_seconds", o->judge_seconds);
   cJSON_AddNumberToObject(r, "units_compiled", ps->compiled);
   cJSON_AddNumberToObject(r, "units_from_cache", cached);
   cJSON *cj = cJSON_AddObjectToObject(r, "cache");
@@ -439,8 +442,10 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
              "and the built-in policy's variants) judged on the GPU: verified against the fp64 reference on "
              "fresh inputs and timed in a worker process, the fastest verified kept (group_list[].candidates); "
              "%d verified, %d replaced by a faster variant; the other units by rule, not verified at compile "
-             "time%s%s",
-             ps->judged, ns, ps->verified, ps->replaced, ps->on ? "" : "; judging stopped: ", ps->on ? "" : ps->why);
+             "time%s%s%s",
+             ps->judged, ns, ps->verified, ps->replaced, ps->on ? "" : "; judging stopped: ", ps->on ? "" : ps->why,
+             ps->over_budget ? "; groups with choices left to the rule when the judging time (judge_seconds) "
+                               "was spent: units_over_judge_time" : "");
   else
     snprintf(note, sizeof note,
              "kernels were compiled with NVRTC but not verified or timed (%s); choices were made by "
@@ -475,6 +480,7 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
     cJSON_AddNumberToObject(e, "id", grp->id);
     cJSON_AddStringToObject(e, "kind", kf_group_kind_name(grp->kind));
     cJSON_AddStringToObject(e, "key", grp->key_hex);
+    cJSON_AddNumberToObject(e, "io_bytes", (double)kf_group_io_bytes(grp));
     cJSON *ops = cJSON_AddArrayToObject(e, "ops");
     for (int k = 0; k < grp->n_ops; k++) {
       char buf[300];
@@ -503,7 +509,8 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
           } else if (sl->cache_key[0]) {
             cJSON_AddBoolToObject(e, "stored_in_cache", sl->stored);
           }
-          if (sl->n_cands) add_candidates(e, sl);
+          /* judged, or not judged for a reason (the judging time spent) */
+          if (sl->n_cands || (sl->source == KF_USLOT_BUILT && sl->info.why[0])) add_candidates(e, sl);
         }
     }
     cJSON_AddItemToArray(ga, e);

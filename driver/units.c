@@ -344,12 +344,20 @@ static kf_status given_unit(const kf_group *grp, const char *dir, const kf_targe
  * compiled or verified; a group that merely cannot be judged keeps its
  * rule's unit and the report says why. */
 static kf_status pick_group(const kf_compile_options *o, const kf_builtin_options *bo, bool all_groups,
-                            kf_uslot *sl, kf_units_state *us, kf_diag *diag) {
+                            bool over_budget, kf_uslot *sl, kf_units_state *us, kf_diag *diag) {
   const kf_group *grp = sl->first;
   const char *given_dir = sl->given_dir;
   kf_builtin_variant v[KF_BUILTIN_MAX_VARIANTS];
   int nv = kf_builtin_variants(grp, bo, v);
   if (nv == 0 && !all_groups && !given_dir) return KF_OK;
+  if (over_budget && !given_dir) {
+    /* a given unit is always judged: it is never shipped unverified */
+    us->over_budget++;
+    snprintf(sl->info.why, sizeof sl->info.why,
+             "the compile's judging time (%g s, --judge-seconds) was spent on groups moving more bytes; the "
+             "rule's unit is used", o->judge_seconds);
+    return KF_OK;
+  }
   kf_pick_cand *c = calloc(KF_MAX_CANDS + 1, sizeof *c);
   if (!c) return KF_ERR_NOMEM;
   snprintf(c[0].label, sizeof c[0].label, "rule");
@@ -605,24 +613,54 @@ kf_status kf_units_build(kf_uslot *slots, int ns, const kf_compile_options *o, k
   if (st) return st;
 
   /* 4. the candidates of each miss judged, one group at a time (the
-   * judge's workers own the GPU while they run) */
+   * judge's workers own the GPU while they run), those moving the most
+   * bytes first; once o->judge_seconds of judging are spent the others
+   * keep the rule's unit */
   bool all = o->picker && o->picker->all_groups;
-  for (int s = 0; s < ns && !st; s++) {
+  int *order = malloc(((size_t)ns + 1) * sizeof *order);
+  if (!order) return KF_ERR_NOMEM;
+  for (int s = 0; s < ns; s++) order[s] = s;
+  if (o->judge_seconds > 0) {
+    for (int i = 1; i < ns; i++) { /* insertion sort: stable, ns is small */
+      int x = order[i], j = i;
+      int64_t bx = kf_group_io_bytes(slots[x].first);
+      while (j > 0 && kf_group_io_bytes(slots[order[j - 1]].first) < bx) {
+        order[j] = order[j - 1];
+        j--;
+      }
+      order[j] = x;
+    }
+  }
+  double judging_s = 0;
+  bool said_budget = false;
+  for (int q = 0; q < ns && !st; q++) {
+    int s = order[q];
     kf_uslot *sl = &slots[s];
-    if (sl->source == KF_USLOT_BUILT && (us->on || sl->given_dir)) st = pick_group(o, &bo, all, sl, us, diag);
+    bool over = o->judge_seconds > 0 && judging_s >= o->judge_seconds;
+    if (sl->source == KF_USLOT_BUILT && (us->on || sl->given_dir)) {
+      int before = us->over_budget;
+      st = pick_group(o, &bo, all, over, sl, us, diag);
+      judging_s += sl->pick_s;
+      if (o->progress && us->over_budget > before && !said_budget) {
+        fprintf(stderr, "kfuse: %.1f s of judging spent (--judge-seconds %g): the remaining groups with choices "
+                        "take the rule's unit\n", judging_s, o->judge_seconds);
+        said_budget = true;
+      }
+    }
     /* 5. the verified winner stored */
     if (!st && us->cache_on && sl->source == KF_USLOT_BUILT && sl->n_cands && sl->info.judged)
       store_slot(sl, o, toolkit, us, diag);
     if (o->progress && sl->source != KF_USLOT_BUILT)
       fprintf(stderr, "kfuse: [%d/%d] group %d (%s, %d ops): %s from the cache (reward %d, %.4f ms on %s)%s\n",
-              s + 1, ns, sl->first->id, kf_group_kind_name(sl->first->kind), sl->first->n_ops,
+              q + 1, ns, sl->first->id, kf_group_kind_name(sl->first->kind), sl->first->n_ops,
               sl->unit->name ? sl->unit->name : "?", sl->cached_reward, sl->cached_ms, sl->cached_gpu,
               sl->reverified ? ", verified again" : "");
     else if (o->progress)
-      fprintf(stderr, "kfuse: [%d/%d] group %d (%s, %d ops): %s, %.2f s%s\n", s + 1, ns, sl->first->id,
+      fprintf(stderr, "kfuse: [%d/%d] group %d (%s, %d ops): %s, %.2f s%s\n", q + 1, ns, sl->first->id,
               kf_group_kind_name(sl->first->kind), sl->first->n_ops, sl->unit->name ? sl->unit->name : "?",
               sl->build_s + sl->compile_s + sl->pick_s, sl->stored ? ", stored in the cache" : "");
   }
+  free(order);
   return st;
 }
 
@@ -717,6 +755,7 @@ kf_status kf_compile_warm(kf_graph *const *graphs, int n, const kf_compile_optio
     fprintf(stderr, "kfuse: warm: %d model%s, %d unique groups, %d in shard %d/%d\n", n, n == 1 ? "" : "s", nw, ns,
             shard + 1, n_shards);
   kf_compile_options wo = *o;
+  wo.judge_seconds = 0; /* warming judges every group, however long it takes */
   kf_picker all;
   if (o->picker) {
     all = *o->picker;

@@ -53,6 +53,8 @@ typedef struct kf_units_state {
   int verified;     /* of them, with their chosen unit verified */
   int replaced;     /* of them, where a variant beat the rule's unit */
   int compiled;     /* units compiled with NVRTC in this run */
+  int over_budget;  /* groups with choices left to the rule: the judging
+                       time (judge_seconds) was spent */
   bool cache_on;
   char cache_why[256]; /* when !cache_on */
   int hits_local, hits_remote, misses, stored;

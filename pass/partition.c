@@ -89,6 +89,16 @@ bool kf_precision_parse(const char *s, kf_precision *out) {
   return false;
 }
 
+int64_t kf_group_io_bytes(const kf_group *g) {
+  int64_t s = 0;
+  for (int i = 0; i < g->n_inputs; i++)
+    if (g->inputs[i]->type.kind == KF_TYPE_TENSOR)
+      s += kf_type_numel(&g->inputs[i]->type) * (int64_t)kf_dtype_size(g->inputs[i]->type.dtype);
+  for (int i = 0; i < g->n_outputs; i++)
+    s += kf_type_numel(&g->outputs[i]->type) * (int64_t)kf_dtype_size(g->outputs[i]->type.dtype);
+  return s;
+}
+
 const char *kf_group_kind_name(kf_group_kind k) {
   static const char *const n[] = {"view", "elementwise", "reduce", "gemm",
                                   "conv", "attention", "opaque", "scan"};

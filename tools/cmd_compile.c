@@ -201,6 +201,9 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
       given_dirs[n_given] = eq + 1;
       if (!given_keys[n_given]) return 1;
       n_given++;
+    } else if (strcmp(a, "--judge-seconds") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
+      if (!kf_cli_double("compile", a, v, 0, 1e7, &o.judge_seconds, diag)) return 2;
     } else if (strcmp(a, "--judge-timeout") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
       char *end = NULL;

@@ -86,6 +86,11 @@ typedef struct kf_compile_options {
   int row_split;            /* blocks a row of a row layout at least (0: by rule) */
   int attn_scratch_kib;     /* attention's score scratch bound, KiB (0: by rule) */
   bool no_tune;             /* no GPU search even with a GPU here */
+  double judge_seconds;     /* judging stops taking new groups once it has
+                               spent this many seconds (the groups moving
+                               the most bytes go first; the rest keep the
+                               rule's unit, unverified); 0: no limit.
+                               kf_compile_options_init: 30 */
   const kf_picker *picker;  /* judges candidates on a GPU; NULL: choices by
                                rule, nothing verified at compile time */
   /* units given for groups (kfuse compile --unit KEY=DIR): the group whose

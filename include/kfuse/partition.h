@@ -80,6 +80,10 @@ typedef struct kf_group {
   char key_hex[65];
 } kf_group;
 
+/* bytes of the group's tensor inputs and outputs, each once: what a launch
+ * of it moves at least */
+KF_API int64_t kf_group_io_bytes(const kf_group *g);
+
 typedef struct kf_partition {
   const kf_graph *graph;
   kf_precision precision;

@@ -13,7 +13,10 @@
  *   cache_compile warm CACHE_DIR K/N MODEL...
  *
  * CACHE_COMPILE_VERDICT=fail makes every candidate fail verification
- * instead; CACHE_COMPILE_REVERIFY=1 compiles with --reverify;
+ * instead; CACHE_COMPILE_PICK_MS=N makes each judge call take N ms of
+ * wall time and CACHE_COMPILE_JUDGE_SECONDS=S sets the compile's judging
+ * time (kf_compile_options.judge_seconds; the library's default else);
+ * CACHE_COMPILE_REVERIFY=1 compiles with --reverify;
  * CACHE_COMPILE_REMOTE=URL puts an HTTP remote behind the cache
  * (CACHE_COMPILE_REMOTE_RO=1: read-only).
  *
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kfuse/cache.h"
 #include "kfuse/compile.h"
@@ -32,6 +36,12 @@ static kf_status synthetic_judge(void *user, const kf_graph *g, const kf_partiti
   (void)user, (void)g, (void)p, (void)o, (void)diag;
   const char *v = getenv("CACHE_COMPILE_VERDICT");
   bool fail = v && strcmp(v, "fail") == 0;
+  const char *ms = getenv("CACHE_COMPILE_PICK_MS");
+  if (ms && atoi(ms) > 0) {
+    struct timespec ts = {.tv_sec = atoi(ms) / 1000, .tv_nsec = (long)(atoi(ms) % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+  }
   memset(info, 0, sizeof *info);
   info->judged = true;
   snprintf(info->device, sizeof info->device, "synthetic-test-gpu");
@@ -96,6 +106,8 @@ int main(int argc, char **argv) {
     }
     o.remote = r;
   }
+  const char *js = getenv("CACHE_COMPILE_JUDGE_SECONDS");
+  if (js && *js) o.judge_seconds = atof(js);
   const char *rv = getenv("CACHE_COMPILE_REVERIFY");
   o.reverify = rv && strcmp(rv, "1") == 0;
   int rc = 1;

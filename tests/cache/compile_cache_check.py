@@ -191,6 +191,31 @@ def main():
             wa = open(mod["a"] + ".weights", "rb").read()
             check(wa == open(mod["b"] + ".weights", "rb").read(), "and so are its weights")
 
+        # 1b. the judging time: with each judge call taking 100 ms and 0.25 s
+        # to spend, three unique units are judged, those moving the most
+        # bytes; the others keep the rule's unit (not judged, not stored)
+        slow = dict(ENV, CACHE_COMPILE_PICK_MS="100", CACHE_COMPILE_JUDGE_SECONDS="0.25")
+        p = run([HELPER, "compile", model, os.path.join(tmp, "j.so"), os.path.join(tmp, "jt"),
+                 os.path.join(tmp, "j.json")], env=slow)
+        j = json.load(open(os.path.join(tmp, "j.json"))) if p.returncode == 0 else {}
+        check(p.returncode == 0 and j["units_judged"] == 3 and j["units_over_judge_time"] == n - 3 and
+              j["cache"]["stored"] == 3, f"--judge-seconds 0.25 at 0.1 s a group: "
+              f"{j.get('units_judged')} judged, {j.get('units_over_judge_time')} left to the rule of {n}")
+        if j:
+            firsts = {}
+            for gr in j["group_list"]:
+                firsts.setdefault(gr["key"], gr)
+            judged = [gr["io_bytes"] for gr in firsts.values() if "candidates" in gr]
+            rest = [gr["io_bytes"] for gr in firsts.values() if "candidates" not in gr]
+            check(len(judged) == 3 and min(judged) >= max(rest),
+                  f"the judged groups move the most bytes ({sorted(judged)} against at most {max(rest)})")
+            check(any("--judge-seconds" in gr.get("judge", "") for gr in firsts.values()),
+                  "the report says why a group was not judged")
+        # kfuse warm has no judging time: every group judged
+        p = run([HELPER, "warm", os.path.join(tmp, "jw"), "1/1", model], env=slow)
+        check(p.returncode == 0 and len(ls(os.path.join(tmp, "jw"))) == n,
+              f"kfuse warm judges every group whatever the judging time ({p.returncode})")
+
         # 2. --require-cached on an empty cache
         empty = os.path.join(tmp, "empty")
         out = os.path.join(tmp, "c.so")
