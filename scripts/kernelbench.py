@@ -847,9 +847,12 @@ def gpu_run(args, problems, kb_root):
         write_summary(r.out, quiet=True)
         return rec
 
-    # 1. the drift sample, timed in full before anything else
+    # 1. the drift sample, timed in full before anything else (its
+    # torch.compile caches warmed in parallel first)
     done_ids = set()
     if sample:
+        if args.warm_jobs > 0:
+            warm_phase(r, args, sample, None)
         recs = []
         for p in sample:
             rec = time_one(p, {})
@@ -986,7 +989,11 @@ def plan_reuse(r, args, todo, device):
                                  "n": 0, "sample": [], "limit": args.drift_max, "reuse": False,
                                  "why": "no usable baselines (device differs or none recorded)"})
         return None, []
-    sample = sorted(cand, key=lambda p: hashlib.sha1(p["id"].encode()).hexdigest())[:max(1, args.drift_sample)]
+    # from the cheaper half by the old records' wall time (an L3 network's
+    # cold torch.compile alone takes minutes), in a deterministic order
+    k = max(1, args.drift_sample)
+    cheap = sorted(cand, key=lambda p: (recs[p["id"]].get("wall_s") or 1e9, p["id"]))[:max(k, len(cand) // 2)]
+    sample = sorted(cheap, key=lambda p: hashlib.sha1(p["id"].encode()).hexdigest())[:k]
     print(f"baselines: {len(recs)} reusable from {info['old']}; re-timing a sample of {len(sample)} first: "
           + ", ".join(p["id"] for p in sample), flush=True)
     return info, sample
