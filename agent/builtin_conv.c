@@ -188,11 +188,21 @@ static int64_t cudnn_workspace(int64_t x_bytes, int64_t y_bytes) {
 
 /* Dense in the step's layout: row-major (NCHW), or with nhwc channels-last
  * (pass/layout.c; a tensor may be both when its C or H and W are 1). */
-static bool dense_in(const kf_type *t, kf_dtype dt, bool nhwc) {
+static bool dense_any(const kf_type *t, kf_dtype dt, bool nhwc) {
   return t->kind == KF_TYPE_TENSOR && t->dtype == dt &&
-         (nhwc ? kf_type_is_channels_last(t) : kf_type_is_contiguous(t)) && kf_type_numel(t) > 0 &&
-         kf_type_numel(t) <= INT32_MAX;
+         (nhwc ? kf_type_is_channels_last(t) : kf_type_is_contiguous(t)) && kf_type_numel(t) > 0;
 }
+
+/* ... and under 2^31 elements (what one cuDNN step takes) */
+static bool dense_in(const kf_type *t, kf_dtype dt, bool nhwc) {
+  return dense_any(t, dt, nhwc) && kf_type_numel(t) <= INT32_MAX;
+}
+
+/* One cuDNN step takes tensors of up to 2^31 - 1 elements. A convolution
+ * whose input or result is larger runs as steps over chunks of its batch
+ * (both layouts keep each sample's elements together). Chunks of at most
+ * this many steps; more is left to the GEMM or direct lowering. */
+#define KF_CONV_MAX_CHUNKS 64
 
 static bool dense_of(const kf_type *t, kf_dtype dt) { return dense_in(t, dt, false); }
 
@@ -258,9 +268,15 @@ static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_b
    * cuDNN step */
   bool nhwc = (sp == 2 || sp == 3) && ((kf_type_is_channels_last(x) && !kf_type_is_contiguous(x)) ||
                                        (kf_type_is_channels_last(r) && !kf_type_is_contiguous(r)));
-  if (!dense_in(x, dt, nhwc) || !dense_in(w, dt, nhwc) || (nhwc && !dense_in(r, dt, true)) ||
-      (r->rank > 0 && kf_type_numel(r) > INT32_MAX))
+  if (!dense_any(x, dt, nhwc) || !dense_in(w, dt, nhwc) || (nhwc && !dense_any(r, dt, true)) ||
+      r->rank < 3 || kf_type_numel(r) < 1 || x->shape[0] != r->shape[0])
     return KF_OK;
+  /* the batch in chunks of up to 2^31 - 1 elements of x and of the result */
+  int64_t x_ps = kf_type_numel(x) / x->shape[0], r_ps = kf_type_numel(r) / r->shape[0];
+  if (x_ps > INT32_MAX || r_ps > INT32_MAX) return KF_OK;
+  int64_t chunk = INT32_MAX / (x_ps > r_ps ? x_ps : r_ps);
+  if (chunk > x->shape[0]) chunk = x->shape[0];
+  if ((x->shape[0] + chunk - 1) / chunk > KF_CONV_MAX_CHUNKS) return KF_OK;
   if (bv && (bv->type.rank != 1 || !dense_of(&bv->type, dt))) return KF_OK;
   if (kb_group_input(g, xv) < 0 || kb_group_input(g, wv) < 0 || (bv && kb_group_input(g, bv) < 0))
     return KF_OK;
@@ -306,54 +322,51 @@ static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_b
   }
   int64_t es = (int64_t)kf_dtype_size(dt);
   c.alpha1 = 1.0;
-  c.workspace_bytes = cudnn_workspace(kf_type_numel(x) * es, kf_type_numel(r) * es);
   const kf_value *z = NULL, *final = NULL;
   bool relu = false;
   bool fused = !tr && bv && fusable_epilogue(g, a, nhwc, &z, &relu, &final);
   *taken = true;
-  /* workspace_bytes is the budget of the runtime's algorithm search; the
-   * runtime allocates what the chosen algorithms need (no arena scratch) */
-  kf_unit_step *q = kf_unit_add_step(u, KF_USTEP_CONV);
-  if (!q || !kf_unit_step_args(q, 6)) return KF_ERR_NOMEM;
-  q->args[0].kind = KF_UARG_INPUT;
-  q->args[0].index = kb_group_input(g, xv);
-  q->args[1].kind = KF_UARG_INPUT;
-  q->args[1].index = kb_group_input(g, wv);
-  q->args[3].kind = KF_UARG_NONE;
-  q->args[4].kind = KF_UARG_NONE;
-  q->args[5].kind = KF_UARG_NONE;
   if (fused) {
     c.has_bias = true;
     c.activation = relu ? KFR_ACT_RELU : KFR_ACT_NONE;
-    q->args[2].kind = KF_UARG_OUTPUT;
-    q->args[2].index = 0;
-    q->args[3].kind = KF_UARG_INPUT;
-    q->args[3].index = kb_group_input(g, bv);
     if (z) {
       c.has_z = true;
       c.alpha2 = 1.0;
-      q->args[4].kind = KF_UARG_INPUT;
-      q->args[4].index = kb_group_input(g, z);
     }
-    q->conv = c;
-    return KF_OK;
   }
-  /* the bare convolution, then bias and epilogue in one launch */
-  q->conv = c;
-  bool epi = bv || g->n_ops > 1 || !(g->n_outputs == 1 && g->outputs[0] == res);
+  /* where the bare convolution goes when bias and epilogue follow in one
+   * launch: the result's output, else a scratch buffer */
+  bool epi = !fused && (bv || g->n_ops > 1 || !(g->n_outputs == 1 && g->outputs[0] == res));
   kf_unit_arg_kind dkind = KF_UARG_OUTPUT;
-  int dindex = kb_group_output(g, res);
-  kf_type dt_t;
-  kf_type_init_tensor(&dt_t, dt, r->rank, r->shape);
-  if (nhwc) kf_type_set_channels_last(&dt_t);
-  if (dindex < 0 || !dense_in(r, dt, nhwc)) {
+  int dindex = fused ? 0 : kb_group_output(g, res);
+  if (!fused && (dindex < 0 || !dense_any(r, dt, nhwc))) {
     dkind = KF_UARG_SCRATCH;
     dindex = kf_unit_add_scratch(u, kf_type_numel(r) * es);
     if (dindex < 0) return KF_ERR_NOMEM;
   }
-  q->args[2].kind = dkind;
-  q->args[2].index = dindex;
+  /* a step for each chunk of the batch (one for all but huge tensors);
+   * workspace_bytes is the budget of the runtime's algorithm search, which
+   * allocates what the chosen algorithms need (no arena scratch) */
+  for (int64_t b0 = 0; b0 < x->shape[0]; b0 += chunk) {
+    int64_t nb = x->shape[0] - b0 < chunk ? x->shape[0] - b0 : chunk;
+    kf_unit_step *q = kf_unit_add_step(u, KF_USTEP_CONV);
+    if (!q || !kf_unit_step_args(q, 6)) return KF_ERR_NOMEM;
+    q->args[0] = (kf_unit_arg){.kind = KF_UARG_INPUT, .index = kb_group_input(g, xv), .i = b0 * x_ps * es};
+    q->args[1] = (kf_unit_arg){.kind = KF_UARG_INPUT, .index = kb_group_input(g, wv)};
+    q->args[2] = (kf_unit_arg){.kind = dkind, .index = dindex, .i = b0 * r_ps * es};
+    q->args[3].kind = KF_UARG_NONE;
+    q->args[4].kind = KF_UARG_NONE;
+    q->args[5].kind = KF_UARG_NONE;
+    if (fused) q->args[3] = (kf_unit_arg){.kind = KF_UARG_INPUT, .index = kb_group_input(g, bv)};
+    if (fused && z) q->args[4] = (kf_unit_arg){.kind = KF_UARG_INPUT, .index = kb_group_input(g, z), .i = b0 * r_ps * es};
+    q->conv = c;
+    q->conv.n = nb;
+    q->conv.workspace_bytes = cudnn_workspace(nb * x_ps * es, nb * r_ps * es);
+  }
   if (!epi) return KF_OK;
+  kf_type dt_t;
+  kf_type_init_tensor(&dt_t, dt, r->rank, r->shape);
+  if (nhwc) kf_type_set_channels_last(&dt_t);
   return epilogue(p, g, o, a, dkind, dindex, &dt_t, u, src, diag);
 }
 

@@ -46,7 +46,7 @@ extern "C" {
  * template under agent/templates, a builder in agent/builtin*.c, the unit
  * format or the NVRTC options. Old entries then stop matching (and age out
  * through gc). */
-#define KF_CACHE_CODEGEN_VERSION 1
+#define KF_CACHE_CODEGEN_VERSION 2
 
 /* The store's on-disk format (the database schema). */
 #define KF_CACHE_FORMAT "kfuse-cache-v1"
