@@ -142,7 +142,7 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   kf_compile_options_init(&o);
   o.progress = true;
   const char *in = NULL, *out = NULL;
-  bool judge_all = false;
+  bool judge_all = false, judge_seconds_given = false;
   enum { MAX_GIVEN = 64 };
   const char *given_keys[MAX_GIVEN], *given_dirs[MAX_GIVEN];
   int n_given = 0;
@@ -204,6 +204,7 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
     } else if (strcmp(a, "--judge-seconds") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
       if (!kf_cli_double("compile", a, v, 0, 1e7, &o.judge_seconds, diag)) return 2;
+      judge_seconds_given = true;
     } else if (strcmp(a, "--judge-timeout") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
       char *end = NULL;
@@ -247,6 +248,7 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
     kf_diag_error(diag, "--judge-all and --no-judge contradict each other");
     return 2;
   }
+  if (judge_all && !judge_seconds_given) o.judge_seconds = 0; /* every group verified, however long */
   if (!kf_cli_cache_usage_ok(&cc, "compile", diag)) return 2;
   if (agent && cc.offline)
     return kf_cli_error("compile", diag, "--offline never calls an LLM: drop --agent llm or --offline");
