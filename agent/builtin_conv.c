@@ -275,6 +275,7 @@ static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_b
   int64_t x_ps = kf_type_numel(x) / x->shape[0], r_ps = kf_type_numel(r) / r->shape[0];
   if (x_ps > INT32_MAX || r_ps > INT32_MAX) return KF_OK;
   int64_t chunk = INT32_MAX / (x_ps > r_ps ? x_ps : r_ps);
+  if (o->conv_batch > 0 && chunk > o->conv_batch) chunk = o->conv_batch;
   if (chunk > x->shape[0]) chunk = x->shape[0];
   if ((x->shape[0] + chunk - 1) / chunk > KF_CONV_MAX_CHUNKS) return KF_OK;
   if (bv && (bv->type.rank != 1 || !dense_of(&bv->type, dt))) return KF_OK;

@@ -186,6 +186,10 @@ typedef struct kf_builtin_options {
   /* attention as GEMM-softmax-GEMM: the most bytes of scores held at once
    * (the batch is chunked to fit; 0: 256 MiB) */
   int64_t attn_scratch_bytes;
+  /* samples of the batch a cuDNN convolution step takes at most (0: as
+   * many as keep its tensors under 2^31 elements; the emulator's tests set
+   * it to run the chunked path on small tensors) */
+  int64_t conv_batch;
 } kf_builtin_options;
 
 KF_API void kf_builtin_options_init(kf_builtin_options *o);

@@ -257,10 +257,15 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
    * reduction in 1024-thread blocks, the reduced loop unrolled 8 times and
    * long rows split over 8 blocks each */
   bool variants = strcmp(mode, "fused-variants") == 0;
-  if (!fp64 && !nocudnn && !reread && !nhwc && !chunked && !oob && !variants && strcmp(mode, "fused") != 0) {
+  /* fused-convbatch: cuDNN convolutions as one step per sample (the path
+   * of tensors over 2^31 elements: each step's operands offset into the
+   * same buffers; both layouts offset a sample the same way) */
+  bool convbatch = strcmp(mode, "fused-convbatch") == 0;
+  if (!fp64 && !nocudnn && !reread && !nhwc && !chunked && !oob && !variants && !convbatch &&
+      strcmp(mode, "fused") != 0) {
     fprintf(stderr,
             "unknown mode '%s' (fused, fused-nocudnn, fused-reread, fused-nhwc, fused-chunked, fused-oob, "
-            "fused-variants, perop-fp64)\n",
+            "fused-variants, fused-convbatch, perop-fp64)\n",
             mode);
     return 2;
   }
@@ -293,6 +298,7 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   bo.fp64 = fp64;
   bo.no_cudnn = nocudnn;
   if (chunked) bo.attn_scratch_bytes = 16 << 10;
+  if (convbatch) bo.conv_batch = 1;
   if (variants) {
     bo.col_threads = 4;
     bo.col_block = 1024;
