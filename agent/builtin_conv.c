@@ -359,7 +359,8 @@ static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_b
     q->args[4].kind = KF_UARG_NONE;
     q->args[5].kind = KF_UARG_NONE;
     if (fused) q->args[3] = (kf_unit_arg){.kind = KF_UARG_INPUT, .index = kb_group_input(g, bv)};
-    if (fused && z) q->args[4] = (kf_unit_arg){.kind = KF_UARG_INPUT, .index = kb_group_input(g, z), .i = b0 * r_ps * es};
+    if (fused && z)
+      q->args[4] = (kf_unit_arg){.kind = KF_UARG_INPUT, .index = kb_group_input(g, z), .i = b0 * r_ps * es};
     q->conv = c;
     q->conv.n = nb;
     q->conv.workspace_bytes = cudnn_workspace(nb * x_ps * es, nb * r_ps * es);
