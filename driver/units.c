@@ -463,6 +463,18 @@ static kf_status pick_group(const kf_compile_options *o, const kf_builtin_option
   return st;
 }
 
+/* Slots in the order they are judged: most bytes first, then program order */
+typedef struct by_bytes {
+  int64_t bytes;
+  int slot;
+} by_bytes;
+
+static int most_bytes_first(const void *a, const void *b) {
+  const by_bytes *x = a, *y = b;
+  if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+  return (x->slot > y->slot) - (x->slot < y->slot);
+}
+
 /* --reverify: a cached unit judged alone. true when it verified; false
  * (with the slot back to a miss, its unit freed and the entry removed from
  * the local store) when the judge found it wrong; an error when it could
@@ -617,25 +629,14 @@ kf_status kf_units_build(kf_uslot *slots, int ns, const kf_compile_options *o, k
    * bytes first; once o->judge_seconds of judging are spent the others
    * keep the rule's unit */
   bool all = o->picker && o->picker->all_groups;
-  int *order = malloc(((size_t)ns + 1) * sizeof *order);
+  by_bytes *order = malloc(((size_t)ns + 1) * sizeof *order);
   if (!order) return KF_ERR_NOMEM;
-  for (int s = 0; s < ns; s++) order[s] = s;
-  if (o->judge_seconds > 0) {
-    for (int i = 1; i < ns; i++) { /* insertion sort: stable, ns is small */
-      int x = order[i], j = i;
-      int64_t bx = kf_group_io_bytes(slots[x].first);
-      while (j > 0 && kf_group_io_bytes(slots[order[j - 1]].first) < bx) {
-        order[j] = order[j - 1];
-        j--;
-      }
-      order[j] = x;
-    }
-  }
+  for (int s = 0; s < ns; s++) order[s] = (by_bytes){kf_group_io_bytes(slots[s].first), s};
+  if (o->judge_seconds > 0) qsort(order, (size_t)ns, sizeof *order, most_bytes_first);
   double judging_s = 0;
   bool said_budget = false;
   for (int q = 0; q < ns && !st; q++) {
-    int s = order[q];
-    kf_uslot *sl = &slots[s];
+    kf_uslot *sl = &slots[order[q].slot];
     bool over = o->judge_seconds > 0 && judging_s >= o->judge_seconds;
     if (sl->source == KF_USLOT_BUILT && (us->on || sl->given_dir)) {
       int before = us->over_budget;
