@@ -289,6 +289,9 @@ kf_status kb_unit_scan(const kf_partition *p, const kf_group *g, const kf_builti
                        kf_unit *u, kf_strbuf *src, kf_diag *diag);
 kf_status kb_unit_gemm(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
                        kf_unit *u, kf_strbuf *src, kf_diag *diag);
+/* kf.rnn: one launch of rnn.cu per time step (agent/builtin_rnn.c) */
+kf_status kb_unit_rnn(const kf_group *g, const kf_builtin_options *o, const kf_op *op, kf_unit *u, kf_strbuf *src,
+                      kf_diag *diag);
 kf_status kb_unit_opaque(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
                          kf_unit *u, kf_strbuf *src, kf_diag *diag);
 kf_status kb_unit_conv(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,

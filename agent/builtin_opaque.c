@@ -10,6 +10,7 @@
  *       raise instead.
  *   max_pool, avg_pool, adaptive_avg_pool       pool.cu
  *   full, arange and other element-wise ops     the element-wise builder
+ *   rnn (an LSTM or GRU layer)                  rnn.cu (builtin_rnn.c)
  * CONV, ATTENTION and SCAN groups have their own builders (builtin_conv.c,
  * builtin_attention.c, builtin_scan.c). */
 #include <inttypes.h>
@@ -643,6 +644,7 @@ kf_status kb_unit_opaque(const kf_partition *p, const kf_group *g, const kf_buil
   case KF_OP_INDEX: return op_index(p, g, o, op, u, src, diag);
   case KF_OP_MAX_POOL: case KF_OP_AVG_POOL: case KF_OP_ADAPTIVE_AVG_POOL:
     return op_pool(p, g, o, op, u, src, diag);
+  case KF_OP_RNN: return kb_unit_rnn(g, o, op, u, src, diag);
   default: break;
   }
   return kb_unsupported(diag, g, op, "no built-in kernel for this op");

@@ -44,7 +44,7 @@ const char *kf_compile_pipeline(void) {
    * fold-reductions after fold-bn (a folded shift is a product's bias) and
    * before fold-scalars (which folds the scalar chains it leaves);
    * scan-forms early, on the patterns as the frontends lower them */
-  return "simplify,dce,scan-forms,fold-bn,fold-reductions,fold-scalars,sink-reshapes,split-conv-bias,dce,materialize-outputs";
+  return "simplify,dce,scan-forms,recurrences,dce,fold-bn,fold-reductions,fold-scalars,sink-reshapes,split-conv-bias,dce,materialize-outputs";
 }
 
 const char *kf_compile_reference_pipeline(void) {

@@ -353,6 +353,7 @@ static kf_status run_op(ki_ctx *c) {
     st = ki_run_reduce(c);
     break;
   case KF_KIND_MATMUL: case KF_KIND_CONV: case KF_KIND_POOL: case KF_KIND_ATTENTION:
+  case KF_KIND_RECURRENT:
     st = ki_run_nn(c);
     break;
   default:

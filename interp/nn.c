@@ -398,6 +398,59 @@ static kf_status run_sdpa(ki_ctx *c) {
   return KF_OK;
 }
 
+/* ---- recurrences (kf.rnn) ------------------------------------------------------- */
+
+static double rnn_sig(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+static kf_status run_rnn(ki_ctx *c) {
+  const kf_op *op = c->op;
+  bool lstm = strcmp(kf_op_get_str(op, "mode"), "lstm") == 0, rev = kf_op_get_flag(op, "reverse");
+  const ki_val *xg = ki_arg(c, 0), *h0 = ki_arg(c, 1), *c0 = ki_arg(c, 2), *w = ki_arg(c, 3), *b = ki_arg(c, 4);
+  ki_val *hs = ki_res(c, 0), *st = ki_res(c, 1);
+  int64_t T = xg->shape[0], B = xg->shape[1], H = h0->shape[1], G = lstm ? 4 : 3;
+  kf_status s = ki_check_macs(c, (double)T * B * G * H * H);
+  if (s) return s;
+  double *h = NULL, *gh = NULL;
+  if ((s = ki_alloc(c, B * H, &h)) || (s = ki_alloc(c, G * H, &gh))) {
+    free(h);
+    return s;
+  }
+  memcpy(h, h0->d, (size_t)(B * H) * sizeof(double));
+  if (lstm) memcpy(st->d, c0->d, (size_t)(B * H) * sizeof(double));
+  for (int64_t k = 0; k < T; k++) {
+    int64_t t = rev ? T - 1 - k : k;
+    double *ho = hs->d + t * B * H;
+    for (int64_t bb = 0; bb < B; bb++) {
+      const double *hb = h + bb * H, *x = xg->d + (t * B + bb) * G * H;
+      for (int64_t r = 0; r < G * H; r++) {
+        double acc = b->d[r];
+        for (int64_t q = 0; q < H; q++) acc += hb[q] * w->d[r * H + q];
+        gh[r] = acc;
+      }
+      for (int64_t j = 0; j < H; j++) {
+        double hn;
+        if (lstm) {
+          double ig = rnn_sig(x[j] + gh[j]), fg = rnn_sig(x[H + j] + gh[H + j]);
+          double gg = tanh(x[2 * H + j] + gh[2 * H + j]), og = rnn_sig(x[3 * H + j] + gh[3 * H + j]);
+          double cn = fg * st->d[bb * H + j] + ig * gg;
+          st->d[bb * H + j] = cn;
+          hn = og * tanh(cn);
+        } else {
+          double r = rnn_sig(x[j] + gh[j]), z = rnn_sig(x[H + j] + gh[H + j]);
+          double n = tanh(x[2 * H + j] + r * gh[2 * H + j]);
+          hn = (1 - z) * n + z * hb[j];
+        }
+        ho[bb * H + j] = hn;
+      }
+    }
+    memcpy(h, ho, (size_t)(B * H) * sizeof(double));
+  }
+  if (!lstm) memcpy(st->d, h, (size_t)(B * H) * sizeof(double));
+  free(h);
+  free(gh);
+  return KF_OK;
+}
+
 kf_status ki_run_nn(ki_ctx *c) {
   switch (c->op->code) {
   case KF_OP_MM: case KF_OP_BMM: case KF_OP_ADDMM: return run_matmul(c);
@@ -406,6 +459,7 @@ kf_status ki_run_nn(ki_ctx *c) {
   case KF_OP_AVG_POOL: return run_avg_pool(c);
   case KF_OP_ADAPTIVE_AVG_POOL: return run_adaptive_avg_pool(c);
   case KF_OP_SDPA: return run_sdpa(c);
+  case KF_OP_RNN: return run_rnn(c);
   default: break;
   }
   return ki_fail(c, KF_ERR_INTERNAL, "not a matmul, conv, pool or attention op");

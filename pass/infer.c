@@ -917,6 +917,31 @@ kf_status kf_infer_types(const kf_op *op, kf_type *results, kf_diag *diag) {
   return st;
 }
 
+/* kf.rnn: xg [T, B, G*H], h0 [B, H], c0 [B, H] (lstm), w [G*H, H], b [G*H] */
+static kf_status infer_rnn(const kf_op *op, kf_type *res, kf_diag *diag) {
+  const char *mode = kf_op_get_str(op, "mode");
+  bool lstm = strcmp(mode, "lstm") == 0;
+  if (!lstm && strcmp(mode, "gru") != 0) FAIL("mode '%s' is neither lstm nor gru", mode);
+  const kf_type *xg = opt(op, 0), *h0 = opt(op, 1), *c0 = opt(op, 2), *w = opt(op, 3), *b = opt(op, 4);
+  if (!is_tensor(xg) || !is_tensor(h0) || !is_tensor(w) || !is_tensor(b) || (c0 && !is_tensor(c0)))
+    FAIL("operands must be tensors");
+  if (lstm != (c0 != NULL)) FAIL("c0 must be given for lstm and only for lstm");
+  if (!kf_dtype_is_float(xg->dtype)) FAIL("xg must be a floating-point tensor");
+  if (h0->dtype != xg->dtype || w->dtype != xg->dtype || b->dtype != xg->dtype || (c0 && c0->dtype != xg->dtype))
+    FAIL("operand dtypes differ");
+  if (xg->rank != 3 || h0->rank != 2 || w->rank != 2 || b->rank != 1 || (c0 && c0->rank != 2))
+    FAIL("operand ranks must be xg 3, h0 2, c0 2, w 2, b 1");
+  int64_t G = lstm ? 4 : 3, T = xg->shape[0], B = xg->shape[1], H = h0->shape[1];
+  if (T < 1 || B < 1 || H < 1) FAIL("empty recurrence");
+  if (h0->shape[0] != B || xg->shape[2] != G * H) FAIL("xg must be [T, B, %lld * H] for h0 [B, H]", (long long)G);
+  if (c0 && (c0->shape[0] != B || c0->shape[1] != H)) FAIL("c0 must have h0's shape");
+  if (w->shape[0] != G * H || w->shape[1] != H || b->shape[0] != G * H) FAIL("w must be [G*H, H], b [G*H]");
+  int64_t sh[3] = {T, B, H};
+  kf_type_init_tensor(&res[0], xg->dtype, 3, sh);
+  kf_type_init_tensor(&res[1], xg->dtype, 2, sh + 1);
+  return KF_OK;
+}
+
 static kf_status infer_kind(const kf_op *op, const kf_op_info *info, kf_type *results,
                             kf_diag *diag) {
   switch (info->kind) {
@@ -932,6 +957,7 @@ static kf_status infer_kind(const kf_op *op, const kf_op_info *info, kf_type *re
   case KF_KIND_CONV: return infer_conv(op, results, diag);
   case KF_KIND_POOL: return infer_pool(op, results, diag);
   case KF_KIND_ATTENTION: return infer_sdpa(op, results, diag);
+  case KF_KIND_RECURRENT: return infer_rnn(op, results, diag);
   }
   FAIL("unknown op kind");
 }

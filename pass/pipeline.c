@@ -21,6 +21,8 @@ static const kf_pass_info passes[] = {
      kf_pass_fold_reductions},
     {"scan-forms", "flip/scan/flip as one reverse scan; cat(identity, scan of all but the last) as one "
                    "exclusive scan", kf_pass_scan_forms},
+    {"recurrences", "LSTM and GRU layers unrolled one cell per time step as one kf.rnn op (one launch a step)",
+     kf_pass_recurrences},
     {"split-conv-bias", "a convolution's bias as an element-wise add where a reduction reads its result "
                         "(the reduction's prologue then takes the epilogue)", kf_pass_split_conv_bias},
     {"sink-reshapes", "move contiguous reshapes below element-wise ops (epilogues meet producers)",

@@ -107,6 +107,7 @@ typedef enum kf_op_kind {
   KF_KIND_CONV,
   KF_KIND_POOL,
   KF_KIND_ATTENTION,
+  KF_KIND_RECURRENT,
 } kf_op_kind;
 
 typedef enum kf_attr_kind {

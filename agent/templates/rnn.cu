@@ -1,0 +1,84 @@
+// rnn.cu — one time step of a kf.rnn (an LSTM or GRU layer): the unit is
+// one launch of this kernel per step (agent/builtin_rnn.c), the kernel
+// boundary being the barrier between steps; each launch reads the previous
+// step's h (h0 at the first) and writes this step's h into hseq.
+//
+// Prelude: KF_MODE 0 lstm (G = 4 gates i f g o), 1 gru (G = 3, r z n);
+// KF_G, KF_B batch rows, KF_H hidden size, KF_U hidden units per block
+// (block x owns units [x U, x U + U) and all G of their gate rows), KF_BC
+// batch rows per pass (staged in shared memory), KF_BLOCK threads; KF_S the
+// storage type, KF_ACC the accumulate type; the pointers KF_XG (this time
+// index's [B, G*H] input gates), KF_HP ([B, H] previous h), KF_CP ([B, H]
+// previous c, lstm), KF_W ([G*H, H] W_hh), KF_BIAS ([G*H] b_hh), KF_HO
+// ([B, H] this step's h), KF_CO ([B, H] the state: c for lstm, h for gru).
+// All dense row-major. KF_CP and KF_CO may be the same buffer: each thread
+// reads and writes only its own element of it.
+#include "kf_common.cuh"
+#include "kf_ops.cuh"
+
+extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
+  typedef KF_ACC A;
+  constexpr int G = KF_G, U = KF_U, BC = KF_BC, NW = KF_BLOCK / 32;
+  constexpr long long B = KF_B, H = KF_H;
+  __shared__ A hs[BC][H];
+  __shared__ A gh[G * U][BC];
+  const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+  const long long j0 = (long long)blockIdx.x * U;
+  for (long long b0 = 0; b0 < B; b0 += BC) {
+    const int nb = (int)(B - b0 < BC ? B - b0 : BC);
+    // the previous h of these batch rows, staged once for all gate rows
+    for (long long e = threadIdx.x; e < (long long)nb * H; e += KF_BLOCK)
+      hs[e / H][e % H] = kf::ld<A>(KF_HP + (b0 + e / H) * H + e % H);
+    __syncthreads();
+    // gh[r][b] = W_hh[row] . h[b] + b_hh[row], row = g H + j: one warp a row
+    for (int r = warp; r < G * U; r += NW) {
+      const long long j = j0 + r % U;
+      if (j >= H) continue;  // warp-uniform
+      const long long row = (long long)(r / U) * H + j;
+      const KF_S *wr = KF_W + row * H;
+      A acc[BC];
+#pragma unroll
+      for (int bi = 0; bi < BC; bi++) acc[bi] = A(0);
+#pragma unroll 4
+      for (long long k = lane; k < H; k += 32) {
+        const A w = kf::ld<A>(wr + k);
+#pragma unroll
+        for (int bi = 0; bi < BC; bi++) acc[bi] += w * hs[bi][k];
+      }
+      const A bias = kf::ld<A>(KF_BIAS + row);
+#pragma unroll
+      for (int bi = 0; bi < BC; bi++) {
+        A v = acc[bi];
+#pragma unroll
+        for (int m = 16; m > 0; m >>= 1) v += kf::shfl_xor(v, m);
+        if (lane == 0) gh[r][bi] = v + bias;
+      }
+    }
+    __syncthreads();
+    // the cell: one thread per (unit, batch row)
+    for (int idx = (int)threadIdx.x; idx < U * BC; idx += KF_BLOCK) {
+      const int u = idx / BC, bi = idx % BC;
+      const long long j = j0 + u, b = b0 + bi;
+      if (j >= H || bi >= nb) continue;
+      const KF_S *x = KF_XG + b * (G * H) + j;
+      const long long o = b * H + j;
+#if KF_MODE == 0
+      const A ig = kf::sigmoid(kf::ld<A>(x) + gh[0 * U + u][bi]);
+      const A fg = kf::sigmoid(kf::ld<A>(x + H) + gh[1 * U + u][bi]);
+      const A gg = kf::tanh(kf::ld<A>(x + 2 * H) + gh[2 * U + u][bi]);
+      const A og = kf::sigmoid(kf::ld<A>(x + 3 * H) + gh[3 * U + u][bi]);
+      const A c = fg * kf::ld<A>(KF_CP + o) + ig * gg;
+      KF_CO[o] = kf::cvt<KF_S>(c);
+      KF_HO[o] = kf::cvt<KF_S>(og * kf::tanh(c));
+#else
+      const A rg = kf::sigmoid(kf::ld<A>(x) + gh[0 * U + u][bi]);
+      const A zg = kf::sigmoid(kf::ld<A>(x + H) + gh[1 * U + u][bi]);
+      const A ng = kf::tanh(kf::ld<A>(x + 2 * H) + rg * gh[2 * U + u][bi]);
+      const A h = (A(1) - zg) * ng + zg * kf::ld<A>(KF_HP + o);
+      KF_HO[o] = kf::cvt<KF_S>(h);
+      KF_CO[o] = kf::cvt<KF_S>(h);
+#endif
+    }
+    __syncthreads();
+  }
+}
