@@ -24,7 +24,8 @@
  *    with the lstm or gru formulas of ops.def: a cell is recognised by
  *    what it computes, not by how the decomposition spelled it;
  *  - the chain covers all T time steps, h_k feeds step k+1's addmm and
- *    c_k its cell; no op after the chain reads an intermediate c_k;
+ *    c_k its cell (an lstm's last h may be absent: dce removed it when only
+ *    the last c is used); no op after the chain reads an intermediate c_k;
  *    X, h0, c0 (reshaped to [B, H]), W and the bias are dense row-major
  *    (h0 and c0 may start at an offset: slices of a stacked state).
  * Changes: a kf.rnn op after the chain's last cell; every later use of
@@ -353,7 +354,8 @@ static bool analyse(rctx *R, const kf_op *A, const kf_op *end, cell *c) {
   }
   reset_memo(R);
   R->fail_step = false;
-  return c->h && c->xsrc && (G == 3 || (c->c && c->cprev));
+  /* an lstm's last h may be missing: dead code when only c is used */
+  return c->xsrc && (G == 3 ? c->h != NULL : c->c && c->cprev);
 }
 
 /* x when v is x flipped along dim 0 (index_select with a reversed arange) */
@@ -420,7 +422,7 @@ static void replace_after(kf_graph *g, const kf_op *after, const kf_value *from,
  * or graph outputs read */
 static void uses_after(rctx *R, const kf_op *after, const cell *cs, int n, bool *used, bool *cused) {
   for (int k = 0; k < n; k++) {
-    R->role[cs[k].h->id] = k + 1;
+    if (cs[k].h) R->role[cs[k].h->id] = k + 1;
     if (cs[k].c) R->role[cs[k].c->id] = -(k + 1);
     used[k] = cused[k] = false;
   }
@@ -439,7 +441,7 @@ static void uses_after(rctx *R, const kf_op *after, const cell *cs, int n, bool 
     else if (r < 0) cused[-r - 1] = true;
   }
   for (int k = 0; k < n; k++) {
-    R->role[cs[k].h->id] = 0;
+    if (cs[k].h) R->role[cs[k].h->id] = 0;
     if (cs[k].c) R->role[cs[k].c->id] = 0;
   }
 }
@@ -620,7 +622,7 @@ kf_status kf_pass_recurrences(kf_graph *g, kf_diag *diag) {
       if (!analyse(&R, steps[j], next, &cs[n])) break;
       done[j] = true;
       n++;
-      if (!next || peel(next->operands[1]) != cs[n - 1].h) break;
+      if (!next || !cs[n - 1].h || peel(next->operands[1]) != cs[n - 1].h) break;
       if (G == 4) {
         /* the next cell must read this one's c: checked when analysed */
         cell tmp;

@@ -305,6 +305,26 @@ class RNNs(nn.Module):
         return torch.stack(outs, 1), h.reshape(-1, 8), c.reshape(-1, 8), hg
 
 
+class StackedRNNs(nn.Module):
+    """The forms pass/recurrences.c rewrites beyond RNNs: a 2-layer LSTM
+    started from given states, a 2-layer bidirectional GRU (reverse layers,
+    a layer reading the previous one's stacked outputs) and an LSTM of
+    which only the final cell state is used (its last h is dead code)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(6, 8, num_layers=2, batch_first=True)
+        self.gru = nn.GRU(8, 5, num_layers=2, batch_first=True, bidirectional=True)
+        self.lstmc = nn.LSTM(10, 4, batch_first=True)
+
+    def forward(self, x, h0, c0):
+        y, (h, c) = self.lstm(x, (h0, c0))
+        z, hg = self.gru(y)
+        _, (_, cc) = self.lstmc(z)
+        # states flattened as in RNNs (export's extra leading 1)
+        return y, h.reshape(-1, 8), c.reshape(-1, 8), z, hg.reshape(-1, 5), cc.reshape(-1, 4)
+
+
 # ---------------------------------------------------------------------------
 # op-coverage models
 
@@ -623,6 +643,8 @@ FIXTURES = {
     "vit_block": (ViTBlock, lambda: dict(img=randn(2, 3, 16, 16)), ATOL, RTOL, ""),
     "gpt_block": (GPTBlock, lambda: dict(idx=torch.randint(0, 64, (2, 8))), ATOL, RTOL, ""),
     "rnn": (RNNs, lambda: dict(x=randn(2, 5, 6)), ATOL, RTOL, ""),
+    "rnn_stacked": (StackedRNNs, lambda: dict(x=randn(3, 4, 6), h0=randn(2, 3, 8, scale=0.5),
+                                              c0=randn(2, 3, 8, scale=0.5)), ATOL, RTOL, ""),
     # op coverage
     "unary_math": (UnaryMath, inputs_unary, ATOL, RTOL, ""),
     "special_values": (SpecialValues, inputs_special, ATOL, RTOL, ""),
