@@ -12,7 +12,7 @@
 // previous c, lstm), KF_W ([G*H, H] W_hh), KF_BIAS ([G*H] b_hh), KF_HO
 // ([B, H] this step's h), KF_CO ([B, H] the state: c for lstm, h for gru).
 // All dense row-major. KF_CP and KF_CO may be the same buffer: each thread
-// reads and writes only its own element of it.
+// reads its own element of it before writing it, and no other.
 #include "kf_common.cuh"
 #include "kf_ops.cuh"
 
@@ -20,12 +20,43 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
   typedef KF_ACC A;
   constexpr int G = KF_G, U = KF_U, BC = KF_BC, NW = KF_BLOCK / 32;
   constexpr long long B = KF_B, H = KF_H;
+  // W elements per lane; with one gate row per warp and few enough of them
+  // the row is loaded into registers first, its latency overlapping the
+  // staging of h (a step's latency is what bounds a recurrence)
+  constexpr int KW = (int)((H + 31) / 32);
+  constexpr bool WREG = G * U <= NW && KW <= 32;
+  // one cell per thread: its inputs are loaded before the products too
+  constexpr bool ONE = U * BC <= KF_BLOCK;
   __shared__ A hs[BC][H];
   __shared__ A gh[G * U][BC];
   const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
   const long long j0 = (long long)blockIdx.x * U;
+  A wreg[WREG ? KW : 1];
+  if (WREG && warp < G * U && j0 + warp % U < H) {
+    const KF_S *wr = KF_W + ((long long)(warp / U) * H + j0 + warp % U) * H;
+#pragma unroll
+    for (int i = 0; i < (WREG ? KW : 1); i++) {
+      const long long k = lane + 32LL * i;
+      wreg[i] = k < H ? kf::ld<A>(wr + k) : A(0);
+    }
+  }
   for (long long b0 = 0; b0 < B; b0 += BC) {
     const int nb = (int)(B - b0 < BC ? B - b0 : BC);
+    // this thread's cell (ONE): unit cu, batch row b0 + cb
+    const int cu = (int)threadIdx.x / BC, cb = (int)threadIdx.x % BC;
+    const long long cj = j0 + cu, cbb = b0 + cb;
+    const bool mine = ONE && (int)threadIdx.x < U * BC && cj < H && cb < nb;
+    A xv[G], sv = A(0);
+    if (mine) {
+      const KF_S *x = KF_XG + cbb * (G * H) + cj;
+#pragma unroll
+      for (int q = 0; q < G; q++) xv[q] = kf::ld<A>(x + q * H);
+#if KF_MODE == 0
+      sv = kf::ld<A>(KF_CP + cbb * H + cj);
+#else
+      sv = kf::ld<A>(KF_HP + cbb * H + cj);
+#endif
+    }
     // the previous h of these batch rows, staged once for all gate rows
     for (long long e = threadIdx.x; e < (long long)nb * H; e += KF_BLOCK)
       hs[e / H][e % H] = kf::ld<A>(KF_HP + (b0 + e / H) * H + e % H);
@@ -35,15 +66,26 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
       const long long j = j0 + r % U;
       if (j >= H) continue;  // warp-uniform
       const long long row = (long long)(r / U) * H + j;
-      const KF_S *wr = KF_W + row * H;
       A acc[BC];
 #pragma unroll
       for (int bi = 0; bi < BC; bi++) acc[bi] = A(0);
-#pragma unroll 4
-      for (long long k = lane; k < H; k += 32) {
-        const A w = kf::ld<A>(wr + k);
+      if (WREG) {
 #pragma unroll
-        for (int bi = 0; bi < BC; bi++) acc[bi] += w * hs[bi][k];
+        for (int i = 0; i < (WREG ? KW : 1); i++) {
+          const long long k = lane + 32LL * i;
+          if (k < H) {
+#pragma unroll
+            for (int bi = 0; bi < BC; bi++) acc[bi] += wreg[i] * hs[bi][k];
+          }
+        }
+      } else {
+        const KF_S *wr = KF_W + row * H;
+#pragma unroll 4
+        for (long long k = lane; k < H; k += 32) {
+          const A w = kf::ld<A>(wr + k);
+#pragma unroll
+          for (int bi = 0; bi < BC; bi++) acc[bi] += w * hs[bi][k];
+        }
       }
       const A bias = kf::ld<A>(KF_BIAS + row);
 #pragma unroll
@@ -60,21 +102,35 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
       const int u = idx / BC, bi = idx % BC;
       const long long j = j0 + u, b = b0 + bi;
       if (j >= H || bi >= nb) continue;
-      const KF_S *x = KF_XG + b * (G * H) + j;
       const long long o = b * H + j;
+      A x[G], st;
+      if (ONE) {
+#pragma unroll
+        for (int q = 0; q < G; q++) x[q] = xv[q];
+        st = sv;
+      } else {
+        const KF_S *xp = KF_XG + b * (G * H) + j;
+#pragma unroll
+        for (int q = 0; q < G; q++) x[q] = kf::ld<A>(xp + q * H);
 #if KF_MODE == 0
-      const A ig = kf::sigmoid(kf::ld<A>(x) + gh[0 * U + u][bi]);
-      const A fg = kf::sigmoid(kf::ld<A>(x + H) + gh[1 * U + u][bi]);
-      const A gg = kf::tanh(kf::ld<A>(x + 2 * H) + gh[2 * U + u][bi]);
-      const A og = kf::sigmoid(kf::ld<A>(x + 3 * H) + gh[3 * U + u][bi]);
-      const A c = fg * kf::ld<A>(KF_CP + o) + ig * gg;
+        st = kf::ld<A>(KF_CP + o);
+#else
+        st = kf::ld<A>(KF_HP + o);
+#endif
+      }
+#if KF_MODE == 0
+      const A ig = kf::sigmoid(x[0] + gh[0 * U + u][bi]);
+      const A fg = kf::sigmoid(x[1] + gh[1 * U + u][bi]);
+      const A gg = kf::tanh(x[2] + gh[2 * U + u][bi]);
+      const A og = kf::sigmoid(x[3] + gh[3 * U + u][bi]);
+      const A c = fg * st + ig * gg;
       KF_CO[o] = kf::cvt<KF_S>(c);
       KF_HO[o] = kf::cvt<KF_S>(og * kf::tanh(c));
 #else
-      const A rg = kf::sigmoid(kf::ld<A>(x) + gh[0 * U + u][bi]);
-      const A zg = kf::sigmoid(kf::ld<A>(x + H) + gh[1 * U + u][bi]);
-      const A ng = kf::tanh(kf::ld<A>(x + 2 * H) + rg * gh[2 * U + u][bi]);
-      const A h = (A(1) - zg) * ng + zg * kf::ld<A>(KF_HP + o);
+      const A rg = kf::sigmoid(x[0] + gh[0 * U + u][bi]);
+      const A zg = kf::sigmoid(x[1] + gh[1 * U + u][bi]);
+      const A ng = kf::tanh(x[2] + rg * gh[2 * U + u][bi]);
+      const A h = (A(1) - zg) * ng + zg * st;
       KF_HO[o] = kf::cvt<KF_S>(h);
       KF_CO[o] = kf::cvt<KF_S>(h);
 #endif
