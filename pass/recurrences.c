@@ -27,7 +27,8 @@
  *    c_k its cell (an lstm's last h may be absent: dce removed it when only
  *    the last c is used); no op after the chain reads an intermediate c_k;
  *    X, h0, c0 (reshaped to [B, H]), W and the bias are dense row-major
- *    (h0 and c0 may start at an offset: slices of a stacked state).
+ *    (h0 and c0 may start at an offset: slices of a stacked state);
+ *    T <= 4096 steps and H <= 4096 (what the step kernel's unit holds).
  * Changes: a kf.rnn op after the chain's last cell; every later use of
  * h_k reads hseq (a cat of all h_k in time order along dim 0 becomes hseq
  * itself; any other use a copy of its slice, the last gru h the state
@@ -528,7 +529,9 @@ static kf_status rewrite(rctx *R, cell *cs, int n, const kf_value *X, bool rev, 
 
 /* Validate the chain cs[0..n) and rewrite it when it is a whole layer. */
 static kf_status try_chain(rctx *R, cell *cs, int n) {
-  if (n < 2) return KF_OK;
+  /* a unit holds at most 4096 steps (agent/unit_io.c); the step kernel
+   * stages batch rows of h in 40 KiB of shared memory */
+  if (n < 2 || n > 4096 || R->H > 4096) return KF_OK;
   const kf_value *xs = cs[0].xsrc;
   int64_t T = xs->type.shape[0];
   if (T != n) return KF_OK;
