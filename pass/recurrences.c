@@ -117,6 +117,7 @@ static bool step_form(const kf_op *A, int *G, int64_t *H) {
   const kf_value *w = permuted_weight(A->operands[2]);
   if (!w || w->type.rank != 2 || b->type.rank != 1 || a->type.rank != 2) return false;
   if (w->type.dtype != KF_DTYPE_F32 && w->type.dtype != KF_DTYPE_F64) return false;
+  if (b->type.dtype != w->type.dtype || a->type.dtype != w->type.dtype) return false;
   int64_t h = w->type.shape[1], gh = w->type.shape[0];
   if (h < 1 || a->type.shape[1] != h || b->type.shape[0] != gh || (gh != 4 * h && gh != 3 * h)) return false;
   if (!dense(&w->type) || !dense(&b->type)) return false;
