@@ -41,8 +41,7 @@ static void result_arg(const kf_group *g, const kf_value *v, kf_unit *u, kf_unit
 kf_status kb_unit_rnn(const kf_group *g, const kf_builtin_options *o, const kf_op *op, kf_unit *u, kf_strbuf *src,
                       kf_diag *diag) {
   bool lstm = strcmp(kf_op_get_str(op, "mode"), "lstm") == 0, rev = kf_op_get_flag(op, "reverse");
-  const kf_value *xg = op->operands[0], *h0 = op->operands[1], *c0 = op->operands[2], *w = op->operands[3],
-                 *b = op->operands[4];
+  const kf_value *xg = op->operands[0], *h0 = op->operands[1];
   kf_dtype dt = xg->type.dtype;
   if (dt != KF_DTYPE_F32 && dt != KF_DTYPE_F64) return kb_unsupported(diag, g, op, "a recurrence in %s", kf_dtype_name(dt));
   for (int i = 0; i < 5; i++)
@@ -71,7 +70,10 @@ kf_status kb_unit_rnn(const kf_group *g, const kf_builtin_options *o, const kf_o
   int hi, si;
   result_arg(g, op->results[0], u, &hk, &hi);
   result_arg(g, op->results[1], u, &sk, &si);
-  if (hi < 0 || si < 0) return KF_ERR_NOMEM;
+  if (hi < 0 || si < 0) {
+    kf_diag_error(diag, "unit %s: out of memory for a scratch buffer", u->name);
+    return KF_ERR_NOMEM;
+  }
 
   char name[96];
   snprintf(name, sizeof name, "%s_k%d", u->name, u->n_steps);
@@ -138,8 +140,5 @@ kf_status kb_unit_rnn(const kf_group *g, const kf_builtin_options *o, const kf_o
     ls->args[pxg].i = t * xstep;
     ls->args[pho].i = t * hstep;
   }
-  (void)b;
-  (void)w;
-  (void)c0;
   return KF_OK;
 }
