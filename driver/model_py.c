@@ -444,6 +444,20 @@ static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
     }
     kf_strbuf_printf(b, ", enable_gqa=%s)\n", A(2)->u.b ? "True" : "False");
     return true;
+  case KF_OP_RNN:
+    kf_strbuf_printf(b, "_rnn(");
+    vname(b, O(0));
+    kf_strbuf_printf(b, ", ");
+    vname(b, O(1));
+    kf_strbuf_printf(b, ", ");
+    if (O(2)) vname(b, O(2));
+    else kf_strbuf_printf(b, "None");
+    kf_strbuf_printf(b, ", ");
+    vname(b, O(3));
+    kf_strbuf_printf(b, ", ");
+    vname(b, O(4));
+    kf_strbuf_printf(b, ", %s)\n", kf_op_get_flag(op, "reverse") ? "True" : "False");
+    return true;
   default: break;
   }
   snprintf(why, n, "op %s (kf.%s) has no PyTorch spelling in model.py yet", op->name, name);
@@ -473,6 +487,23 @@ kf_status kf_task_model_py(const kf_graph *g, const char *title, char **out, cha
                    "torch.zeros_like(x.narrow(dim, 0, 1))\n"
                    "        y = torch.cat([one, y.narrow(dim, 0, x.shape[dim] - 1)], dim)\n"
                    "    return y.flip(dim) if reverse else y\n\n\n"
+                   "def _rnn(xg, h, c, w, b, reverse):\n"
+                   "    # kf.rnn: an LSTM (c given) or GRU layer over xg's time indices\n"
+                   "    H = h.shape[1]\n"
+                   "    out = torch.empty(xg.shape[0], h.shape[0], H, dtype=xg.dtype, device=xg.device)\n"
+                   "    for t in (range(xg.shape[0] - 1, -1, -1) if reverse else range(xg.shape[0])):\n"
+                   "        g, gh = xg[t], h @ w.t() + b\n"
+                   "        if c is not None:\n"
+                   "            i, f, gg, o = (g + gh).split(H, 1)\n"
+                   "            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(gg)\n"
+                   "            h = torch.sigmoid(o) * torch.tanh(c)\n"
+                   "        else:\n"
+                   "            r = torch.sigmoid(g[:, :H] + gh[:, :H])\n"
+                   "            z = torch.sigmoid(g[:, H:2 * H] + gh[:, H:2 * H])\n"
+                   "            n = torch.tanh(g[:, 2 * H:] + r * gh[:, 2 * H:])\n"
+                   "            h = (1 - z) * n + z * h\n"
+                   "        out[t] = h\n"
+                   "    return out, (c if c is not None else h)\n\n\n"
                    "class Model(torch.nn.Module):\n"
                    "    def __init__(self):\n"
                    "        super().__init__()\n\n"
