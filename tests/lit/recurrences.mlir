@@ -12,6 +12,10 @@
 // RUN: %kfuse opt -p recurrences,dce %t/lstm.mlir | FileCheck %s --check-prefix=LSTM
 // RUN: %kfuse opt -p recurrences,dce %t/wrong.mlir | FileCheck %s --check-prefix=WRONG
 // RUN: %kfuse opt -p recurrences,dce %t/lstm_c.mlir | FileCheck %s --check-prefix=KEEP
+// kf.rnn's own checks (pass/infer.c), on hand-written ops:
+// RUN: not %kfuse opt %t/bad_mode.mlir 2>&1 | FileCheck %s --check-prefix=BAD-MODE
+// RUN: not %kfuse opt %t/bad_c0.mlir 2>&1 | FileCheck %s --check-prefix=BAD-C0
+// RUN: not %kfuse opt %t/bad_xg.mlir 2>&1 | FileCheck %s --check-prefix=BAD-XG
 
 // GRU: %gru:2 = "kf.rnn"(%add, %view_3, %p_rnn_weight_hh_l0, %p_rnn_bias_hh_l0) {mode = "gru"
 // GRU-NOT: kf.addmm
@@ -25,6 +29,9 @@
 // WRONG-COUNT-2: kf.addmm
 // KEEP-NOT: kf.rnn
 // KEEP-COUNT-2: kf.addmm
+// BAD-MODE: node 'r' (kf.rnn): mode 'rnn' is neither lstm nor gru
+// BAD-C0: node 'r' (kf.rnn): c0 must be given for lstm and only for lstm
+// BAD-XG: node 'r' (kf.rnn): xg must be [T, B, 3 * H] for h0 [B, H]
 
 //--- gru.mlir
 "builtin.module"() ({
@@ -248,5 +255,29 @@
     %squeeze_4 = "kf.reshape"(%mul_5) : (tensor<1x2x16xf32>) -> tensor<2x16xf32> loc("squeeze_4")
     %view_7 = "kf.reshape"(%squeeze_4) : (tensor<2x16xf32>) -> tensor<1x2x16xf32> loc("view_7")
     "func.return"(%view_7, %add_2) : (tensor<1x2x16xf32>, tensor<1x2x16xf32>) -> ()
+  }) : () -> ()
+}) : () -> ()
+//--- bad_mode.mlir
+"builtin.module"() ({
+  "func.func"() <{arg_attrs = [{kf.name = "xg"}, {kf.name = "h0"}, {kf.name = "w"}, {kf.name = "b"}], function_type = (tensor<3x2x12xf32>, tensor<2x4xf32>, tensor<12x4xf32>, tensor<12xf32>) -> (tensor<3x2x4xf32>), sym_name = "m"}> ({
+  ^bb0(%xg: tensor<3x2x12xf32>, %h0: tensor<2x4xf32>, %w: tensor<12x4xf32>, %b: tensor<12xf32>):
+    %r:2 = "kf.rnn"(%xg, %h0, %w, %b) {mode = "rnn", operandSegmentSizes = array<i32: 1, 1, 0, 1, 1>} : (tensor<3x2x12xf32>, tensor<2x4xf32>, tensor<12x4xf32>, tensor<12xf32>) -> (tensor<3x2x4xf32>, tensor<2x4xf32>) loc("r")
+    "func.return"(%r#0) : (tensor<3x2x4xf32>) -> ()
+  }) : () -> ()
+}) : () -> ()
+//--- bad_c0.mlir
+"builtin.module"() ({
+  "func.func"() <{arg_attrs = [{kf.name = "xg"}, {kf.name = "h0"}, {kf.name = "w"}, {kf.name = "b"}], function_type = (tensor<3x2x12xf32>, tensor<2x4xf32>, tensor<12x4xf32>, tensor<12xf32>) -> (tensor<3x2x4xf32>), sym_name = "m"}> ({
+  ^bb0(%xg: tensor<3x2x12xf32>, %h0: tensor<2x4xf32>, %w: tensor<12x4xf32>, %b: tensor<12xf32>):
+    %r:2 = "kf.rnn"(%xg, %h0, %h0, %w, %b) {mode = "gru", operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>} : (tensor<3x2x12xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<12x4xf32>, tensor<12xf32>) -> (tensor<3x2x4xf32>, tensor<2x4xf32>) loc("r")
+    "func.return"(%r#0) : (tensor<3x2x4xf32>) -> ()
+  }) : () -> ()
+}) : () -> ()
+//--- bad_xg.mlir
+"builtin.module"() ({
+  "func.func"() <{arg_attrs = [{kf.name = "xg"}, {kf.name = "h0"}, {kf.name = "w"}, {kf.name = "b"}], function_type = (tensor<3x2x10xf32>, tensor<2x4xf32>, tensor<12x4xf32>, tensor<12xf32>) -> (tensor<3x2x4xf32>), sym_name = "m"}> ({
+  ^bb0(%xg: tensor<3x2x10xf32>, %h0: tensor<2x4xf32>, %w: tensor<12x4xf32>, %b: tensor<12xf32>):
+    %r:2 = "kf.rnn"(%xg, %h0, %w, %b) {mode = "gru", operandSegmentSizes = array<i32: 1, 1, 0, 1, 1>} : (tensor<3x2x10xf32>, tensor<2x4xf32>, tensor<12x4xf32>, tensor<12xf32>) -> (tensor<3x2x4xf32>, tensor<2x4xf32>) loc("r")
+    "func.return"(%r#0) : (tensor<3x2x4xf32>) -> ()
   }) : () -> ()
 }) : () -> ()
