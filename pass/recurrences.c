@@ -335,17 +335,12 @@ static bool analyse(rctx *R, const kf_op *A, const kf_op *end, cell *c) {
     const kf_value *v = op->results[0];
     if (v->type.kind != KF_TYPE_TENSOR || kf_type_numel(&v->type) != R->B * R->H) continue;
     if (c->h && (G == 3 || c->c)) break;
-    R->fail_step = false;
-    const kf_value *saved_c = c->cprev, *saved_x = c->xsrc;
-    int64_t saved_i = c->xidx;
     const sval *s = eval(R, v, 0);
-    if (!s || s->width != 1 || R->fail_step) {
-      /* a candidate that failed may have bound leaves: undo */
-      c->cprev = saved_c;
-      c->xsrc = saved_x;
-      c->xidx = saved_i;
-      continue;
-    }
+    /* Leaf bindings (the input slice, the cell state) are never undone:
+     * memoised values depend on them. A candidate reading a second input
+     * slice ends the scan (what was found before it did not read it). */
+    if (R->fail_step) break;
+    if (!s || s->width != 1) continue;
     if (!c->h && close_to(s->x[0], eh)) {
       c->h = v;
       if (!c->last || R->pos[v->id] > R->pos[c->last->results[0]->id]) c->last = op;
