@@ -17,13 +17,11 @@
 
 #include "agent_int.h"
 
+/* dense row-major from its first element on */
 static bool dense(const kf_type *t) {
-  int64_t s = 1;
-  for (int i = t->rank - 1; i >= 0; i--) {
-    if (t->shape[i] != 1 && t->strides[i] != s) return false;
-    s *= t->shape[i];
-  }
-  return true;
+  kf_type u = *t;
+  u.offset = 0;
+  return kf_type_is_contiguous(&u);
 }
 
 /* a result the group exports, else a scratch buffer of its size */
@@ -60,6 +58,8 @@ kf_status kb_unit_rnn(const kf_group *g, const kf_builtin_options *o, const kf_o
   if (units * G > 32) units = 32 / G;
   int64_t blocks = (H + units - 1) / units;
   int block = (int)((units * G) * 32 > 256 ? 256 : (units * G) * 32);
+  if (units * bc > block) /* rnn.cu: one cell a thread; cannot happen with the sizes above */
+    return kb_unsupported(diag, g, op, "%" PRId64 " cells for %d threads", units * bc, block);
 
   int in[5];
   for (int i = 0; i < 5; i++) {

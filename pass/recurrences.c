@@ -88,15 +88,11 @@ static const kf_value *peel(const kf_value *v) {
   return v;
 }
 
-/* dense row-major, offset allowed */
+/* dense row-major from its first element on (a slice of a stacked state) */
 static bool dense(const kf_type *t) {
-  if (t->kind != KF_TYPE_TENSOR) return false;
-  int64_t s = 1;
-  for (int i = t->rank - 1; i >= 0; i--) {
-    if (t->shape[i] != 1 && t->strides[i] != s) return false;
-    s *= t->shape[i];
-  }
-  return true;
+  kf_type u = *t;
+  u.offset = 0;
+  return t->kind == KF_TYPE_TENSOR && kf_type_is_contiguous(&u);
 }
 
 static const kf_value *permuted_weight(const kf_value *v) {
@@ -619,14 +615,11 @@ kf_status kf_pass_recurrences(kf_graph *g, kf_diag *diag) {
           break;
         }
       if (!analyse(&R, steps[j], next, &cs[n])) break;
+      /* an lstm cell must read the previous one's c */
+      if (n > 0 && G == 4 && cs[n].cprev != cs[n - 1].c) break;
       done[j] = true;
       n++;
       if (!next || !cs[n - 1].h || peel(next->operands[1]) != cs[n - 1].h) break;
-      if (G == 4) {
-        /* the next cell must read this one's c: checked when analysed */
-        cell tmp;
-        if (!analyse(&R, next, NULL, &tmp) || tmp.cprev != cs[n - 1].c) break;
-      }
       j = jn;
     }
     if (n >= 2) st = try_chain(&R, cs, n);

@@ -25,8 +25,9 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
   // staging of h (a step's latency is what bounds a recurrence)
   constexpr int KW = (int)((H + 31) / 32);
   constexpr bool WREG = G * U <= NW && KW <= 32;
-  // one cell per thread: its inputs are loaded before the products too
-  constexpr bool ONE = U * BC <= KF_BLOCK;
+  // one cell per thread (the host keeps U * BC <= KF_BLOCK): its inputs
+  // are loaded before the products too
+  static_assert(U * BC <= KF_BLOCK, "one cell per thread");
   __shared__ A hs[BC][H];
   __shared__ A gh[G * U][BC];
   const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
@@ -42,19 +43,19 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
   }
   for (long long b0 = 0; b0 < B; b0 += BC) {
     const int nb = (int)(B - b0 < BC ? B - b0 : BC);
-    // this thread's cell (ONE): unit cu, batch row b0 + cb
+    // this thread's cell: unit cu, batch row b0 + cb
     const int cu = (int)threadIdx.x / BC, cb = (int)threadIdx.x % BC;
-    const long long cj = j0 + cu, cbb = b0 + cb;
-    const bool mine = ONE && (int)threadIdx.x < U * BC && cj < H && cb < nb;
-    A xv[G], sv = A(0);
+    const long long cj = j0 + cu, o = (b0 + cb) * H + cj;
+    const bool mine = (int)threadIdx.x < U * BC && cj < H && cb < nb;
+    A x[G], st = A(0);
     if (mine) {
-      const KF_S *x = KF_XG + cbb * (G * H) + cj;
+      const KF_S *xp = KF_XG + (b0 + cb) * (G * H) + cj;
 #pragma unroll
-      for (int q = 0; q < G; q++) xv[q] = kf::ld<A>(x + q * H);
+      for (int q = 0; q < G; q++) x[q] = kf::ld<A>(xp + q * H);
 #if KF_MODE == 0
-      sv = kf::ld<A>(KF_CP + cbb * H + cj);
+      st = kf::ld<A>(KF_CP + o);
 #else
-      sv = kf::ld<A>(KF_HP + cbb * H + cj);
+      st = kf::ld<A>(KF_HP + o);
 #endif
     }
     // the previous h of these batch rows, staged once for all gate rows
@@ -97,39 +98,20 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
       }
     }
     __syncthreads();
-    // the cell: one thread per (unit, batch row)
-    for (int idx = (int)threadIdx.x; idx < U * BC; idx += KF_BLOCK) {
-      const int u = idx / BC, bi = idx % BC;
-      const long long j = j0 + u, b = b0 + bi;
-      if (j >= H || bi >= nb) continue;
-      const long long o = b * H + j;
-      A x[G], st;
-      if (ONE) {
-#pragma unroll
-        for (int q = 0; q < G; q++) x[q] = xv[q];
-        st = sv;
-      } else {
-        const KF_S *xp = KF_XG + b * (G * H) + j;
-#pragma unroll
-        for (int q = 0; q < G; q++) x[q] = kf::ld<A>(xp + q * H);
+    // the cell
+    if (mine) {
 #if KF_MODE == 0
-        st = kf::ld<A>(KF_CP + o);
-#else
-        st = kf::ld<A>(KF_HP + o);
-#endif
-      }
-#if KF_MODE == 0
-      const A ig = kf::sigmoid(x[0] + gh[0 * U + u][bi]);
-      const A fg = kf::sigmoid(x[1] + gh[1 * U + u][bi]);
-      const A gg = kf::tanh(x[2] + gh[2 * U + u][bi]);
-      const A og = kf::sigmoid(x[3] + gh[3 * U + u][bi]);
+      const A ig = kf::sigmoid(x[0] + gh[0 * U + cu][cb]);
+      const A fg = kf::sigmoid(x[1] + gh[1 * U + cu][cb]);
+      const A gg = kf::tanh(x[2] + gh[2 * U + cu][cb]);
+      const A og = kf::sigmoid(x[3] + gh[3 * U + cu][cb]);
       const A c = fg * st + ig * gg;
       KF_CO[o] = kf::cvt<KF_S>(c);
       KF_HO[o] = kf::cvt<KF_S>(og * kf::tanh(c));
 #else
-      const A rg = kf::sigmoid(x[0] + gh[0 * U + u][bi]);
-      const A zg = kf::sigmoid(x[1] + gh[1 * U + u][bi]);
-      const A ng = kf::tanh(x[2] + rg * gh[2 * U + u][bi]);
+      const A rg = kf::sigmoid(x[0] + gh[0 * U + cu][cb]);
+      const A zg = kf::sigmoid(x[1] + gh[1 * U + cu][cb]);
+      const A ng = kf::tanh(x[2] + rg * gh[2 * U + cu][cb]);
       const A h = (A(1) - zg) * ng + zg * st;
       KF_HO[o] = kf::cvt<KF_S>(h);
       KF_CO[o] = kf::cvt<KF_S>(h);
