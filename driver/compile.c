@@ -380,6 +380,10 @@ static void add_candidates(cJSON *e, const kf_uslot *sl) {
     }
     if (!c->correct) cJSON_AddStringToObject(ce, "why", c->why);
     cJSON_AddBoolToObject(ce, "chosen", k == sl->chosen);
+    if (c->judged) {
+      cJSON_AddNumberToObject(ce, "verify_seconds", c->verify_s);
+      cJSON_AddNumberToObject(ce, "time_seconds", c->time_s);
+    }
     cJSON_AddItemToArray(ca, ce);
   }
   cJSON *j = cJSON_AddObjectToObject(e, "judge");
@@ -387,6 +391,10 @@ static void add_candidates(cJSON *e, const kf_uslot *sl) {
   cJSON_AddNumberToObject(j, "floor_ms", in->floor_ms);
   cJSON_AddNumberToObject(j, "workers", in->workers);
   cJSON_AddNumberToObject(j, "seconds", sl->pick_s);
+  cJSON_AddNumberToObject(j, "sets_seconds", in->sets_s);
+  cJSON_AddNumberToObject(j, "worker_seconds", in->worker_s);
+  cJSON_AddNumberToObject(j, "device_open_seconds", in->open_s);
+  cJSON_AddNumberToObject(j, "reference_seconds", in->refs_s);
 }
 
 static kf_status write_report(const char *path, const kf_graph *g, const kf_partition *p,

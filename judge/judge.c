@@ -36,6 +36,11 @@
  * interpreter's reference (0.5 s for 10 variants of 4M elements on these
  * machines' CPUs); larger ones the GPU's */
 #define KF_JCPU_REF_ELEMS ((int64_t)4 << 20)
+/* and of up to this many FLOPs (the task's floor's): the interpreter's
+ * convolutions run at about 0.13 GFLOP/s a thread, and a 1 GFLOP
+ * pointwise convolution's ten variants took 16 s (MobileNetV1, H100,
+ * 2026-11-27); the GPU reference does them in milliseconds */
+#define KF_JCPU_REF_FLOPS 2e7
 #define SPEEDUP_NEEDED 1.05
 
 void kf_judge_options_init(kf_judge_options *o) {
@@ -82,14 +87,50 @@ static double draw_int(int attempt, uint64_t *s) {
   return attempt == 0 ? (double)(1 + (next(s) & 1)) : attempt == 1 ? (double)(next(s) & 1) : 1.0;
 }
 
+/* fp32 values of a large input are drawn by several threads, each over
+ * its own part from its own stream (seeded from the variant's): drawing a
+ * 33M-element input's ten variants took 1.4 s on five threads */
+#define F32_PART ((int64_t)1 << 22)
+#define F32_THREADS 4
+
+typedef struct f32_part {
+  float *f;
+  int64_t lo, hi;
+  int k;
+  bool redraw; /* one element in eight, else all */
+  uint64_t s;
+} f32_part;
+
+static void *f32_part_main(void *arg) {
+  f32_part *j = arg;
+  for (int64_t i = j->lo; i < j->hi; i++)
+    if (!j->redraw || (next(&j->s) & 7) == 0) j->f[i] = (float)draw(j->k, &j->s);
+  return NULL;
+}
+
+static void f32_fill(float *f, int64_t n, int k, bool redraw, uint64_t *s) {
+  f32_part j[F32_THREADS];
+  int np = n < F32_PART ? 1 : F32_THREADS;
+  uint64_t base = next(s);
+  for (int q = 0; q < np; q++)
+    j[q] = (f32_part){f, n * q / np, n * (q + 1) / np, k, redraw, base ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(q + 1))};
+  pthread_t th[F32_THREADS];
+  bool started[F32_THREADS] = {false};
+  for (int q = 1; q < np; q++) started[q] = pthread_create(&th[q], NULL, f32_part_main, &j[q]) == 0;
+  f32_part_main(&j[0]);
+  for (int q = 1; q < np; q++) {
+    if (started[q]) pthread_join(th[q], NULL);
+    else f32_part_main(&j[q]); /* no thread for it: here */
+  }
+}
+
 /* fp32, the common case, is stored directly: the same bits kf_tensor_set
  * stores (its rounding to float is the cast), without its per-element
  * dispatch (a third of drawing a large group's sets) */
 static void fill(const kf_jvalue *v, void *p, int k, int attempt, uint64_t *s) {
   int64_t es = (int64_t)kf_dtype_size(v->type.dtype), n = v->bytes / es;
   if (v->type.dtype == KF_DTYPE_F32) {
-    float *f = p;
-    for (int64_t i = 0; i < n; i++) f[i] = (float)draw(k, s);
+    f32_fill(p, n, k, false, s);
     return;
   }
   kf_tensor t = {v->type.dtype, 1, {n}, p};
@@ -101,9 +142,7 @@ static void fill(const kf_jvalue *v, void *p, int k, int attempt, uint64_t *s) {
 static void redraw(const kf_jvalue *v, void *p, int k, int attempt, uint64_t *s) {
   int64_t es = (int64_t)kf_dtype_size(v->type.dtype), n = v->bytes / es;
   if (v->type.dtype == KF_DTYPE_F32) {
-    float *f = p;
-    for (int64_t i = 0; i < n; i++)
-      if ((next(s) & 7) == 0) f[i] = (float)draw(k, s);
+    f32_fill(p, n, k, true, s);
     return;
   }
   kf_tensor t = {v->type.dtype, 1, {n}, p};
@@ -416,11 +455,12 @@ static kf_status prep_sets(const kf_jtask *t, const kf_judge_options *o, jprep *
   kf_diag rd;
   kf_diag_init(&rd, to_buf, why);
   /* the reference: the CPU interpreter for tasks up to KF_JCPU_REF_ELEMS
-   * elements, else (or when it refuses) the built-in fp64 unit on the GPU */
+   * elements and KF_JCPU_REF_FLOPS, else (or when the GPU one refuses) the
+   * built-in fp64 unit on the GPU */
   int64_t elems = 0;
   for (int i = 0; i < t->n_in; i++) elems += t->in[i].numel;
   for (int i = 0; i < t->n_out; i++) elems += t->out[i].numel;
-  jp->cpu_ref = elems <= KF_JCPU_REF_ELEMS;
+  jp->cpu_ref = elems <= KF_JCPU_REF_ELEMS && t->floor_flops <= KF_JCPU_REF_FLOPS;
   uint64_t seed = o->seed ? o->seed : os_seed();
   /* host bytes: every variant's inputs and references, twice (here and in
    * the worker's memory file); at most a quarter of the machine's memory */
@@ -828,6 +868,7 @@ kf_status kf_judge_units(const char *task_dir, kf_judge_cand *c, int n, const kf
   kf_strbuf_init(&log);
   jprep jp;
   st = prep_sets(&t, &o, &jp, &log);
+  bt->sets_s = jp.seconds;
   if (st) {
     snprintf(bt->why, sizeof bt->why, "%s", log.data ? log.data : "no reference");
     st = st == KF_ERR_NOMEM ? st : KF_OK;
@@ -843,7 +884,9 @@ kf_status kf_judge_units(const char *task_dir, kf_judge_cand *c, int n, const kf
     }
   kf_jreport *r = malloc(sizeof *r);
   kf_jproc p;
+  double tw = kf_now_s();
   st = r ? kf_jjudge_units(&w, r, &p, &bt->workers, diag) : KF_ERR_NOMEM;
+  bt->worker_s = kf_now_s() - tw;
   if (st) {
     free(r);
     snprintf(bt->why, sizeof bt->why, "the worker could not be started");
@@ -851,6 +894,8 @@ kf_status kf_judge_units(const char *task_dir, kf_judge_cand *c, int n, const kf
   }
   nothing_judged(r, &p, &o, bt->why, sizeof bt->why);
   bt->no_gpu = !p.reported || !r->gpu_ok;
+  bt->open_s = r->open_s;
+  bt->refs_s = r->refs_s;
   if (!bt->why[0]) {
     bt->judged = true;
     snprintf(bt->device, sizeof bt->device, "%s", r->device);
@@ -860,6 +905,8 @@ kf_status kf_judge_units(const char *task_dir, kf_judge_cand *c, int n, const kf
       if (!ready[k]) continue;
       c[k].judged = res->ran && !res->env_error;
       c[k].ms = res->runs ? res->ms : 0;
+      c[k].verify_s = res->verify_s;
+      c[k].time_s = res->time_s;
       if (!res->ok) {
         snprintf(c[k].why, sizeof c[k].why, "%s%s", res->env_error ? "not judged: " : "incorrect: ", res->reason);
       } else if (bt->floor_ms > 0 && res->ms < FLOOR_SLACK * bt->floor_ms) {

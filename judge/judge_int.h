@@ -156,6 +156,7 @@ typedef struct kf_jresult {
   int prof_steps, prof_runs;     /* steps timed (0: none), runs */
   float step_ms[KF_JPROF_STEPS]; /* per step: the median */
   char prof_why[256];            /* why there is none, for a unit profiled */
+  double verify_s, time_s;       /* wall time: the sets' runs; timing (and profile) */
 } kf_jresult;
 
 #define KF_JREPORT_MAGIC 0x6b666a72
@@ -171,6 +172,7 @@ typedef struct kf_jreport {
   int spin;         /* timed runs had a spin kernel queued ahead (gpu.c) */
   int flush;        /* and the L2 flushed (written) before each */
   int64_t l2_bytes;
+  double open_s, refs_s; /* wall time: device opened (bandwidth included), GPU references */
   kf_jresult res[KF_JMAX_UNITS];
 } kf_jreport;
 

@@ -79,11 +79,17 @@ static kf_status pick_judge(void *user, const kf_graph *g, const kf_partition *p
   info->floor_ms = bt.floor_ms;
   info->workers = bt.workers;
   info->seconds = bt.seconds;
+  info->sets_s = bt.sets_s;
+  info->worker_s = bt.worker_s;
+  info->open_s = bt.open_s;
+  info->refs_s = bt.refs_s;
   for (int k = 0; k < n; k++) {
     c[k].judged = jc[k].judged;
     c[k].correct = jc[k].correct;
     c[k].reward = jc[k].reward;
     c[k].ms = jc[k].ms;
+    c[k].verify_s = jc[k].verify_s;
+    c[k].time_s = jc[k].time_s;
     const char *w = why[k][0] ? why[k] : jc[k].why;
     snprintf(c[k].why, sizeof c[k].why, "%.*s", (int)sizeof c[k].why - 1, w);
   }

@@ -56,7 +56,7 @@
   X(cuEventRecordWithFlags, 11010) X(cuStreamGetCaptureInfo, 11030)          \
   X(cuUserObjectCreate, 11030) X(cuUserObjectRelease, 11030)                 \
   X(cuGraphRetainUserObject, 11030) X(cuModuleGetGlobal, 3020)              \
-  X(cuMemGetInfo, 3020)
+  X(cuMemGetInfo, 3020) X(cuMemAllocHost, 3020) X(cuMemFreeHost, 2000)
 
 typedef struct kfr_driver {
   /* fields are named by the base name (d->cuMemAlloc) */

@@ -44,6 +44,7 @@ typedef struct kf_pick_cand {
   int reward;      /* the judge's milestone: -1, 1, 2, 3 */
   double ms;       /* median GPU time, when timed */
   char why[512];   /* why not correct */
+  double verify_s, time_s; /* the judge's wall time verifying it, timing it */
 } kf_pick_cand;
 
 typedef struct kf_pick_info {
@@ -54,6 +55,7 @@ typedef struct kf_pick_info {
   double floor_ms; /* the group's roofline floor on that device */
   int workers;     /* worker processes the judge started */
   double seconds;
+  double sets_s, worker_s, open_s, refs_s; /* kf_judge_batch's */
 } kf_pick_info;
 
 typedef struct kf_picker {

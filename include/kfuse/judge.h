@@ -66,6 +66,7 @@ typedef struct kf_judge_cand {
   int reward;   /* -1, 1, 2, 3 as in kf_judge_unit's verdict */
   double ms;    /* median time, when timed */
   char why[512]; /* the reason it is not correct */
+  double verify_s, time_s; /* the worker's wall time verifying it, timing it */
 } kf_judge_cand;
 
 typedef struct kf_judge_batch {
@@ -76,6 +77,10 @@ typedef struct kf_judge_batch {
   double floor_ms; /* the task's roofline floor on that device */
   int workers;     /* worker processes started (more than one after a fault) */
   double seconds;
+  /* where the seconds went: the input sets (and CPU references) drawn, the
+   * worker's wall time, and in it the device opened (and its bandwidth
+   * measured) and the GPU references made */
+  double sets_s, worker_s, open_s, refs_s;
 } kf_judge_batch;
 
 /* At most this many candidates a call */

@@ -652,6 +652,15 @@ static CUresult f_cuMemGetInfo(size_t *free_b, size_t *total) {
   *free_b = *total - used;
   return CUDA_SUCCESS;
 }
+/* page-locked host memory: plain host memory here, counted with the
+ * device allocations (a leak shows in fake_cuda_live_allocs) */
+static CUresult f_cuMemAllocHost(void **p, size_t n) {
+  CUdeviceptr d = 0;
+  CUresult r = do_alloc(&d, n, "cuMemAllocHost", NULL);
+  *p = r == CUDA_SUCCESS ? (void *)(uintptr_t)d : NULL;
+  return r;
+}
+static CUresult f_cuMemFreeHost(void *p) { return do_free((CUdeviceptr)(uintptr_t)p, "cuMemFreeHost", NULL); }
 static CUresult f_cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {
   return do_alloc(p, n, "cuMemAllocAsync", s);
 }
