@@ -98,6 +98,44 @@ static void test_compare_strided_and_scale(void **state) {
   assert_false(kf_jcompare(&w, g3, r3, tol, 0xff, &c, why, sizeof why));
 }
 
+/* An output of several parts (compared on threads): the same verdict, the
+ * first bad element in logical order, the counts summed, and the RMS of
+ * the whole reference (a part of large values sets the absolute term of
+ * a part of small ones) */
+static void test_compare_parts(void **state) {
+  (void)state;
+  const int64_t rows = 4096, cols = 1024; /* 4M elements: four parts */
+  kf_jvalue v = f32_value(rows, cols, cols);
+  float *got = malloc(sizeof *got * (size_t)(rows * cols));
+  double *ref = malloc(sizeof *ref * (size_t)(rows * cols));
+  assert_non_null(got);
+  assert_non_null(ref);
+  for (int64_t i = 0; i < rows * cols; i++) {
+    ref[i] = i < rows * cols / 2 ? 1e-3 * (double)(i % 7) : 100.0 + (double)(i % 5);
+    got[i] = (float)ref[i];
+  }
+  kf_jcmp c;
+  char why[512];
+  kf_jtol tol = kf_jtol_for(KF_PRECISION_DEFAULT, KF_DTYPE_F32);
+  assert_true(kf_jcompare(&v, got, ref, tol, 0xff, &c, why, sizeof why));
+  /* 1e-3 off in the small half: within 1e-4 x RMS (about 72) */
+  got[5] = (float)(ref[5] + 1e-3);
+  assert_true(kf_jcompare(&v, got, ref, tol, 0xff, &c, why, sizeof why));
+  /* bad elements in the fourth part and the second; one unwritten */
+  got[3 * rows * cols / 4 + 10] = 1e6f;
+  memset(&got[rows * cols / 4 + 3], 0xff, sizeof *got);
+  assert_false(kf_jcompare(&v, got, ref, tol, 0xff, &c, why, sizeof why));
+  assert_int_equal(c.bad, 2);
+  assert_int_equal(c.unwritten, 1);
+  int64_t first = rows * cols / 4 + 3;
+  char at[64];
+  snprintf(at, sizeof at, "[%lld, %lld]", (long long)(first / cols), (long long)(first % cols));
+  assert_non_null(strstr(why, at));
+  assert_true(c.max_abs > 9e5);
+  free(got);
+  free(ref);
+}
+
 static void test_tolerances(void **state) {
   (void)state;
   kf_jtol d = kf_jtol_for(KF_PRECISION_DEFAULT, KF_DTYPE_F32);
@@ -193,6 +231,7 @@ int main(void) {
       cmocka_unit_test(test_compare_basic),
       cmocka_unit_test(test_compare_poison_nan_inf),
       cmocka_unit_test(test_compare_strided_and_scale),
+      cmocka_unit_test(test_compare_parts),
       cmocka_unit_test(test_tolerances),
       cmocka_unit_test_setup_teardown(test_task_and_checks, make_task, remove_task),
   };
