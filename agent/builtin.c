@@ -421,16 +421,25 @@ int kf_builtin_variants(const kf_group *g, const kf_builtin_options *base, kf_bu
     }
     return n;
   case KF_GROUP_CONV: {
+    const kf_op *a = g->anchor;
+    if (base->no_cudnn || !a || a->n_operands < 2) return 0;
+    const kf_type *x = &a->operands[0]->type;
+    bool tr = kf_op_get_bool(a, "transposed");
+    /* cuDNN's bare convolution and an element-wise epilogue against its
+     * fused call (the rule, where the epilogue is bias (+ residual) (+
+     * relu)); a group the rule does not fuse gives the rule's unit again,
+     * which the compile drops */
+    if (!base->conv_unfused && !tr && a->n_operands > 2 && a->operands[2]) {
+      variant(out, &n, base, "unfused");
+      out[n - 1].opt.conv_unfused = true;
+    }
     /* cuDNN's choice against im2col + cuBLASLt: only where the latter is
      * a GEMM (one group, not transposed, row-major activations); the
      * direct template is never a candidate (correct everywhere, fast
      * nowhere) */
-    const kf_op *a = g->anchor;
-    if (base->no_cudnn || !a || a->n_operands < 2) return 0;
-    const kf_type *x = &a->operands[0]->type;
-    if (kf_op_get_bool(a, "transposed") || kf_op_get_int(a, "groups") != 1 || !kf_type_is_contiguous(x) ||
+    if (tr || kf_op_get_int(a, "groups") != 1 || !kf_type_is_contiguous(x) ||
         !kf_type_is_contiguous(&a->results[0]->type))
-      return 0;
+      return n;
     variant(out, &n, base, "no-cudnn");
     out[n - 1].opt.no_cudnn = true;
     return n;

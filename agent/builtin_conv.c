@@ -325,7 +325,7 @@ static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_b
   c.alpha1 = 1.0;
   const kf_value *z = NULL, *final = NULL;
   bool relu = false;
-  bool fused = !tr && bv && fusable_epilogue(g, a, nhwc, &z, &relu, &final);
+  bool fused = !o->conv_unfused && !tr && bv && fusable_epilogue(g, a, nhwc, &z, &relu, &final);
   *taken = true;
   if (fused) {
     c.has_bias = true;

@@ -183,6 +183,13 @@ typedef struct kf_builtin_options {
   /* convolutions without cuDNN: im2col + cuBLASLt GEMM or the direct
    * template (kfuse compile --no-cudnn) */
   bool no_cudnn;
+  /* cuDNN convolution steps write the bare convolution, the bias and
+   * epilogue following as one element-wise launch, even where cuDNN's
+   * fused conv + bias (+ residual) (+ relu) call could take them: its
+   * fused engines are not its fastest convolutions everywhere (depthwise
+   * 3x3 NHWC: 20-26 us fused against PyTorch's 6 us bare convolution and
+   * a 3 us epilogue, KernelBench L3 19, H200, 2026-11-27) */
+  bool conv_unfused;
   /* attention as GEMM-softmax-GEMM: the most bytes of scores held at once
    * (the batch is chunked to fit; 0: 256 MiB) */
   int64_t attn_scratch_bytes;

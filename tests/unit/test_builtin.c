@@ -573,6 +573,38 @@ static void test_conv_cudnn_fused(void **state) {
   assert_int_equal(s->conv.activation, KFR_ACT_NONE);
   assert_int_equal(s->args[4].kind, KF_UARG_NONE);
   built_fini(&b);
+  /* the "unfused" variant (conv_unfused): the bare convolution, then bias,
+   * residual and relu in one launch; offered for a convolution with a
+   * bias, not for one without */
+  kf_builtin_variant v[KF_BUILTIN_MAX_VARIANTS];
+  assert_int_equal(build_conv(true,
+                              "    %s = \"kf.add\"(%c, %r) : (" T75 ", " T75 ") -> " T75 "\n"
+                              "    %y = \"kf.relu\"(%s) : (" T75 ") -> " T75 "\n",
+                              "%y", &o, &b),
+                   KF_OK);
+  int nv = kf_builtin_variants(b.grp, &o, v);
+  int k = 0;
+  while (k < nv && strcmp(v[k].label, "unfused") != 0) k++;
+  assert_true(k < nv);
+  built_fini(&b);
+  assert_int_equal(build_conv(true,
+                              "    %s = \"kf.add\"(%c, %r) : (" T75 ", " T75 ") -> " T75 "\n"
+                              "    %y = \"kf.relu\"(%s) : (" T75 ") -> " T75 "\n",
+                              "%y", &v[k].opt, &b),
+                   KF_OK);
+  s = conv_step(b.u);
+  assert_non_null(s);
+  assert_false(s->conv.has_bias);
+  assert_false(s->conv.has_z);
+  assert_int_equal(s->conv.activation, KFR_ACT_NONE);
+  assert_int_equal(b.u->n_steps, 2);
+  assert_int_equal(n_launches(b.u), 1);
+  assert_true(has(b.u->source, "fmax") || has(b.u->source, "relu") || has(b.u->source, "> 0"));
+  built_fini(&b);
+  assert_int_equal(build_conv(false, "", "%c", &o, &b), KF_OK);
+  nv = kf_builtin_variants(b.grp, &o, v);
+  for (k = 0; k < nv; k++) assert_string_not_equal(v[k].label, "unfused");
+  built_fini(&b);
 }
 
 /* anything else after the convolution: the bare convolution on cuDNN into
