@@ -864,9 +864,17 @@ kf_status kf_judge_units(const char *task_dir, kf_judge_cand *c, int n, const kf
     }
     ready[k] = true;
   }
+  int n_ready = 0;
+  for (int k = 0; k < n; k++) n_ready += ready[k];
+  jprep jp;
+  memset(&jp, 0, sizeof jp);
+  if (!n_ready) {
+    /* nothing reaches the GPU: the first candidate's reason is the group's */
+    snprintf(bt->why, sizeof bt->why, "no candidate can be judged: %.400s", c[0].why);
+    goto done;
+  }
   kf_strbuf_fini(&log);
   kf_strbuf_init(&log);
-  jprep jp;
   st = prep_sets(&t, &o, &jp, &log);
   bt->sets_s = jp.seconds;
   if (st) {

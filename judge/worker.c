@@ -494,6 +494,8 @@ kf_status kf_jjudge_units(const kf_jwork *w, kf_jreport *r, kf_jproc *p, int *wo
   kf_jreport *one = malloc(sizeof *one);
   if (!one) return KF_ERR_NOMEM;
   memset(r, 0, sizeof *r);
+  memset(p, 0, sizeof *p);
+  p->exit_code = -1;
   *workers = 0;
   kf_status st = KF_OK;
   /* each round judges at least one unit (or ends), so n_units + 1 rounds

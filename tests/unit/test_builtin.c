@@ -605,6 +605,25 @@ static void test_conv_cudnn_fused(void **state) {
   nv = kf_builtin_variants(b.grp, &o, v);
   for (k = 0; k < nv; k++) assert_string_not_equal(v[k].label, "unfused");
   built_fini(&b);
+  /* a depthwise convolution (groups = channels) with bias and relu: never
+   * fused, by rule */
+  assert_int_equal(
+      build_from("%x: tensor<2x8x13x11xf32>, %w: tensor<8x1x3x3xf32>, %b: tensor<8xf32>",
+                 "tensor<2x8x13x11xf32>, tensor<8x1x3x3xf32>, tensor<8xf32>", "tensor<2x8x11x9xf32>",
+                 "    %c = \"kf.conv\"(%x, %w, %b) {dilation = array<i64: 1, 1>, groups = 8 : i64, "
+                 "operandSegmentSizes = array<i32: 1, 1, 1>, output_padding = array<i64: 0, 0>, padding = "
+                 "array<i64: 0, 0>, stride = array<i64: 1, 1>, transposed = false} : (tensor<2x8x13x11xf32>, "
+                 "tensor<8x1x3x3xf32>, tensor<8xf32>) -> tensor<2x8x11x9xf32>\n"
+                 "    %y = \"kf.relu\"(%c) : (tensor<2x8x11x9xf32>) -> tensor<2x8x11x9xf32>\n",
+                 "%y", KF_GROUP_CONV, &o, &b),
+      KF_OK);
+  s = conv_step(b.u);
+  assert_non_null(s);
+  assert_int_equal(s->conv.groups, 8);
+  assert_false(s->conv.has_bias);
+  assert_int_equal(s->conv.activation, KFR_ACT_NONE);
+  assert_int_equal(n_launches(b.u), 1);
+  built_fini(&b);
 }
 
 /* anything else after the convolution: the bare convolution on cuDNN into
