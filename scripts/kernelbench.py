@@ -107,11 +107,19 @@ Device-time economy:
                   phase (warm.jsonl remembers what is warm; with
                   --warm-export/--warm-kfuse give --work DIR so the exports
                   outlive the run).
+  --warm-background N  the same warm jobs, N at a time, beside the timing
+                  instead of before it: each problem is timed as soon as
+                  its own warm job has ended (the jobs run in timing order),
+                  so the GPU does not idle through the long exports (the
+                  recurrent networks' take 3-6 minutes each). Cold compile
+                  times are then measured beside N busy warm workers.
   --deadline S    start nothing after S seconds and cut the running problem
                   at S (not recorded: it runs again on resume), so a run fits
                   a command limit; rerun with the same --out to go on.
   --reuse-baselines OLD.jsonl --drift-sample K: eager and torch.compile times
-                  of OLD (same device name) are reused, after K problems
+                  of OLD (same device name; the option may be given several
+                  times, a later file's record of a problem replacing an
+                  earlier one's) are reused, after K problems
                   (deterministic sample) are timed again in full: if the
                   median ratio new/old of eager or of compile is off by more
                   than --drift-max (5%), nothing is reused and everything is
@@ -604,7 +612,8 @@ class Runner:
              "options": {"timeout": a.timeout, "compile_timeout": a.compile_timeout, "seed": a.seed}}
         if mode == "gpu":
             h["options"].update(budget=a.budget, min_runs=a.min_runs, max_runs=a.max_runs, modes=self.modes,
-                                warm_jobs=a.warm_jobs, warm_export=a.warm_export, warm_kfuse=a.warm_kfuse)
+                                warm_jobs=a.warm_jobs, warm_background=a.warm_background,
+                                warm_export=a.warm_export, warm_kfuse=a.warm_kfuse)
         else:
             h["options"]["jobs"] = a.jobs
         h.update(probe)
@@ -851,8 +860,8 @@ def gpu_run(args, problems, kb_root):
     # torch.compile caches warmed in parallel first)
     done_ids = set()
     if sample:
-        if args.warm_jobs > 0:
-            warm_phase(r, args, sample, None)
+        if args.warm_jobs > 0 or args.warm_background > 0:
+            warm_phase(r, args, sample, None, args.warm_jobs or args.warm_background)
         recs = []
         for p in sample:
             rec = time_one(p, {})
@@ -863,7 +872,19 @@ def gpu_run(args, problems, kb_root):
         reuse = decide_reuse(r, args, reuse, recs)
     rest = [p for p in todo if p["id"] not in done_ids]
 
-    # 2. warm phase
+    # 2. warm phase: before the timing, or beside it (--warm-background)
+    warm_done = {}
+    if args.warm_background > 0 and rest:
+        warm_done = {p["id"]: threading.Event() for p in rest}
+
+        def background():
+            try:
+                warm_phase(r, args, rest, reuse, args.warm_background, warm_done)
+            finally:  # whatever happened there, the timing never waits forever
+                for ev in warm_done.values():
+                    ev.set()
+        bg = threading.Thread(target=background, daemon=True)
+        bg.start()
     if args.warm_jobs > 0 and rest:
         warm_phase(r, args, rest, reuse)
         if args.warm_only:
@@ -880,6 +901,14 @@ def gpu_run(args, problems, kb_root):
             o = reuse["records"][p["id"]]
             extra["reuse"] = {"eager": o.get("eager"), "compile": {m: o.get(mode_key(m)) for m in r.modes},
                               "run_id": o.get("run_id"), "old": reuse["old"]}
+        ev = warm_done.get(p["id"])
+        while ev is not None and not ev.wait(5):
+            left = r.left()
+            if left is not None and left < 10:
+                break
+        if ev is not None and not ev.is_set():
+            stopped = True  # the deadline came while its warm job ran
+            break
         warm = os.path.join(r.work, file_id(p["id"]), "kfuse.warm.json")
         if os.path.exists(warm):
             extra["warm_meta"] = warm
@@ -889,6 +918,8 @@ def gpu_run(args, problems, kb_root):
             break
     if stopped:
         print("kernelbench: deadline reached; rerun with the same --out to go on", flush=True)
+    if args.warm_background > 0 and rest:
+        bg.join()  # its jobs end by the deadline too
     summ = write_summary(r.out)
     worst = summ["worst_vs_eager"]
     if worst:
@@ -902,10 +933,13 @@ def mode_key(mode):
     return "compile" if mode == "default" else f"compile_{mode}"
 
 
-def warm_phase(r, args, todo, reuse):
+def warm_phase(r, args, todo, reuse, jobs=None, done=None):
     """fill torch.compile's caches (and with --warm-kfuse compile kfuse) in
-    parallel workers; outcomes in warm.jsonl, problems already warm there
-    skipped"""
+    parallel workers (jobs, else --warm-jobs); outcomes in warm.jsonl,
+    problems already warm there skipped; done: problem id -> threading.Event,
+    each set when that problem's warm job has ended (or was not needed)"""
+    jobs = jobs or args.warm_jobs
+    done = done or {}
     wpath = os.path.join(r.out, "warm.jsonl")
     warm_ok = {w["id"] for w in read_jsonl(wpath) if w.get("ok") and w.get("modes") == r.modes}
     kfuse_warm = args.warm_export or args.warm_kfuse
@@ -919,9 +953,15 @@ def warm_phase(r, args, todo, reuse):
     if reuse:
         # baselines reused: torch.compile is not run for those problems
         todo = [p for p in todo if p["id"] not in reuse["records"] or kfuse_warm]
-    if not todo or not (r.modes or kfuse_warm):
+    if not (r.modes or kfuse_warm):
+        todo = []
+    waiting = {p["id"] for p in todo}
+    for pid, ev in done.items():
+        if pid not in waiting:
+            ev.set()
+    if not todo:
         return
-    print(f"warm phase: {len(todo)} problems, {args.warm_jobs} at a time"
+    print(f"warm phase: {len(todo)} problems, {jobs} at a time"
           + (" (torch.compile, kfuse export + compile)" if args.warm_kfuse else
              " (torch.compile, kfuse export)" if args.warm_export else " (torch.compile)"), flush=True)
     t0 = time.monotonic()
@@ -929,6 +969,13 @@ def warm_phase(r, args, todo, reuse):
     n = [0]
 
     def one(p):
+        try:
+            warm_one(p)
+        finally:
+            if p["id"] in done:
+                done[p["id"]].set()
+
+    def warm_one(p):
         if stop.is_set():
             return
         left = r.left()
@@ -955,7 +1002,7 @@ def warm_phase(r, args, todo, reuse):
             print(f"  warm [{n[0]}/{len(todo)}] {p['id']}: " + ("ok" if ok else f"FAILED {first_line(w['error'])}")
                   + f" [{time.monotonic() - t0:.0f} s]", flush=True)
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=args.warm_jobs) as ex:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
         list(ex.map(one, todo))
     print(f"warm phase: {time.monotonic() - t0:.0f} s" + (" (stopped at the deadline)" if stop.is_set() else ""),
           flush=True)
@@ -963,9 +1010,13 @@ def warm_phase(r, args, todo, reuse):
 
 def plan_reuse(r, args, todo, device):
     """the old baselines that may be reused, and the sample to re-time"""
-    old = read_jsonl(args.reuse_baselines)
-    with open(args.reuse_baselines, "rb") as f:
-        old_sha = hashlib.sha256(f.read()).hexdigest()[:16]
+    old, h = [], hashlib.sha256()
+    for path in args.reuse_baselines:
+        old += read_jsonl(path)
+        with open(path, "rb") as f:
+            h.update(f.read())
+    old_sha = h.hexdigest()[:16]
+    old_name = "+".join(os.path.basename(p) for p in args.reuse_baselines)
     runs = {h.get("run_id"): h for h in old if h.get("type") == "run"}
     recs = {}
     for pid, rec in latest(old).items():
@@ -974,7 +1025,7 @@ def plan_reuse(r, args, todo, device):
                 and all(isinstance(rec.get(mode_key(m)), dict) and rec[mode_key(m)].get("median") for m in r.modes) \
                 and (h.get("device") or rec.get("device")) == device:
             recs[pid] = rec
-    info = {"old": os.path.basename(args.reuse_baselines), "old_sha256": old_sha, "records": recs}
+    info = {"old": old_name, "old_sha256": old_sha, "records": recs}
     # a decision already taken for this OLD in this --out (an earlier, resumed invocation)
     for d in read_jsonl(r.results):
         if d.get("type") == "drift" and d.get("old_sha256") == old_sha:
@@ -983,7 +1034,7 @@ def plan_reuse(r, args, todo, device):
             return (info if d.get("reuse") else None), []
     cand = [p for p in todo if p["id"] in recs]
     if not cand:
-        print(f"baselines: {args.reuse_baselines} has no usable baselines for these problems on {device}; "
+        print(f"baselines: {old_name} has no usable baselines for these problems on {device}; "
               "everything is timed", flush=True)
         append_jsonl(r.results, {"type": "drift", "run_id": r.run_id, "old": info["old"], "old_sha256": old_sha,
                                  "n": 0, "sample": [], "limit": args.drift_max, "reuse": False,
@@ -1963,9 +2014,13 @@ def main():
                     help="the warm workers also export and `kfuse compile` (in parallel, so GPU tuning is under "
                          "contention; see --compile-args=--no-judge)")
     ap.add_argument("--warm-only", action="store_true", help="stop after the warm phase")
+    ap.add_argument("--warm-background", type=int, default=0, metavar="N",
+                    help="the warm phase runs beside the timing, N workers at a time (instead of --warm-jobs "
+                         "before it): each problem is timed once its own warm job is done")
     ap.add_argument("--inductor-cache", help="TORCHINDUCTOR_CACHE_DIR for every worker (e.g. inside --out)")
-    ap.add_argument("--reuse-baselines", metavar="OLD.jsonl",
-                    help="reuse eager/compile times of an earlier results.jsonl after a drift check")
+    ap.add_argument("--reuse-baselines", metavar="OLD.jsonl", action="append",
+                    help="reuse eager/compile times of an earlier results.jsonl after a drift check (given "
+                         "more than once: a later file's record of a problem replaces an earlier one's)")
     ap.add_argument("--drift-sample", type=int, default=8, help="problems re-timed in full to check the drift")
     ap.add_argument("--drift-max", type=float, default=0.05, help="largest drift (median new/old - 1) accepted")
     args = ap.parse_args()
@@ -1996,6 +2051,8 @@ def main():
         args.timeout = 300.0 if args.cpu_check else 480.0
     if args.warm_only and not args.warm_jobs:
         ap.error("--warm-only needs --warm-jobs N")
+    if args.warm_background and (args.warm_only or args.warm_jobs):
+        ap.error("--warm-background N replaces --warm-jobs (and has no --warm-only)")
     if args.warm_only and (args.warm_kfuse or args.warm_export) and not args.work:
         ap.error("--warm-only with --warm-export/--warm-kfuse needs --work DIR (what they make must outlive "
                  "this run)")
