@@ -13,18 +13,23 @@
  * Expects: a verified graph after the compile pipeline (it inserts its own
  * copies for outputs). Changes, in program order:
  *  - a kf.conv qualifies when it is 2-d or 3-d (forward or transposed),
- *    groups == 1, f32, f16 or bf16, its result of at least CL_MIN_NUMEL
+ *    groups == 1 or a forward 2-d depthwise one (groups == channels), f32,
+ *    f16 or bf16, its result of at least CL_MIN_NUMEL
  *    elements and every tensor under 2^31 (cuDNN's legacy API). Measured
  *    with PyTorch's cuDNN on the H200 (2026-11-25, KernelBench shapes, TF32
  *    allowed), channels-last against NCHW: a 3-channel 11x11 stride-4
  *    convolution 1.38x faster, a 3->16 3x3 one 1.51x, a 64-channel 3x3
  *    1.56x, a 1x1 1.00x, a 3-d 8->32 3x3x3 1.32x, transposed 2-d 1.55x and
  *    3-d 1.16x, a depthwise 3x3 1.66x but a grouped transposed 3-d one
- *    0.87x. Grouped convolutions stay NCHW all the same: MobileNetV1
- *    (KernelBench L3 19, depthwise convolutions with bias and ReLU fused in
- *    cuDNN's graph) ran 1.31 ms channels-last against 0.75 ms with its
- *    depthwise convolutions NCHW — cuDNN's fused grouped plans there are
- *    not what PyTorch's bare call measured. An earlier rule asked for
+ *    0.87x. Grouped convolutions other than depthwise stay NCHW. Depthwise
+ *    ones stayed NCHW too while they ran cuDNN's fused conv + bias + relu:
+ *    MobileNetV1 (KernelBench L3 19) ran 1.31 ms channels-last against 0.75
+ *    ms with them NCHW, cuDNN's fused grouped plans not being what
+ *    PyTorch's bare call measured; since depthwise convolutions run the
+ *    bare call with the epilogue as our own launch (agent/builtin_conv.c),
+ *    they go channels-last as torch.compile's do (its NHWC depthwise
+ *    kernel: 0.75 ms against cuDNN's NCHW grouped direct kernel's 1.90 ms
+ *    on KernelBench L3 21, H100, 2026-11-28). An earlier rule asked for
  *    channel counts in multiples of 8; cuDNN pads what it needs;
  *  - it goes channels-last when chained to another qualifying one
  *    through element-wise ops (chain_convs below), or alone when its
@@ -95,7 +100,11 @@ static bool qualifies(const lay *l, const kf_op *op) {
   if ((dt != KF_DTYPE_F32 && dt != KF_DTYPE_F16 && dt != KF_DTYPE_BF16) || x->type.dtype != dt ||
       w->type.dtype != dt)
     return false;
-  if (kf_op_get_int(op, "groups") != 1) return false;
+  /* groups 1, or a forward 2-d depthwise convolution (groups = channels) */
+  int64_t groups = kf_op_get_int(op, "groups");
+  if (groups != 1 && !(groups > 1 && groups == x->type.shape[1] && x->type.rank == 4 &&
+                       !kf_op_get_bool(op, "transposed")))
+    return false;
   if (!small(&x->type) || !small(&w->type) || !small(&r->type)) return false;
   /* small convolutions gain nothing that pays for the layout copies */
   if (kf_type_numel(&r->type) < l->min_numel) return false;
