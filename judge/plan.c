@@ -11,8 +11,9 @@
  * kernel), group 1 every op of group.mlir (kf.scalar constants included),
  * its inputs the task's inputs in order, its unit the one judged. The
  * worker hands the runtime each input's storage and each output (outputs
- * must be contiguous). What the judge cannot do on this path: poison the
- * unit's scratch (the runtime's arena). */
+ * must be dense: contiguous, or channels-last as the layout pass makes a
+ * convolution's result, kf_memplan_build_dense). What the judge cannot do
+ * on this path: poison the unit's scratch (the runtime's arena). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,12 @@
 #include "plan_int.h"
 
 static bool plain(const kf_jvalue *v) { return v->type.offset == 0 && kf_type_is_contiguous(&v->type); }
+
+/* an output the plan can take: contiguous, or dense in another order
+ * (channels-last), its bytes exactly its elements' */
+static bool dense_out(const kf_jvalue *v) {
+  return plain(v) || (v->type.offset == 0 && v->bytes == v->numel * (int64_t)kf_dtype_size(v->type.dtype));
+}
 
 /* The graph described above; views[] gets the as_strided ops */
 static kf_graph *storage_graph(const kf_jtask *t, kf_op **views, int *n_views, kf_diag *diag) {
@@ -100,8 +107,10 @@ kf_status kf_jplan_build(const kf_jtask *t, const kf_unit *u, void **blob, size_
   *blob = NULL;
   *bytes = 0;
   for (int i = 0; i < t->n_out; i++)
-    if (!plain(&t->out[i])) {
-      kf_diag_error(diag, "output '%s' is strided: the judge runs library steps on contiguous outputs only",
+    if (!dense_out(&t->out[i])) {
+      kf_diag_error(diag,
+                    "output '%s' is strided with gaps: the judge runs library steps on dense outputs only "
+                    "(contiguous or channels-last)",
                     t->out[i].name);
       return KF_ERR_UNSUPPORTED;
     }
@@ -150,7 +159,7 @@ kf_status kf_jplan_build(const kf_jtask *t, const kf_unit *u, void **blob, size_
   kf_memplan *mp = NULL;
   int64_t scratch = 0;
   for (int i = 0; i < u->n_scratch; i++) scratch += (u->scratch_bytes[i] + 255) / 256 * 256;
-  if (!st) st = kf_memplan_build(&p, scratch, &mp, diag);
+  if (!st) st = kf_memplan_build_dense(&p, scratch, &mp, diag);
   kf_unit *units[2] = {NULL, NULL};
   units[ng - 1] = (kf_unit *)u;
   kf_plan_input pi = {

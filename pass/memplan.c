@@ -152,8 +152,30 @@ kf_status kf_memplan_check_sizes(const kf_partition *p, kf_diag *diag) {
   return KF_OK;
 }
 
-kf_status kf_memplan_build(const kf_partition *p, int64_t scratch_bytes, kf_memplan **out,
-                           kf_diag *diag) {
+static bool dense(const kf_type *t) {
+  int64_t n = kf_type_numel(t), ext = 0;
+  if (t->offset != 0 || n < 1) return t->offset == 0;
+  for (int d = 0; d < t->rank; d++) {
+    if (t->strides[d] < 0) return false;
+    ext += (t->shape[d] - 1) * t->strides[d];
+  }
+  return ext + 1 == n;
+}
+
+static kf_status build(const kf_partition *p, int64_t scratch_bytes, bool dense_outputs, kf_memplan **out,
+                       kf_diag *diag);
+
+kf_status kf_memplan_build(const kf_partition *p, int64_t scratch_bytes, kf_memplan **out, kf_diag *diag) {
+  return build(p, scratch_bytes, false, out, diag);
+}
+
+kf_status kf_memplan_build_dense(const kf_partition *p, int64_t scratch_bytes, kf_memplan **out,
+                                 kf_diag *diag) {
+  return build(p, scratch_bytes, true, out, diag);
+}
+
+static kf_status build(const kf_partition *p, int64_t scratch_bytes, bool dense_outputs, kf_memplan **out,
+                       kf_diag *diag) {
   const kf_graph *g = p->graph;
   size_t nv = g->next_value_id ? g->next_value_id : 1;
   kf_memplan *m = calloc(1, sizeof *m);
@@ -212,7 +234,7 @@ kf_status kf_memplan_build(const kf_partition *p, int64_t scratch_bytes, kf_memp
     else if (!v->def || v->def->code == KF_OP_PARAM)
       why = v->def ? "is a weight" : "is a graph input";
     else if ((kf_pass_is_view_op(v->def) && !kf_pass_is_whole_view(v)) ||
-             !kf_type_is_contiguous(&v->type))
+             !(kf_type_is_contiguous(&v->type) || (dense_outputs && !kf_pass_is_view_op(v->def) && dense(&v->type))))
       why = "is a view or not contiguous";
     else if (out_of[kf_pass_storage_root(v)->id] >= 0)
       why = "shares its memory with an earlier output";

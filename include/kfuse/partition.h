@@ -152,6 +152,13 @@ typedef struct kf_memplan {
  * otherwise. */
 KF_API kf_status kf_memplan_build(const kf_partition *p, int64_t scratch_bytes,
                                   kf_memplan **out, kf_diag *diag);
+/* The same, but a graph output may also be dense in another order (offset
+ * 0, its extent exactly its elements: a channels-last result): the judge's
+ * one-group plans (judge/plan.c), whose outputs are the group's as the
+ * compiled module lays them out. Modules keep contiguous outputs (their
+ * callers' contract). */
+KF_API kf_status kf_memplan_build_dense(const kf_partition *p, int64_t scratch_bytes,
+                                        kf_memplan **out, kf_diag *diag);
 /* KF_ERR_LIMIT, naming the value and its type, when some value of the graph
  * spans more bytes than the memory plan can count (2^62); kf_memplan_build
  * checks this first, the compile driver also before building kernels. */

@@ -783,6 +783,31 @@ static void test_memplan_needs_materialized(void **state) {
   kf_partition_destroy(p);
 }
 
+/* An output dense in another order (channels-last): refused by the
+ * module's memory plan, taken by kf_memplan_build_dense (the judge's
+ * one-group plans), as OUTPUT storage of its elements' bytes */
+static void test_memplan_dense_outputs(void **state) {
+  (void)state;
+  kf_value *x = input("x", KF_DTYPE_F32, SHAPE(2, 3, 4, 5));
+  kf_type cl = x->type;
+  const int64_t st[4] = {60, 1, 15, 3};
+  memcpy(cl.strides, st, sizeof st);
+  kf_value *y = fin(mk(KF_OP_NEG, "y", ARGS(x), 1, &cl));
+  assert_false(kf_type_is_contiguous(&y->type));
+  outputs(&y, 1);
+  verify_ok(g);
+  kf_partition *p = partition(g, true, KF_PRECISION_DEFAULT);
+  kf_memplan *m = NULL;
+  assert_int_equal(kf_memplan_build(p, 0, &m, fresh_diag()), KF_ERR_INVALID);
+  assert_null(m);
+  assert_int_equal(kf_memplan_build_dense(p, 0, &m, fresh_diag()), KF_OK);
+  assert_non_null(m);
+  assert_int_equal(m->storage[y->id].kind, KF_STORAGE_OUTPUT);
+  assert_int_equal(m->storage[y->id].nbytes, 120 * 4);
+  kf_memplan_destroy(m);
+  kf_partition_destroy(p);
+}
+
 /* ---- fold-scalars ---------------------------------------------------------------------- */
 
 static const kf_op *def_of(const char *name) {
@@ -1558,6 +1583,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_materialize_outputs, setup, teardown),
       cmocka_unit_test_setup_teardown(test_materialize_scalar_output, setup, teardown),
       cmocka_unit_test_setup_teardown(test_memplan_needs_materialized, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_memplan_dense_outputs, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fold_scalars, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fold_scalars_edges, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sink_reshapes, setup, teardown),
