@@ -290,6 +290,50 @@ static bool pristine_make(jg *g, const kf_jwork *w) {
   return good;
 }
 
+/* The device's copies of the inputs against the host's, after a unit ran:
+ * a unit is untrusted code in the same context, and one writing past its
+ * buffers into a copy could change the inputs later runs and units get, or
+ * change a copy and its own input alike to pass the read-only check. True
+ * when every copy is intact; else *bad (the copies are then uploaded
+ * again for the next unit). False only on a CUDA error. */
+static bool pristine_verify(jg *g, const kf_jwork *w, bool *bad) {
+  const kf_jtask *t = w->task;
+  *bad = false;
+  if (!g->pristine) return true;
+  int64_t big = 0;
+  for (int i = 0; i < t->n_in; i++) big = t->in[i].bytes > big ? t->in[i].bytes : big;
+  const size_t chunk = (size_t)64 << 20;
+  size_t sb = (size_t)big < chunk ? (size_t)big : chunk;
+  void *stage = NULL;
+  bool pinned = g->cu->cuMemAllocHost(&stage, sb) == CUDA_SUCCESS;
+  if (!pinned) stage = malloc(sb);
+  if (!stage) {
+    *bad = true; /* cannot tell: treat as changed, so the copies are made again */
+    return true;
+  }
+  bool good = true;
+  for (int v = 0; good && !*bad && v < g->n_variants; v++)
+    for (int i = 0; good && !*bad && i < t->n_in; i++) {
+      const char *src = w->sets[v].in[i];
+      size_t bytes = (size_t)t->in[i].bytes;
+      for (size_t at = 0; good && !*bad && at < bytes; at += sb) {
+        size_t c = bytes - at < sb ? bytes - at : sb;
+        good = ok(g, g->cu->cuMemcpyDtoH(stage, g->pristine[v][i] + (CUdeviceptr)at, c), "cuMemcpyDtoH");
+        *bad = good && memcmp(stage, src + at, c) != 0;
+      }
+    }
+  if (pinned) {
+    if (!g->dead) g->cu->cuMemFreeHost(stage);
+  } else {
+    free(stage);
+  }
+  if (good && *bad) {
+    pristine_free(g);
+    good = pristine_make(g, w);
+  }
+  return good;
+}
+
 /* Variant v's inputs into b: from the device's copies, or the host's */
 static bool load_inputs(jg *g, const kf_jwork *w, int v, const jbufs *b) {
   const kf_jtask *t = w->task;
@@ -1040,6 +1084,16 @@ void kf_jgpu_run(const kf_jwork *w, kf_jreport *r) {
       continue;
     }
     judge_unit(&g, w, k, r->l2_bytes, &r->res[k]);
+    bool bad = false;
+    if (!g.dead && !pristine_verify(&g, w, &bad)) {
+      r->res[k].ok = 0;
+      snprintf(r->res[k].reason, sizeof r->res[k].reason, "after its runs, checking the judge's input copies: %.400s",
+               why);
+    } else if (bad) {
+      r->res[k].ok = 0;
+      snprintf(r->res[k].reason, sizeof r->res[k].reason,
+               "it wrote outside its buffers: the judge's device copies of the input sets changed while it ran");
+    }
     report_send(r);
   }
   close_device(&g);
