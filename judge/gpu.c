@@ -293,9 +293,10 @@ static bool pristine_make(jg *g, const kf_jwork *w) {
 /* The device's copies of the inputs against the host's, after a unit ran:
  * a unit is untrusted code in the same context, and one writing past its
  * buffers into a copy could change the inputs later runs and units get, or
- * change a copy and its own input alike to pass the read-only check. True
- * when every copy is intact; else *bad (the copies are then uploaded
- * again for the next unit). False only on a CUDA error. */
+ * change a copy and its own input alike to pass the read-only check.
+ * *bad when a copy changed; changed copies (or copies that could not be
+ * read back for want of host memory) are uploaded again for the next unit.
+ * False only on a CUDA error. */
 static bool pristine_verify(jg *g, const kf_jwork *w, bool *bad) {
   const kf_jtask *t = w->task;
   *bad = false;
@@ -308,8 +309,10 @@ static bool pristine_verify(jg *g, const kf_jwork *w, bool *bad) {
   bool pinned = g->cu->cuMemAllocHost(&stage, sb) == CUDA_SUCCESS;
   if (!pinned) stage = malloc(sb);
   if (!stage) {
-    *bad = true; /* cannot tell: treat as changed, so the copies are made again */
-    return true;
+    /* no host memory to tell: the copies are made again for the next
+     * unit, and this one is not blamed */
+    pristine_free(g);
+    return pristine_make(g, w);
   }
   bool good = true;
   for (int v = 0; good && !*bad && v < g->n_variants; v++)
