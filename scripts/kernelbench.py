@@ -107,12 +107,16 @@ Device-time economy:
                   phase (warm.jsonl remembers what is warm; with
                   --warm-export/--warm-kfuse give --work DIR so the exports
                   outlive the run).
-  --warm-background N  the same warm jobs, N at a time, beside the timing
-                  instead of before it: each problem is timed as soon as
-                  its own warm job has ended (the jobs run in timing order),
-                  so the GPU does not idle through the long exports (the
-                  recurrent networks' take 3-6 minutes each). Cold compile
-                  times are then measured beside N busy warm workers.
+  --warm-background N  the warm jobs, N at a time, in two parts: those that
+                  run on the GPU (torch.compile's warm-up calls the model;
+                  --warm-kfuse judges) before the timing, as --warm-jobs N;
+                  the CPU-only exports (--warm-export) beside the timing,
+                  each problem timed as soon as its own export has ended
+                  (the jobs run in timing order), so the GPU does not idle
+                  through the long exports (the recurrent networks' take 3-6
+                  minutes each) and nothing else runs on the GPU while a
+                  problem is timed or judged. Cold compile times are then
+                  measured beside N busy export workers (CPU).
   --deadline S    start nothing after S seconds and cut the running problem
                   at S (not recorded: it runs again on resume), so a run fits
                   a command limit; rerun with the same --out to go on.
@@ -872,14 +876,17 @@ def gpu_run(args, problems, kb_root):
         reuse = decide_reuse(r, args, reuse, recs)
     rest = [p for p in todo if p["id"] not in done_ids]
 
-    # 2. warm phase: before the timing, or beside it (--warm-background)
+    # 2. warm phase: before the timing; with --warm-background only what
+    # runs on the GPU before it and the CPU-only exports beside it (a warm-up
+    # on the GPU beside a timed run would spoil its timing and the judge's)
     warm_done = {}
     if args.warm_background > 0 and rest:
+        warm_phase(r, args, rest, reuse, args.warm_background, part="gpu")
         warm_done = {p["id"]: threading.Event() for p in rest}
 
         def background():
             try:
-                warm_phase(r, args, rest, reuse, args.warm_background, warm_done)
+                warm_phase(r, args, rest, reuse, args.warm_background, warm_done, part="cpu")
             finally:  # whatever happened there, the timing never waits forever
                 for ev in warm_done.values():
                     ev.set()
@@ -933,27 +940,40 @@ def mode_key(mode):
     return "compile" if mode == "default" else f"compile_{mode}"
 
 
-def warm_phase(r, args, todo, reuse, jobs=None, done=None):
+def warm_phase(r, args, todo, reuse, jobs=None, done=None, part="all"):
     """fill torch.compile's caches (and with --warm-kfuse compile kfuse) in
     parallel workers (jobs, else --warm-jobs); outcomes in warm.jsonl,
     problems already warm there skipped; done: problem id -> threading.Event,
-    each set when that problem's warm job has ended (or was not needed)"""
+    each set when that problem's warm job has ended (or was not needed).
+    part: "all"; "gpu", the jobs that run on the GPU (torch.compile's
+    warm-up, --warm-kfuse), with --warm-export the export too; "cpu", only
+    the exports (--warm-export), which never touch the GPU and so may run
+    beside the timing"""
     jobs = jobs or args.warm_jobs
     done = done or {}
     wpath = os.path.join(r.out, "warm.jsonl")
     warm_ok = {w["id"] for w in read_jsonl(wpath) if w.get("ok") and w.get("modes") == r.modes}
-    kfuse_warm = args.warm_export or args.warm_kfuse
+    want_modes = part != "cpu"
+    want_kfuse = bool(args.warm_kfuse) and part != "cpu"
+    # --warm-kfuse exports too; a bare export is left to the "cpu" part
+    want_export = want_kfuse or (bool(args.warm_export) and part != "gpu")
+    kfuse_warm = want_export
+
+    def kfuse_warm_there(p):
+        # kfuse's warm artefacts live in --work: warm only if they are still there
+        return os.path.exists(os.path.join(r.work, file_id(p["id"]), "kfuse.warm.json"))
 
     def warm_already(p):
+        if part == "cpu":
+            return kfuse_warm_there(p)
         if p["id"] not in warm_ok:
             return False
-        # kfuse's warm artefacts live in --work: warm only if they are still there
-        return not kfuse_warm or os.path.exists(os.path.join(r.work, file_id(p["id"]), "kfuse.warm.json"))
+        return not kfuse_warm or kfuse_warm_there(p)
     todo = [p for p in todo if not warm_already(p)]
-    if reuse:
+    if reuse and want_modes:
         # baselines reused: torch.compile is not run for those problems
         todo = [p for p in todo if p["id"] not in reuse["records"] or kfuse_warm]
-    if not (r.modes or kfuse_warm):
+    if not ((want_modes and r.modes) or kfuse_warm):
         todo = []
     waiting = {p["id"] for p in todo}
     for pid, ev in done.items():
@@ -961,9 +981,9 @@ def warm_phase(r, args, todo, reuse, jobs=None, done=None):
             ev.set()
     if not todo:
         return
-    print(f"warm phase: {len(todo)} problems, {jobs} at a time"
-          + (" (torch.compile, kfuse export + compile)" if args.warm_kfuse else
-             " (torch.compile, kfuse export)" if args.warm_export else " (torch.compile)"), flush=True)
+    what = [w for w, on in (("torch.compile", want_modes and r.modes),
+                             ("kfuse export + compile" if want_kfuse else "kfuse export", kfuse_warm)) if on]
+    print(f"warm phase ({part}): {len(todo)} problems, {jobs} at a time ({', '.join(what)})", flush=True)
     t0 = time.monotonic()
     stop = threading.Event()
     n = [0]
@@ -983,13 +1003,14 @@ def warm_phase(r, args, todo, reuse, jobs=None, done=None):
             stop.set()
             return
         t = args.timeout if left is None else min(args.timeout, left)
-        modes = [] if (reuse and p["id"] in reuse["records"]) else r.modes
-        j = r.job("warm", p, warm_modes=modes, warm_kfuse=args.warm_kfuse, warm_export=args.warm_export,
+        modes = [] if (not want_modes or (reuse and p["id"] in reuse["records"])) else r.modes
+        j = r.job("warm", p, warm_modes=modes, warm_kfuse=want_kfuse, warm_export=want_export,
                   warm_export_max_mb=args.warm_export_max_mb)
         res, rc, timed_out, log = r.run_job(j, t)
         ok = bool(res and res.get("final") and not res.get("error"))
-        w = {"id": p["id"], "ok": ok, "modes": r.modes, "seconds": round(time.monotonic() - t0, 1),
-             "run_id": r.run_id}
+        # an export-only job warms no torch.compile mode: recorded so
+        w = {"id": p["id"], "ok": ok, "modes": r.modes if want_modes else None,
+             "seconds": round(time.monotonic() - t0, 1), "run_id": r.run_id, "part": part}
         if not ok:
             w["error"] = (res or {}).get("error") or (
                 "timed out" if timed_out else f"exit {rc}: {last_error_line(log_tail(log, 12))}")
@@ -2015,8 +2036,9 @@ def main():
                          "contention; see --compile-args=--no-judge)")
     ap.add_argument("--warm-only", action="store_true", help="stop after the warm phase")
     ap.add_argument("--warm-background", type=int, default=0, metavar="N",
-                    help="the warm phase runs beside the timing, N workers at a time (instead of --warm-jobs "
-                         "before it): each problem is timed once its own warm job is done")
+                    help="N warm workers: the GPU warm-ups (torch.compile, --warm-kfuse) before the timing, "
+                         "the CPU-only exports (--warm-export) beside it; each problem is timed once its own "
+                         "export is done")
     ap.add_argument("--inductor-cache", help="TORCHINDUCTOR_CACHE_DIR for every worker (e.g. inside --out)")
     ap.add_argument("--reuse-baselines", metavar="OLD.jsonl", action="append",
                     help="reuse eager/compile times of an earlier results.jsonl after a drift check (given "
