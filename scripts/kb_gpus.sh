@@ -14,6 +14,10 @@
 #
 # Options that name paths per run (--out, --work, --inductor-cache, --shard)
 # are set here; pass the rest (--kb, --kfuse, --level, --deadline, ...).
+# --shard-costs OLD.jsonl balances the shards by OLD's seconds a problem.
+# Each runner warms torch.compile on its own GPU before it times anything
+# (--warm-jobs N, or --warm-background N, which also exports beside the
+# timing on the CPU only), so no GPU runs a warm-up beside a timed problem.
 set -u
 gpus=""
 out=""

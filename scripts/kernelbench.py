@@ -14,7 +14,9 @@ scripts/kb_fetch.sh makes one from a KernelBench checkout or git mirror.
 Problems are named L<level>/<number> (L1/19 is level1/19_ReLU.py).
 
 Selection: --level 1,2; --only L1/19,L2/43; --skip L3/38; --shard K/N (the
-K-th of N deterministic round-robin parts of the selection, K from 1). --list prints
+K-th of N deterministic round-robin parts of the selection, K from 1; with
+--shard-costs OLD.jsonl the parts are balanced by the seconds each problem
+took in OLD instead, longest first). --list prints
 the selection and stops. Rerunning with the same --out skips problems already
 in DIR/results.jsonl (--redo: run them again; --redo-status timeout,crash: run
 again those that ended so); the summary takes each problem's last record.
@@ -235,8 +237,43 @@ def select(problems, args):
         if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
             raise SystemExit(f"kernelbench: --shard takes K/N with 1 <= K <= N (got {args.shard!r})")
         k, n = int(m.group(1)), int(m.group(2))
-        sel = [p for i, p in enumerate(sel) if i % n == k - 1]
+        if getattr(args, "shard_costs", None):
+            part = lpt_shards(sel, shard_costs(args.shard_costs), n)
+            sel = [p for i, p in enumerate(sel) if part[i] == k - 1]
+        else:
+            sel = [p for i, p in enumerate(sel) if i % n == k - 1]
     return sel
+
+
+def shard_costs(path):
+    """problem id -> seconds its last record in an earlier results.jsonl took
+    (wall_s: export, compile, check and timing)"""
+    if not os.path.exists(path):
+        raise SystemExit(f"kernelbench: --shard-costs: {path} does not exist")
+    costs = {}
+    for r in read_jsonl(path):
+        if r.get("type") == "problem" and isinstance(r.get("wall_s"), (int, float)):
+            costs[r["id"]] = float(r["wall_s"])
+    if not costs:
+        raise SystemExit(f"kernelbench: --shard-costs: {path} has no problem records with wall_s")
+    return costs
+
+
+def lpt_shards(sel, costs, n):
+    """the shard (0..n-1) of each problem of sel: longest known cost first,
+    each to the shard with the least so far (ties to the lowest shard, so
+    every shard computes the same split); a problem with no known cost
+    counts as the median"""
+    known = sorted(costs.values())
+    median = known[len(known) // 2]
+    cost = [costs.get(p["id"], median) for p in sel]
+    load = [0.0] * n
+    part = [0] * len(sel)
+    for i in sorted(range(len(sel)), key=lambda i: (-cost[i], i)):
+        s = min(range(n), key=lambda s: (load[s], s))
+        part[i] = s
+        load[s] += cost[i]
+    return part
 
 
 def file_id(pid):
@@ -1998,6 +2035,9 @@ def main():
     ap.add_argument("--only", default="", help="problems to run, e.g. L1/19,L2/43")
     ap.add_argument("--skip", default="", help="problems to leave out, e.g. L3/36,L3/37")
     ap.add_argument("--shard", default="", help="K/N: the K-th (from 1) of N round-robin parts of the selection")
+    ap.add_argument("--shard-costs", metavar="OLD.jsonl",
+                    help="--shard splits by the seconds each problem took in OLD (longest first, to the least "
+                         "loaded shard) instead of round-robin")
     ap.add_argument("--list", action="store_true", help="print the selected problems and stop")
     ap.add_argument("--redo", action="store_true", help="run problems already in results.jsonl again")
     ap.add_argument("--redo-status", default="", help="run again those recorded with these statuses "
