@@ -64,7 +64,9 @@ starts each as a fresh Python):
      out of tolerance, and eager's largest magnitude (a check on outputs far
      below atol proves little). Inputs must be left unchanged by kfuse;
   5. time eager, torch.compile (default mode; --max-autotune adds
-     mode="max-autotune", --modes lists any) and kfuse in the same process
+     mode="max-autotune", --modes lists any; Inductor's run-time autotuning
+     is redone here on the idle GPU, not taken from the warm jobs' cache:
+     --cached-autotune takes it) and kfuse in the same process
      with CUDA events: 3 warm-up calls, then runs until --budget seconds
      (wall) have passed and at least --min-runs were made, at most
      --max-runs; median, p10, p90 and the number of runs recorded. Before
@@ -569,7 +571,8 @@ class Runner:
              "compile_args": shlex.split(a.compile_args or ""), "report": self.report_ok,
              "compile_timeout": a.compile_timeout, "seed": a.seed, "python_dir": os.path.join(HERE, "..", "python"),
              "modes": self.modes, "budget": a.budget, "min_runs": a.min_runs, "max_runs": a.max_runs,
-             "time_failed": a.time_failed, "keep_work": a.keep_work}
+             "time_failed": a.time_failed, "keep_work": a.keep_work,
+             "cached_autotune": a.cached_autotune}
         if problem:
             j["problem"] = {k: problem[k] for k in ("id", "level", "num", "name", "path")}
         j.update(extra)
@@ -654,7 +657,8 @@ class Runner:
         if mode == "gpu":
             h["options"].update(budget=a.budget, min_runs=a.min_runs, max_runs=a.max_runs, modes=self.modes,
                                 warm_jobs=a.warm_jobs, warm_background=a.warm_background,
-                                warm_export=a.warm_export, warm_kfuse=a.warm_kfuse)
+                                warm_export=a.warm_export, warm_kfuse=a.warm_kfuse,
+                                cached_autotune=a.cached_autotune, shard_costs=a.shard_costs)
         else:
             h["options"]["jobs"] = a.jobs
         h.update(probe)
@@ -1189,6 +1193,22 @@ def _setup_torch(job):
     if HERE not in sys.path:
         sys.path.insert(0, HERE)  # scripts/bench.py: the ceilings and the flop count
     return torch
+
+
+def fresh_autotune(torch, job):
+    """unless --cached-autotune: Inductor's run-time autotuning (a kernel
+    with several configs benchmarks them at its first call) is done again in
+    the timing process, on a GPU nothing else uses, instead of taking the
+    choice a warm job made beside other warm jobs on the same GPU; the
+    compiled kernels still come from the warm caches. Returns whether it
+    applies (the attribute is Inductor's autotune_local_cache)."""
+    if job.get("cached_autotune"):
+        return False
+    import torch._inductor.config as icfg
+    if not hasattr(icfg, "autotune_local_cache"):
+        return False
+    icfg.autotune_local_cache = False
+    return True
 
 
 def load_problem(path):
@@ -1963,6 +1983,7 @@ def worker_problem(w):
                 continue
             try:
                 torch._dynamo.reset()
+                fresh = fresh_autotune(torch, j)
                 cm = torch.compile(model) if mode == "default" else torch.compile(model, mode=mode)
                 t0 = time.perf_counter()
                 cm(*sets[0])
@@ -1970,6 +1991,7 @@ def worker_problem(w):
                 first = time.perf_counter() - t0
                 w.res[key] = clock.time(cm, sets)
                 w.res[key]["first_call_s"] = round(first, 3)
+                w.res[key]["autotune"] = "fresh" if fresh else "cached"
             except Exception as e:  # noqa: BLE001
                 w.res[key] = {"error": f"{type(e).__name__}: {first_line(str(e))}"}
             w.save()
@@ -2062,6 +2084,9 @@ def main():
     ap.add_argument("--max-runs", type=int, default=100)
     ap.add_argument("--modes", default="default", help="torch.compile modes to time, comma-separated")
     ap.add_argument("--max-autotune", action="store_true", help='also time torch.compile(mode="max-autotune")')
+    ap.add_argument("--cached-autotune", action="store_true",
+                    help="the timed torch.compile takes the run-time autotuning choices the warm jobs cached "
+                         "(made beside other warm jobs on the GPU) instead of making them again")
     ap.add_argument("--no-compile", action="store_true", help="do not time torch.compile at all")
     ap.add_argument("--time-failed", action="store_true",
                     help="time eager and torch.compile also where kfuse failed or mismatched")
