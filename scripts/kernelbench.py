@@ -74,7 +74,9 @@ starts each as a fresh Python):
      cost of one call (1.5x + 0.2 ms, at least 0.5 ms), so the call is wholly
      enqueued before the GPU reaches it: the figures are GPU time, host-side
      launch costs (eager's dispatch, torch.compile's guards, kfuse's ctypes
-     call) left out for every variant alike; host_ms records that cost.
+     call) left out for every variant alike; host_ms records that cost;
+     gpu_processes the most processes NVML saw on the GPU meanwhile (more
+     than this one: the summary names the problem, its times suspect).
      L2 is flushed (a buffer of twice its size zeroed) between the spin and
      the start event, and calls alternate between the two input sets, so
      inputs and weights come from DRAM every time;
@@ -401,6 +403,9 @@ def summarize(records):
                             "eager_ms": r.get("eager_ms")} for r in worst],
         "failures": [{"id": r["id"], "name": r.get("name"), "status": r.get("status"),
                       "stage": r.get("stage"), "error": first_line(r.get("error"))} for r in fails],
+        # timed beside other processes on the same GPU: their times are suspect
+        "shared_gpu": [r["id"] for r in recs if (r.get("gpu_processes") or 0) > 1],
+        "gpu_watched": sum(1 for r in recs if r.get("gpu_processes") is not None),
         "problems": recs,
     }
 
@@ -453,6 +458,15 @@ def summary_md(summ):
     L += [""] + level_table(summ["levels"]) + [""]
     L.append("fast_1: correct and faster, over all problems of the level; geometric means over the correct "
              "problems timed (n); memory-bound: bytes floor >= flops floor.")
+    timed = sum(1 for r in summ["problems"] if r.get("eager_ms") or r.get("kfuse_ms"))
+    if summ.get("shared_gpu"):
+        L += ["", f"**Timed beside other processes on the same GPU** ({len(summ['shared_gpu'])} problems; "
+              "their times are suspect): " + ", ".join(summ["shared_gpu"])]
+    elif summ.get("gpu_watched"):
+        L += ["", f"GPU sharing watched (NVML) for {summ['gpu_watched']} of {timed} problems timed; "
+              "none of those was timed beside another process on its GPU."]
+    elif timed:
+        L += ["", "GPU sharing not watched (no NVML process list in these records)."]
     L += ["", "Statuses: " + "; ".join(
         f"{k} " + ", ".join(f"{s} {n}" for s, n in sorted(v["statuses"].items()))
         for k, v in summ["levels"].items() if k != "all")]
@@ -1193,6 +1207,44 @@ def _setup_torch(job):
     if HERE not in sys.path:
         sys.path.insert(0, HERE)  # scripts/bench.py: the ceilings and the flop count
     return torch
+
+
+class GpuWatch:
+    """how many processes run on this problem's GPU while it is timed,
+    through NVML (pynvml, from nvidia-ml-py) where it can be had: more than
+    one (this worker) means the times were taken beside other GPU work (a
+    warm-up, a test, another run), which spoils them. sample() after each
+    variant; result() is None where NVML is not there or does not answer."""
+
+    def __init__(self, torch):
+        self.nvml = self.dev = None
+        self.seen = []
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            props = torch.cuda.get_device_properties(torch.cuda.current_device())
+            uuid = str(getattr(props, "uuid", "") or "")
+            if uuid:
+                self.dev = pynvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else "GPU-" + uuid)
+            else:
+                vis = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+                self.dev = pynvml.nvmlDeviceGetHandleByIndex(int(vis) if vis.isdigit() else 0)
+            self.nvml = pynvml
+        except Exception:  # noqa: BLE001 — no NVML: nothing watched, said so
+            self.nvml = self.dev = None
+
+    def sample(self):
+        if self.nvml is None:
+            return
+        try:
+            self.seen.append(len(self.nvml.nvmlDeviceGetComputeRunningProcesses(self.dev)))
+        except Exception:  # noqa: BLE001
+            pass
+
+    def result(self):
+        # 0: NVML lists no process, not even this one (a sandbox that hides
+        # them): not known
+        return max(self.seen) if self.seen and max(self.seen) > 0 else None
 
 
 def fresh_autotune(torch, job):
@@ -1964,6 +2016,8 @@ def worker_problem(w):
     # time: eager, torch.compile modes, kfuse
     clock = Clock(torch, j["budget"], j["min_runs"], j["max_runs"])
     reuse = j.get("reuse") or {}
+    watch = GpuWatch(torch)
+    watch.sample()
     with torch.no_grad():
         w.stage("time-eager")
         if reuse.get("eager"):
@@ -1973,6 +2027,7 @@ def worker_problem(w):
                 w.res["eager"] = clock.time(model, sets)
             except Exception as e:  # noqa: BLE001
                 w.res["eager"] = {"error": f"{type(e).__name__}: {first_line(str(e))}"}
+        watch.sample()
         w.save()
         for mode in j["modes"]:
             key = mode_key(mode)
@@ -1994,6 +2049,7 @@ def worker_problem(w):
                 w.res[key]["autotune"] = "fresh" if fresh else "cached"
             except Exception as e:  # noqa: BLE001
                 w.res[key] = {"error": f"{type(e).__name__}: {first_line(str(e))}"}
+            watch.sample()
             w.save()
             torch.cuda.empty_cache()
         if kmod is not None:
@@ -2003,6 +2059,9 @@ def worker_problem(w):
                 w.res["kfuse"] = clock.time(kmod, ksets)
             except Exception as e:  # noqa: BLE001
                 return w.fail("run-fail", e)
+            watch.sample()
+    # processes on the GPU while timing (this one included); None: not known
+    w.res["gpu_processes"] = watch.result()
 
     def med(k):
         v = w.res.get(k)
