@@ -1237,9 +1237,22 @@ class GpuWatch:
         if self.nvml is None:
             return
         try:
-            self.seen.append(len(self.nvml.nvmlDeviceGetComputeRunningProcesses(self.dev)))
+            pids = {q.pid for q in self.nvml.nvmlDeviceGetComputeRunningProcesses(self.dev)}
         except Exception:  # noqa: BLE001
-            pass
+            return
+        me = os.getpid()
+        if me in pids:
+            # NVML's pids are ours: this process and its children (Inductor's
+            # compile workers) count as one
+            mine = {me}
+            try:
+                import psutil
+                mine |= {c.pid for c in psutil.Process(me).children(recursive=True)}
+            except Exception:  # noqa: BLE001
+                pass
+            self.seen.append(1 + len(pids - mine))
+        else:
+            self.seen.append(len(pids))
 
     def result(self):
         # 0: NVML lists no process, not even this one (a sandbox that hides
