@@ -316,6 +316,9 @@ typedef struct kb_ew_launch {
   kf_unit_arg_kind out_kind[KB_MAX_ACCESS]; /* OUTPUT or SCRATCH */
   int out_index[KB_MAX_ACCESS];
   const kf_type *out_type[KB_MAX_ACCESS];    /* layout written */
+  /* bytes from the argument's start to the first element written (a slice
+   * of a larger buffer: a piece of a cat); 0 mostly */
+  int64_t out_offset[KB_MAX_ACCESS];
   int n_bound;
   const kf_value *bound_vals[8];
   kf_unit_arg_kind bound_kind[8];

@@ -173,8 +173,32 @@ static kf_status emit_tiled(kb_kernel *k, const kb_tiling *t, kf_unit *u, kf_str
   return kb_finish(k, u, src, "ew_tiled.cu", grid, blk, 0, diag);
 }
 
+/* The launches kb_ew_emit added (steps first..) write each output at its
+ * out_offset from the argument's start. */
+static void apply_out_offsets(const kb_ew_launch *l, kf_unit *u, int first) {
+  for (int i = 0; i < l->n_out; i++) {
+    if (!l->out_offset[i]) continue;
+    for (int s = first; s < u->n_steps; s++)
+      for (int a = 0; a < u->steps[s].n_args; a++) {
+        kf_unit_arg *arg = &u->steps[s].args[a];
+        if (arg->kind == l->out_kind[i] && arg->index == l->out_index[i]) arg->i += l->out_offset[i];
+      }
+  }
+}
+
+static kf_status emit_launch(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                             const kb_ew_launch *l, kf_unit *u, kf_strbuf *src, kf_diag *diag);
+
 kf_status kb_ew_emit(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
                      const kb_ew_launch *l, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+  int first = u->n_steps;
+  kf_status st = emit_launch(p, g, o, l, u, src, diag);
+  if (!st) apply_out_offsets(l, u, first);
+  return st;
+}
+
+static kf_status emit_launch(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                             const kb_ew_launch *l, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
   char name[96];
   snprintf(name, sizeof name, "%s_k%d", u->name, u->n_steps);
   int perm[KF_MAX_RANK];
@@ -276,6 +300,9 @@ kf_status kb_ew_emit(const kf_partition *p, const kf_group *g, const kf_builtin_
    * starts stay aligned (outer strides multiples of the width) */
   int min_bytes = 16;
   bool can_vec = k.n_idx == 0 && numel > 1;
+  /* a vector store needs its slice to start on a vector boundary */
+  for (int i = 0; i < l->n_out; i++)
+    if (l->out_offset[i] % 16) can_vec = false;
   for (int i = 0; i < k.n_loads + k.n_stores && can_vec; i++) {
     const kb_access *a = i < k.n_loads ? &k.loads[i] : &k.stores[i - k.n_loads];
     int64_t in = a->st[R - 1];

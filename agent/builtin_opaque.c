@@ -279,6 +279,59 @@ static kf_status op_cat(const kf_partition *p, const kf_group *g, const kf_built
   return KF_OK;
 }
 
+/* A cat whose group also holds the element-wise ops computing some of its
+ * operands (pass/partition.c, absorb_cat_pieces): each such piece is one
+ * element-wise launch over its own shape that computes it and stores it
+ * straight into its slice of the result (the result's strides, the
+ * slice's byte offset on the output argument), so it is never written
+ * whole and read back; the operands that are group inputs are copied as
+ * in op_cat, a launch each. */
+static kf_status op_cat_fused(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                              const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+  const kf_value *r = op->results[0];
+  int64_t d = kf_op_get_int(op, "dim");
+  int oi = kb_group_output(g, r);
+  if (oi < 0) return kb_unsupported(diag, g, op, "the cat's result is not a group output");
+  kf_op **ew = malloc(sizeof *ew * (size_t)g->n_ops);
+  if (!ew) return KF_ERR_NOMEM;
+  int n_ew = 0;
+  for (int i = 0; i < g->n_ops; i++)
+    if (g->ops[i] != op) ew[n_ew++] = g->ops[i];
+  kf_status st = KF_OK;
+  int64_t at = 0, es = (int64_t)kf_dtype_size(r->type.dtype);
+  for (int i = 0; i < op->n_operands && !st; i++) {
+    const kf_value *v = op->operands[i];
+    const kf_type *t = &v->type;
+    if (t->rank == 1 && t->shape[0] == 0 && r->type.rank != 1) continue; /* legacy empty */
+    if (t->shape[d] == 0) continue;
+    if (kb_group_input(g, v) >= 0) {
+      st = cat_launch(g, o, op, i, i + 1, at, t->shape[d], u, src, diag);
+    } else if (t->dtype != r->type.dtype || t->rank != r->type.rank) {
+      st = kb_unsupported(diag, g, v->def, "a computed cat piece of another dtype or rank than the cat");
+    } else {
+      kf_type slice = r->type;
+      memcpy(slice.shape, t->shape, sizeof slice.shape);
+      slice.offset = 0;
+      kb_ew_launch l;
+      memset(&l, 0, sizeof l);
+      l.rank = t->rank;
+      memcpy(l.shape, t->shape, sizeof l.shape);
+      l.n_ops = n_ew;
+      l.ops = ew;
+      l.n_out = 1;
+      l.out_vals[0] = v;
+      l.out_kind[0] = KF_UARG_OUTPUT;
+      l.out_index[0] = oi;
+      l.out_type[0] = &slice;
+      l.out_offset[0] = at * r->type.strides[d] * es;
+      st = kb_ew_emit(p, g, o, &l, u, src, diag);
+    }
+    at += t->shape[d];
+  }
+  free(ew);
+  return st;
+}
+
 static kf_status op_pad(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
                         const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
   const kf_value *xv = op->operands[0], *r = op->results[0];
@@ -625,6 +678,20 @@ kf_status kb_unit_opaque(const kf_partition *p, const kf_group *g, const kf_buil
   bool all_ew = g->n_ops > 0;
   for (int i = 0; i < g->n_ops; i++) all_ew &= kb_expr_can(g->ops[i]);
   if (all_ew) return kb_unit_elementwise(p, g, o, u, src, diag);
+  if (g->n_ops > 1) {
+    /* a cat with the element-wise ops computing its pieces */
+    const kf_op *cat = NULL;
+    int n_other = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+      if (g->ops[i]->code == KF_OP_CAT && !cat) cat = g->ops[i];
+      else if (!kb_expr_can(g->ops[i])) n_other++;
+    }
+    if (cat && n_other == 0) {
+      for (int i = 0; i < cat->n_results; i++)
+        if (kf_type_numel(&cat->results[i]->type) == 0) return KF_OK;
+      return op_cat_fused(p, g, o, cat, u, src, diag);
+    }
+  }
   if (g->n_ops != 1) return kb_unsupported(diag, g, NULL, "an opaque group of %d ops", g->n_ops);
   const kf_op *op = g->ops[0];
   for (int i = 0; i < op->n_operands; i++) {

@@ -41,6 +41,9 @@
  * outside it is used by the anchor alone. A plain reduction whose result
  * broadcasts back to its input row by row also takes element-wise ops over
  * the input's shape (row_broadcast: run after the row's statistics). A
+ * cat takes the ELEMENTWISE groups computing its operands when their
+ * values go nowhere else (absorb_cat_pieces), and a convolution's epilogue
+ * that only feeds a cat stays out of the CONV group for it (feeds_cat). A
  * cycle would be a group that both feeds and consumes another: checked by
  * a depth-first search over the current group graph, whose edges are
  * recomputed from use lists (groups only ever grow or merge).
@@ -425,6 +428,36 @@ static bool feeds_reduction(const part *P, int i) {
   return false;
 }
 
+/* Op i's result reaches an operand of a cat through element-wise ops of
+ * its shape, each value used once and none a graph output, and every
+ * other operand along the way is conv group c's, a graph input or a
+ * constant: a convolution's epilogue the cat takes (absorb_cat_pieces,
+ * which such a chain always passes), computed where the cat copies its
+ * slice, rather than a launch of its own writing what the cat reads back
+ * to copy (KernelBench L3 17's SqueezeNet fire: 3.6 ms of epilogue launches
+ * and a 3.2 ms cat copy, H100). */
+static bool feeds_cat(const part *P, int i, int c) {
+  const kf_op *op = P->ops[i];
+  const kf_type *t = &op->results[0]->type;
+  const kf_value *prev = NULL;
+  for (int steps = 0; steps < 64; steps++) {
+    for (int k = 0; k < op->n_operands; k++) {
+      const kf_value *v = op->operands[k];
+      if (!v || v == prev) continue;
+      int h = group_of_value(P, v);
+      if (h >= 0 && (prev || h != c)) return false;
+    }
+    uint32_t id = op->results[0]->id;
+    if (P->is_out[id] || P->use_start[id + 1] - P->use_start[id] != 1) return false;
+    const kf_op *u = P->ops[P->use_list[P->use_start[id]]];
+    if (u->code == KF_OP_CAT) return true;
+    if (classify(u) != C_EW || !kf_type_same_dims(&u->results[0]->type, t)) return false;
+    prev = op->results[0];
+    op = u;
+  }
+  return false;
+}
+
 static kf_status place_elementwise(part *P, int i) {
   const kf_op *op = P->ops[i];
   const kf_type *rt = &op->results[0]->type;
@@ -441,7 +474,7 @@ static kf_status place_elementwise(part *P, int i) {
     bool ok = (ph->kind == KF_GROUP_ELEMENTWISE ||
                (is_epilogue_kind(ph->kind) && (!layout || ph->kind == KF_GROUP_CONV))) &&
               (shape_is(ph, rt) || eshape_is(ph, rt));
-    if (ok && ph->kind == KF_GROUP_CONV && feeds_reduction(P, i)) ok = false;
+    if (ok && ph->kind == KF_GROUP_CONV && (feeds_reduction(P, i) || feeds_cat(P, i, h))) ok = false;
     for (int j = 0; j < nc && ok; j++) ok = cands[j] != h;
     if (ok && nc < (int)(sizeof cands / sizeof cands[0])) cands[nc++] = h;
   }
@@ -516,6 +549,42 @@ static int prologue_of(part *P, int i) {
   return h;
 }
 
+/* Cat op i, just given group gid, takes the ELEMENTWISE groups computing
+ * its operands (an epilogue feeds_cat kept out of its convolution's
+ * group, or any element-wise chain): the cat's unit computes each such
+ * piece where it writes the slice (agent/builtin_opaque.c), so the piece is
+ * never written and read back (a layout copy among them is tiled there as
+ * in any element-wise launch). Only a group over the piece's shape whose
+ * every value is used inside it or by this cat alone and none a graph
+ * output, and whose merging closes no cycle. */
+static kf_status absorb_cat_pieces(part *P, int gid, int i) {
+  const kf_op *cat = P->ops[i];
+  for (int k = 0; k < cat->n_operands; k++) {
+    const kf_value *v = cat->operands[k];
+    if (!v || v->type.kind != KF_TYPE_TENSOR) continue;
+    int h = group_of_value(P, v);
+    if (h < 0 || h == gid || !P->gs[h].alive || P->gs[h].kind != KF_GROUP_ELEMENTWISE) continue;
+    const pgroup *ph = &P->gs[h];
+    if (!shape_is(ph, &v->type)) continue;
+    bool ok = true;
+    for (int q = 0; q < ph->n_ops && ok; q++) {
+      const kf_op *op = P->ops[ph->ops[q]];
+      for (int r = 0; r < op->n_results && ok; r++) {
+        uint32_t id = op->results[r]->id;
+        if (P->is_out[id]) ok = false;
+        for (int u = P->use_start[id]; u < P->use_start[id + 1] && ok; u++) {
+          int c = P->use_list[u];
+          if (c != i && P->grp[c] != h) ok = false;
+        }
+      }
+    }
+    if (!ok || !can_merge(P, gid, h)) continue;
+    kf_status st = merge(P, gid, h);
+    if (st) return st;
+  }
+  return KF_OK;
+}
+
 static kf_status place(part *P, int i) {
   const kf_op *op = P->ops[i];
   kf_status st = KF_OK;
@@ -552,7 +621,10 @@ static kf_status place(part *P, int i) {
   case C_GEMM: return new_group(P, KF_GROUP_GEMM, i, &gid);
   case C_CONV: return new_group(P, KF_GROUP_CONV, i, &gid);
   case C_ATTN: return new_group(P, KF_GROUP_ATTENTION, i, &gid);
-  case C_OPAQUE: return new_group(P, KF_GROUP_OPAQUE, i, &gid);
+  case C_OPAQUE:
+    if ((st = new_group(P, KF_GROUP_OPAQUE, i, &gid))) return st;
+    if (P->fuse && op->code == KF_OP_CAT) st = absorb_cat_pieces(P, gid, i);
+    return st;
   }
   return KF_ERR_INTERNAL;
 }

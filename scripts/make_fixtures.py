@@ -220,6 +220,33 @@ class DenseLayer(nn.Module):
         return F.avg_pool2d(self.tconv(F.relu(self.tbn(y))), 2, 2)
 
 
+class FireInception(nn.Module):
+    """SqueezeNet fire modules (squeeze 1x1, expand 1x1 and 3x3, each with
+    ReLU, concatenated) and an Inception-style concatenation whose pieces
+    are an epilogue, a value also used elsewhere, the block's input and a
+    pooled branch: the cat that computes its pieces where it writes them."""
+
+    def __init__(self, c=8):
+        super().__init__()
+        self.squeeze = nn.Conv2d(c, 4, 1)
+        self.e1 = nn.Conv2d(4, 5, 1)
+        self.e3 = nn.Conv2d(4, 3, 3, padding=1)
+        self.squeeze2 = nn.Conv2d(8, 4, 1)
+        self.f1 = nn.Conv2d(4, 6, 1)
+        self.f3 = nn.Conv2d(4, 6, 3, padding=1)
+        self.b1 = nn.Conv2d(12, 3, 1)
+        self.b3 = nn.Conv2d(12, 5, 3, padding=1)
+
+    def forward(self, x):
+        s = F.relu(self.squeeze(x))
+        y = torch.cat([F.relu(self.e1(s)), F.relu(self.e3(s))], 1)
+        s2 = F.relu(self.squeeze2(y))
+        z = torch.cat([F.relu(self.f1(s2)), F.relu(self.f3(s2))], 1)
+        t = torch.tanh(self.b3(z))
+        w = torch.cat([torch.sigmoid(self.b1(z)) * 2.0, t, x, F.max_pool2d(z, 3, 1, 1)], 1)
+        return w, t * 0.5
+
+
 class Attention(nn.Module):
     def __init__(self, d, heads, causal=False):
         super().__init__()
@@ -640,6 +667,7 @@ FIXTURES = {
     "mobilenetv2_block": (InvertedResidual, lambda: dict(x=randn(2, 8, 12, 12)), ATOL, RTOL, ""),
     "efficientnet_mbconv": (MBConv, lambda: dict(x=randn(2, 8, 12, 12)), ATOL, RTOL, ""),
     "densenet_layer": (DenseLayer, lambda: dict(x=randn(2, 8, 8, 8)), ATOL, RTOL, ""),
+    "fire_inception": (FireInception, lambda: dict(x=randn(2, 8, 7, 9)), ATOL, RTOL, ""),
     "vit_block": (ViTBlock, lambda: dict(img=randn(2, 3, 16, 16)), ATOL, RTOL, ""),
     "gpt_block": (GPTBlock, lambda: dict(idx=torch.randint(0, 64, (2, 8))), ATOL, RTOL, ""),
     "rnn": (RNNs, lambda: dict(x=randn(2, 5, 6)), ATOL, RTOL, ""),

@@ -230,6 +230,19 @@ static void check_partition(const kf_partition *p, const char *what) {
         if (!ew) fail_msg("%s: '%s' in elementwise group %d", what, op->name, t);
         break;
       case KF_GROUP_OPAQUE:
+        /* one op, or a cat with the element-wise ops computing its pieces
+         * (absorb_cat_pieces), which write nothing but the cat */
+        if (grp->n_ops != 1) {
+          int cats = 0;
+          for (int q = 0; q < grp->n_ops; q++) cats += grp->ops[q]->code == KF_OP_CAT;
+          if (cats != 1 || (op->code != KF_OP_CAT && !ew))
+            fail_msg("%s: opaque group %d has %d ops, '%s' among them", what, t, grp->n_ops, op->name);
+          if (op->code != KF_OP_CAT)
+            for (int q = 0; q < grp->n_outputs; q++)
+              if (grp->outputs[q]->def == op)
+                fail_msg("%s: cat group %d writes its piece '%s'", what, t, op->name);
+        }
+        break;
       case KF_GROUP_ATTENTION:
         if (grp->n_ops != 1) fail_msg("%s: %s group %d has %d ops", what,
                                       kf_group_kind_name(grp->kind), t, grp->n_ops);
