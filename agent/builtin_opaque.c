@@ -165,9 +165,11 @@ static kf_status op_reshape(const kf_partition *p, const kf_group *g, const kf_b
 #define CAT_PER_LAUNCH 32
 
 /* One launch writing the slice [start, start + len) of the cat's result
- * along d from inputs [i0, i1). */
+ * along d from inputs [i0, i1); those marked in skip (may be NULL) are
+ * left to other launches (their elements' threads do nothing). */
 static kf_status cat_launch(const kf_group *g, const kf_builtin_options *o, const kf_op *op, int i0, int i1,
-                            int64_t start, int64_t len, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+                            const bool *skip, int64_t start, int64_t len, kf_unit *u, kf_strbuf *src,
+                            kf_diag *diag) {
   const kf_value *r = op->results[0];
   int64_t d = kf_op_get_int(op, "dim");
   kf_type st = r->type;
@@ -182,6 +184,13 @@ static kf_status cat_launch(const kf_group *g, const kf_builtin_options *o, cons
     const kf_type *t = &v->type;
     if (t->rank == 1 && t->shape[0] == 0 && r->type.rank != 1) continue; /* legacy empty */
     if (t->shape[d] == 0) continue;
+    if (skip && skip[i]) {
+      kb_emit(&x.k, "%sif (c[%" PRId64 "] < (I)%" PRId64 "LL) {", first ? "" : "else ", d, at + t->shape[d]);
+      kb_emit(&x.k, "}");
+      at += t->shape[d];
+      first = false;
+      continue;
+    }
     int a = gx_input(&x, g, v);
     kf_strbuf off;
     kf_strbuf_init(&off);
@@ -247,36 +256,47 @@ static kf_status cat_as_copies(const kf_group *g, const kf_op *op, kf_unit *u, b
   return KF_OK;
 }
 
-static kf_status op_cat(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
-                        const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+/* The cat's input pieces: one launch per CAT_PER_LAUNCH non-empty inputs,
+ * each over its slice; those marked in skip (may be NULL: none) are
+ * computed by launches of their own (op_cat_fused), and a launch's slice
+ * runs from its first to its last piece that is not skipped. */
+static kf_status cat_inputs(const kf_group *g, const kf_builtin_options *o, const kf_op *op, const bool *skip,
+                            kf_unit *u, kf_strbuf *src, kf_diag *diag) {
   const kf_value *r = op->results[0];
   int64_t d = kf_op_get_int(op, "dim");
+  int i0 = -1, n = 0, last = -1;
+  int64_t at = 0, start = 0, end = 0;
+  for (int i = 0; i < op->n_operands; i++) {
+    const kf_type *t = &op->operands[i]->type;
+    bool empty = (t->rank == 1 && t->shape[0] == 0 && r->type.rank != 1) || t->shape[d] == 0;
+    int64_t here = at;
+    if (!empty) at += t->shape[d];
+    if (!empty && !(skip && skip[i])) {
+      if (i0 < 0) {
+        i0 = i;
+        start = here;
+      }
+      n++;
+      last = i;
+      end = at;
+    }
+    if (n == CAT_PER_LAUNCH || (i + 1 == op->n_operands && n > 0)) {
+      kf_status s = cat_launch(g, o, op, i0, last + 1, skip, start, end - start, u, src, diag);
+      if (s) return s;
+      i0 = -1;
+      n = 0;
+    }
+  }
+  return KF_OK;
+}
+
+static kf_status op_cat(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                        const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
   (void)p;
   bool copied;
   kf_status cs = cat_as_copies(g, op, u, &copied);
   if (cs || copied) return cs;
-  /* one launch per CAT_PER_LAUNCH non-empty inputs, each over its slice */
-  int i0 = 0, n = 0;
-  int64_t start = 0, len = 0;
-  for (int i = 0; i < op->n_operands; i++) {
-    const kf_type *t = &op->operands[i]->type;
-    bool empty = (t->rank == 1 && t->shape[0] == 0 && r->type.rank != 1) || t->shape[d] == 0;
-    if (!empty) {
-      n++;
-      len += t->shape[d];
-    }
-    if (n == CAT_PER_LAUNCH || i + 1 == op->n_operands) {
-      if (len > 0 || (start == 0 && i + 1 == op->n_operands)) {
-        kf_status s = cat_launch(g, o, op, i0, i + 1, start, len, u, src, diag);
-        if (s) return s;
-      }
-      start += len;
-      len = 0;
-      n = 0;
-      i0 = i + 1;
-    }
-  }
-  return KF_OK;
+  return cat_inputs(g, o, op, NULL, u, src, diag);
 }
 
 /* A cat whose group also holds the element-wise ops computing some of its
@@ -285,7 +305,7 @@ static kf_status op_cat(const kf_partition *p, const kf_group *g, const kf_built
  * straight into its slice of the result (the result's strides, the
  * slice's byte offset on the output argument), so it is never written
  * whole and read back; the operands that are group inputs are copied as
- * in op_cat, a launch each. */
+ * in op_cat, sharing launches (cat_inputs). */
 static kf_status op_cat_fused(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
                               const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
   const kf_value *r = op->results[0];
@@ -293,19 +313,26 @@ static kf_status op_cat_fused(const kf_partition *p, const kf_group *g, const kf
   int oi = kb_group_output(g, r);
   if (oi < 0) return kb_unsupported(diag, g, op, "the cat's result is not a group output");
   kf_op **ew = malloc(sizeof *ew * (size_t)g->n_ops);
-  if (!ew) return KF_ERR_NOMEM;
+  bool *computed = calloc((size_t)op->n_operands, sizeof *computed);
+  if (!ew || !computed) {
+    free(ew);
+    free(computed);
+    return KF_ERR_NOMEM;
+  }
   int n_ew = 0;
   for (int i = 0; i < g->n_ops; i++)
     if (g->ops[i] != op) ew[n_ew++] = g->ops[i];
-  kf_status st = KF_OK;
+  for (int i = 0; i < op->n_operands; i++) computed[i] = kb_group_input(g, op->operands[i]) < 0;
+  /* the input pieces first, sharing launches as in op_cat */
+  kf_status st = cat_inputs(g, o, op, computed, u, src, diag);
   int64_t at = 0, es = (int64_t)kf_dtype_size(r->type.dtype);
   for (int i = 0; i < op->n_operands && !st; i++) {
     const kf_value *v = op->operands[i];
     const kf_type *t = &v->type;
     if (t->rank == 1 && t->shape[0] == 0 && r->type.rank != 1) continue; /* legacy empty */
     if (t->shape[d] == 0) continue;
-    if (kb_group_input(g, v) >= 0) {
-      st = cat_launch(g, o, op, i, i + 1, at, t->shape[d], u, src, diag);
+    if (!computed[i]) {
+      /* written by cat_inputs */
     } else if (t->dtype != r->type.dtype || t->rank != r->type.rank) {
       st = kb_unsupported(diag, g, v->def, "a computed cat piece of another dtype or rank than the cat");
     } else {
@@ -329,6 +356,7 @@ static kf_status op_cat_fused(const kf_partition *p, const kf_group *g, const kf
     at += t->shape[d];
   }
   free(ew);
+  free(computed);
   return st;
 }
 

@@ -431,7 +431,7 @@ static bool feeds_reduction(const part *P, int i) {
 /* Op i's result reaches an operand of a cat through element-wise ops of
  * its shape, each value used once and none a graph output, and every
  * other operand along the way is conv group c's, a graph input or a
- * constant: a convolution's epilogue the cat takes (absorb_cat_pieces,
+ * constant, and not all of them layout copies: a convolution's epilogue the cat takes (absorb_cat_pieces,
  * which such a chain always passes), computed where the cat copies its
  * slice, rather than a launch of its own writing what the cat reads back
  * to copy (KernelBench L3 17's SqueezeNet fire: 3.6 ms of epilogue launches
@@ -440,7 +440,10 @@ static bool feeds_cat(const part *P, int i, int c) {
   const kf_op *op = P->ops[i];
   const kf_type *t = &op->results[0]->type;
   const kf_value *prev = NULL;
+  bool computes = false; /* a chain of layout copies alone stays: the
+                            convolution's unit writes its layout anyway */
   for (int steps = 0; steps < 64; steps++) {
+    computes |= !kf_op_is_layout_copy(op);
     for (int k = 0; k < op->n_operands; k++) {
       const kf_value *v = op->operands[k];
       if (!v || v == prev) continue;
@@ -450,7 +453,7 @@ static bool feeds_cat(const part *P, int i, int c) {
     uint32_t id = op->results[0]->id;
     if (P->is_out[id] || P->use_start[id + 1] - P->use_start[id] != 1) return false;
     const kf_op *u = P->ops[P->use_list[P->use_start[id]]];
-    if (u->code == KF_OP_CAT) return true;
+    if (u->code == KF_OP_CAT) return computes;
     if (classify(u) != C_EW || !kf_type_same_dims(&u->results[0]->type, t)) return false;
     prev = op->results[0];
     op = u;
