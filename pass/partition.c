@@ -429,13 +429,13 @@ static bool feeds_reduction(const part *P, int i) {
 }
 
 /* Op i's result reaches an operand of a cat through element-wise ops of
- * its shape, each value used once and none a graph output, and every
- * other operand along the way is conv group c's, a graph input or a
- * constant, and not all of them layout copies: a convolution's epilogue the cat takes (absorb_cat_pieces,
- * which such a chain always passes), computed where the cat copies its
- * slice, rather than a launch of its own writing what the cat reads back
- * to copy (KernelBench L3 17's SqueezeNet fire: 3.6 ms of epilogue launches
- * and a 3.2 ms cat copy, H100). */
+ * its shape, each value used once and none a graph output, every other
+ * operand along the way is conv group c's, a graph input or a constant,
+ * and not all of the ops are layout copies: a convolution's epilogue the
+ * cat takes (absorb_cat_pieces, which such a chain always passes),
+ * computed where the cat copies its slice, rather than a launch of its own
+ * writing what the cat reads back to copy (KernelBench L3 17's SqueezeNet
+ * fire: 3.6 ms of epilogue launches and a 3.2 ms cat copy, H100). */
 static bool feeds_cat(const part *P, int i, int c) {
   const kf_op *op = P->ops[i];
   const kf_type *t = &op->results[0]->type;
