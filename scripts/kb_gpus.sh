@@ -24,8 +24,10 @@ out=""
 args=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --gpus) gpus="${2:-}"; shift 2 ;;
-        --out) out="${2:-}"; shift 2 ;;
+        --gpus|--out)
+            if [ $# -lt 2 ]; then echo "kb_gpus.sh: $1 needs a value" >&2; exit 2; fi
+            if [ "$1" = --gpus ]; then gpus="$2"; else out="$2"; fi
+            shift 2 ;;
         --work|--inductor-cache|--shard)
             echo "kb_gpus.sh: $1 is set per shard; leave it out" >&2; exit 2 ;;
         *) args+=("$1"); shift ;;
@@ -42,15 +44,19 @@ if [ "$have" -lt "$gpus" ]; then
     exit 2
 fi
 mkdir -p "$out" || exit 1
+# GPU K of this run is the K-th of CUDA_VISIBLE_DEVICES when it is set
+IFS=, read -r -a visible <<<"${CUDA_VISIBLE_DEVICES:-}"
 pids=()
 for ((k = 0; k < gpus; k++)); do
     d="$out/shard-$k"
     mkdir -p "$d" || exit 1
-    CUDA_VISIBLE_DEVICES=$k python3 "$here/kernelbench.py" "${args[@]}" \
+    dev=$k
+    [ ${#visible[@]} -gt $k ] && dev="${visible[$k]}"
+    CUDA_VISIBLE_DEVICES=$dev python3 "$here/kernelbench.py" "${args[@]}" \
         --shard "$((k + 1))/$gpus" --out "$d" --work "$d/work" --inductor-cache "$d/inductor" \
         >"$d/runner.log" 2>&1 &
     pids+=($!)
-    echo "kb_gpus.sh: shard $((k + 1))/$gpus on GPU $k, log $d/runner.log"
+    echo "kb_gpus.sh: shard $((k + 1))/$gpus on GPU $dev, log $d/runner.log"
 done
 rc=0
 for ((k = 0; k < gpus; k++)); do

@@ -1001,9 +1001,9 @@ def warm_phase(r, args, todo, reuse, jobs=None, done=None, part="all"):
     problems already warm there skipped; done: problem id -> threading.Event,
     each set when that problem's warm job has ended (or was not needed).
     part: "all"; "gpu", the jobs that run on the GPU (torch.compile's
-    warm-up, --warm-kfuse), with --warm-export the export too; "cpu", only
-    the exports (--warm-export), which never touch the GPU and so may run
-    beside the timing"""
+    warm-up; --warm-kfuse, which exports and judges), no bare export; "cpu",
+    only the exports (--warm-export), which never touch the GPU and so may
+    run beside the timing"""
     jobs = jobs or args.warm_jobs
     done = done or {}
     wpath = os.path.join(r.out, "warm.jsonl")
@@ -2193,6 +2193,8 @@ def main():
         summ = write_summary(args.out)
         print(f"wrote {args.out}/summary.md and summary.json ({len(summ['problems'])} problems)")
         return 0
+    if args.shard_costs and not args.shard:
+        ap.error("--shard-costs balances --shard K/N: give --shard too")
     if not args.kb:
         ap.error("--kb DIR is needed")
     problems, root = find_problems(args.kb)

@@ -157,8 +157,10 @@ def main():
     # 4. kb_gpus.sh's refusals
     sh = os.path.join(root, "scripts", "kb_gpus.sh")
     for argv, what in ((["--out", "x"], "no --gpus"), (["--gpus", "0", "--out", "x"], "--gpus 0"),
-                       (["--gpus", "2", "--out", "x", "--work", "w"], "--work given")):
-        p = subprocess.run(["bash", sh] + argv, capture_output=True, text=True)
+                       (["--gpus", "2", "--out", "x", "--work", "w"], "--work given"),
+                       (["--out", "x", "--gpus"], "--gpus without a value"),
+                       (["--gpus", "2", "--out"], "--out without a value")):
+        p = subprocess.run(["bash", sh] + argv, capture_output=True, text=True, timeout=60)
         check(p.returncode == 2 and p.stderr.strip(), f"kb_gpus.sh refuses {what}")
 
     print(f"kb_runner_check: {'FAILED ' + str(len(failures)) if failures else 'all passed'}")
