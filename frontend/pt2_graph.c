@@ -7,9 +7,10 @@
  * installs). Every node is converted to a kf_aten_call — arguments by
  * their schema names, result types from tensor_values — and lowered by
  * frontend/aten.c; in-place nodes of the default export IR rebind the
- * tensor they mutate. Outputs come from output_specs; mutations of buffers
- * or inputs, effect tokens, symbolic shapes and higher-order ops are
- * rejected with a message that says so. Unknown JSON keys are ignored and
+ * tensor they mutate. Outputs come from output_specs; a buffer written
+ * but never read before the write is dropped (mutation_without_state);
+ * other mutations of buffers or inputs, effect tokens, symbolic shapes and
+ * higher-order ops are rejected with a message that says so. Unknown JSON keys are ignored and
  * optional fields may be missing. */
 #include <math.h>
 #include <stdio.h>
@@ -649,15 +650,63 @@ static kf_status output_names(node_ctx *n, const cJSON *outs, const char ***name
   return KF_OK;
 }
 
+/* A buffer the model writes in forward is module state when a call reads
+ * the value the call before it left. kfuse modules hold no state, so such a
+ * model is refused. But where no op of the graph reads the buffer's
+ * placeholder before the write (the call overwrites it, `copy_` from an
+ * input, first: the copy takes only its shape and dtype), its value never
+ * reaches an output, of this call or any later one, and the write can be
+ * dropped without changing a result (KernelBench L3 33's form). Buffers read
+ * before they are written (counters, running statistics, caches) stay
+ * refused. Both IRs come here: the core IR names the write in output_specs
+ * (buffer_mutation), the default IR writes in place (rebind). */
+static const kf_op *buffer_reader(const ctx *c, const kf_value *ph) {
+  for (const kf_op *op = c->g->first; op; op = op->next)
+    for (int k = 0; k < op->n_operands; k++)
+      if (op->operands[k] == ph) return op;
+  return NULL;
+}
+
+static void warn_write_dropped(ctx *c, const char *fqn) {
+  kf_diag_warn(c->diag,
+               "%s: the model writes buffer '%s' but overwrites it before reading it, so no output depends on "
+               "what it held between calls: the write is not kept (the module holds no state)",
+               c->where, fqn);
+}
+
+#define STATE_MSG "unsupported: the model writes buffer '%s' and reads the value it held before (node '%s'): " \
+                  "that is state kept between calls, and a kfuse module keeps none"
+
+static kf_status mutation_without_state(ctx *c, const char *buffer) {
+  if (!buffer) return err(c, KF_ERR_FORMAT, "a buffer_mutation output without a buffer_name");
+  const kf_value *ph = NULL;
+  for (const kf_op *op = c->g->first; op && !ph; op = op->next)
+    if (op->code == KF_OP_PARAM && op->n_results == 1) {
+      const char *fqn = kf_op_get_str(op, "fqn"), *kind = kf_op_get_str(op, "kind");
+      if (fqn && kind && !strcmp(fqn, buffer) && !strcmp(kind, "buffer")) ph = op->results[0];
+    }
+  if (!ph) return err(c, KF_ERR_FORMAT, "the model mutates buffer '%s', which is not among its inputs", buffer);
+  const kf_op *r = buffer_reader(c, ph);
+  if (r) return err(c, KF_ERR_UNSUPPORTED, STATE_MSG, buffer, r->name);
+  warn_write_dropped(c, buffer);
+  return KF_OK;
+}
+
 /* After an in-place op, every name bound to the old tensor means the new
- * value; mutating a weight, an input or a tensor that has views cannot be
- * expressed that way and is refused. */
+ * value; mutating a weight, an input, a buffer read before the write or a
+ * tensor that has views cannot be expressed that way and is refused. */
 static kf_status rebind(node_ctx *n, kf_value *old, kf_value *nv, kf_op *mark) {
   ctx *c = n->c;
   if (!old || !nv || old == nv) return KF_OK;
   if (!old->def) return nerr(n, KF_ERR_UNSUPPORTED, "unsupported: the model mutates its input '%s' in place",
                              c->g->input_names[old->index]);
-  if (old->def->code == KF_OP_PARAM)
+  const char *pkind = old->def->code == KF_OP_PARAM ? kf_op_get_str(old->def, "kind") : NULL;
+  if (pkind && !strcmp(pkind, "buffer")) {
+    const char *fqn = kf_op_get_str(old->def, "fqn");
+    const kf_op *r = buffer_reader(c, old);
+    if (r) return nerr(n, KF_ERR_UNSUPPORTED, STATE_MSG, fqn ? fqn : "?", r->name);
+    warn_write_dropped(c, fqn ? fqn : "?");
+  } else if (old->def->code == KF_OP_PARAM)
     return nerr(n, KF_ERR_UNSUPPORTED, "unsupported: the model mutates %s '%s' in place",
                 kf_op_get_str(old->def, "kind"), kf_op_get_str(old->def, "fqn"));
   const kf_op_info *di = kf_op_info_get(old->def->code);
@@ -774,7 +823,8 @@ static kf_status add_outputs(ctx *c, const cJSON *specs) {
       outs[k++] = s->v;
     } else if (!strcmp(kind, "buffer_mutation")) {
       const char *b = get_str(body, "buffer_name");
-      return err(c, KF_ERR_UNSUPPORTED, "unsupported: the model mutates buffer '%s'", b ? b : "?");
+      kf_status st = mutation_without_state(c, b);
+      if (st) return st;
     } else if (!strcmp(kind, "user_input_mutation")) {
       const char *b = get_str(body, "user_input_name");
       return err(c, KF_ERR_UNSUPPORTED, "unsupported: the model mutates its input '%s'", b ? b : "?");

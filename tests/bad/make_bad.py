@@ -303,6 +303,32 @@ def _(d):
     return a.zip()
 
 
+@case("buffer_state_core", expect=["held before"])
+def _(d):
+    """scratch_buffers with the cat reading the buffer's old value (state
+    kept between calls): refused, where the fixture's writes are dropped"""
+    a = Archive(os.path.join(d, "scratch_buffers.core.pt2"))
+    j = a.model()
+    node(j, "cat")["inputs"][0]["arg"]["as_tensors"][1] = {"name": "b_hidden"}
+    a.put_model(j)
+    return a.zip()
+
+
+@case("buffer_state_default", expect=["held before"])
+def _(d):
+    """the same in the default IR: the buffer read first, then overwritten
+    in place (copy_ moved after the cat that reads it)"""
+    a = Archive(os.path.join(d, "scratch_buffers.default.pt2"))
+    j = a.model()
+    nodes = j["graph_module"]["graph"]["nodes"]
+    cp = node(j, "copy_")
+    node(j, "cat")["inputs"][0]["arg"]["as_tensors"][1] = {"name": "b_hidden"}
+    nodes.remove(cp)
+    nodes.insert(nodes.index(node(j, "cat")) + 1, cp)
+    a.put_model(j)
+    return a.zip()
+
+
 @case("pickled_weight", expect=["pickle"])
 def _(d):
     a = Archive(src(d))
