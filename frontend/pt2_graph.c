@@ -10,8 +10,8 @@
  * tensor they mutate. Outputs come from output_specs; a buffer written
  * but never read before the write is dropped (mutation_without_state);
  * other mutations of buffers or inputs, effect tokens, symbolic shapes and
- * higher-order ops are rejected with a message that says so. Unknown JSON keys are ignored and
- * optional fields may be missing. */
+ * higher-order ops are rejected with a message that says so. Unknown JSON
+ * keys are ignored and optional fields may be missing. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -651,7 +651,7 @@ static kf_status output_names(node_ctx *n, const cJSON *outs, const char ***name
 }
 
 /* A buffer the model writes in forward is module state when a call reads
- * the value the call before it left. kfuse modules hold no state, so such a
+ * (or returns) the value the call before it left. kfuse modules hold no state, so such a
  * model is refused. But where no op of the graph reads the buffer's
  * placeholder before the write (the call overwrites it, `copy_` from an
  * input, first: the copy takes only its shape and dtype), its value never
@@ -677,7 +677,7 @@ static void warn_write_dropped(ctx *c, const char *fqn) {
 #define STATE_MSG "unsupported: the model writes buffer '%s' and reads the value it held before (node '%s'): " \
                   "that is state kept between calls, and a kfuse module keeps none"
 
-static kf_status mutation_without_state(ctx *c, const char *buffer) {
+static kf_status mutation_without_state(ctx *c, const char *buffer, kf_value *const *outs, int n_outs) {
   if (!buffer) return err(c, KF_ERR_FORMAT, "a buffer_mutation output without a buffer_name");
   const kf_value *ph = NULL;
   for (const kf_op *op = c->g->first; op && !ph; op = op->next)
@@ -688,6 +688,8 @@ static kf_status mutation_without_state(ctx *c, const char *buffer) {
   if (!ph) return err(c, KF_ERR_FORMAT, "the model mutates buffer '%s', which is not among its inputs", buffer);
   const kf_op *r = buffer_reader(c, ph);
   if (r) return err(c, KF_ERR_UNSUPPORTED, STATE_MSG, buffer, r->name);
+  for (int k = 0; k < n_outs; k++) /* the old value returned as it is */
+    if (outs[k] == ph) return err(c, KF_ERR_UNSUPPORTED, STATE_MSG, buffer, "output");
   warn_write_dropped(c, buffer);
   return KF_OK;
 }
@@ -822,9 +824,7 @@ static kf_status add_outputs(ctx *c, const cJSON *specs) {
                    i, name, s->producer);
       outs[k++] = s->v;
     } else if (!strcmp(kind, "buffer_mutation")) {
-      const char *b = get_str(body, "buffer_name");
-      kf_status st = mutation_without_state(c, b);
-      if (st) return st;
+      /* checked below, once every user output is known */
     } else if (!strcmp(kind, "user_input_mutation")) {
       const char *b = get_str(body, "user_input_name");
       return err(c, KF_ERR_UNSUPPORTED, "unsupported: the model mutates its input '%s'", b ? b : "?");
@@ -837,6 +837,14 @@ static kf_status add_outputs(ctx *c, const cJSON *specs) {
       return err(c, KF_ERR_UNSUPPORTED, "output %d of kind '%s' (a training graph?) is not supported", i, kind);
     }
     i++;
+  }
+  cJSON_ArrayForEach(spec, specs) {
+    const char *kind;
+    const cJSON *body = union_of(spec, &kind);
+    if (body && !strcmp(kind, "buffer_mutation")) {
+      kf_status st = mutation_without_state(c, get_str(body, "buffer_name"), outs, k);
+      if (st) return st;
+    }
   }
   kf_graph_set_outputs(c->g, outs, k);
   return KF_OK;

@@ -923,8 +923,8 @@ def make_one(name, spec, outdir):
 
 
 def manifest_parts(infos):
-    """per fixture: its table row, its section lines and its targets by
-    flavour, from make_one's records"""
+    """per fixture: its table row and its section's lines (one a .pt2 with
+    its targets), from make_one's records"""
     parts = {}
     for i in infos:
         ins = ", ".join(f"{n}: {d}{s}" for n, d, s in i["inputs"])
