@@ -453,7 +453,9 @@ static bool feeds_cat(const part *P, int i, int c) {
     uint32_t id = op->results[0]->id;
     if (P->is_out[id] || P->use_start[id + 1] - P->use_start[id] != 1) return false;
     const kf_op *u = P->ops[P->use_list[P->use_start[id]]];
-    if (u->code == KF_OP_CAT) return computes;
+    if (u->code == KF_OP_CAT) /* absorb_cat_pieces takes only pieces of the cat's dtype and rank */
+      return computes && op->results[0]->type.dtype == u->results[0]->type.dtype &&
+             op->results[0]->type.rank == u->results[0]->type.rank;
     if (classify(u) != C_EW || !kf_type_same_dims(&u->results[0]->type, t)) return false;
     prev = op->results[0];
     op = u;
@@ -557,9 +559,9 @@ static int prologue_of(part *P, int i) {
  * group, or any element-wise chain): the cat's unit computes each such
  * piece where it writes the slice (agent/builtin_opaque.c), so the piece is
  * never written and read back (a layout copy among them is tiled there as
- * in any element-wise launch). Only a group over the piece's shape whose
- * every value is used inside it or by this cat alone and none a graph
- * output, and whose merging closes no cycle. */
+ * in any element-wise launch). Only a group over the piece's shape, of the
+ * cat's dtype and rank, whose every value is used inside it or by this cat
+ * alone and none a graph output, and whose merging closes no cycle. */
 static kf_status absorb_cat_pieces(part *P, int gid, int i) {
   const kf_op *cat = P->ops[i];
   for (int k = 0; k < cat->n_operands; k++) {
@@ -568,7 +570,11 @@ static kf_status absorb_cat_pieces(part *P, int gid, int i) {
     int h = group_of_value(P, v);
     if (h < 0 || h == gid || !P->gs[h].alive || P->gs[h].kind != KF_GROUP_ELEMENTWISE) continue;
     const pgroup *ph = &P->gs[h];
-    if (!shape_is(ph, &v->type)) continue;
+    /* the piece is stored as the cat's elements: a piece PyTorch's cat
+     * promotes (f16 into an f32 cat) stays a group of its own */
+    if (!shape_is(ph, &v->type) || v->type.dtype != cat->results[0]->type.dtype ||
+        v->type.rank != cat->results[0]->type.rank)
+      continue;
     bool ok = true;
     for (int q = 0; q < ph->n_ops && ok; q++) {
       const kf_op *op = P->ops[ph->ops[q]];
