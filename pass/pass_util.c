@@ -109,10 +109,28 @@ nomem:
   return KF_ERR_NOMEM;
 }
 
+/* base as a valid node name (pass/verify.c): characters outside
+ * [A-Za-z0-9_$.-] become '_', and one that starts with a digit gets a
+ * leading '_' (a weight of an nn.Sequential child is "0.weight"; names made
+ * from it were refused after the pass; an all-digit name is valid, but not
+ * with the "_N" that keeps names unique). */
+static void ident_of(char *dst, size_t n, const char *base) {
+  size_t o = 0;
+  if (*base >= '0' && *base <= '9' && o + 1 < n) dst[o++] = '_';
+  for (const char *c = base; *c && o + 1 < n && o < 200; c++) {
+    bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+              *c == '$' || *c == '.' || *c == '-';
+    dst[o++] = ok ? *c : '_';
+  }
+  if (o == 0 && n > 1) dst[o++] = '_';
+  dst[o] = '\0';
+}
+
 const char *kf_namer_fresh(kf_namer *nm, const char *base) {
-  char buf[256];
-  snprintf(buf, sizeof buf, "%.200s", base);
-  for (unsigned k = 1; namer_has(nm, buf); k++) snprintf(buf, sizeof buf, "%.200s_%u", base, k);
+  char id[208], buf[256];
+  ident_of(id, sizeof id, base);
+  snprintf(buf, sizeof buf, "%s", id);
+  for (unsigned k = 1; namer_has(nm, buf); k++) snprintf(buf, sizeof buf, "%s_%u", id, k);
   const char *s = kf_graph_strdup(nm->g, buf);
   return namer_add(nm, s) ? s : NULL;
 }

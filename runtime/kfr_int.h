@@ -396,6 +396,10 @@ struct kfuse_model {
   CUstream cap;            /* capture stream (graph mode) */
   CUgraphExec exec;
   CUevent done; /* recorded after every run: orders runs on other streams */
+  /* cuDNN steps run on m->own, the stream their plans were built and
+   * timed on, forked from and joined back to the run's stream (kfr_run.c,
+   * run_steps) */
+  CUevent dnn_fork, dnn_join;
 
   char err[1024];
 };

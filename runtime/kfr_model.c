@@ -357,6 +357,20 @@ static int create(kfuse_model *m, const uint8_t *plan, const kfuse_options *o) {
     rc = cu_fail(m, r, "cuEventCreate", "run-ordering event");
     goto pop;
   }
+  /* a plan with cuDNN steps: the events that move them onto m->own */
+  int convs = 0;
+  for (uint32_t s = 0; s < h->n_steps && !convs; s++)
+    convs = m->steps[s].kind == KFR_STEP_CONV;
+  if (convs && (r = cu->cuEventCreate(&m->dnn_fork, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
+    m->dnn_fork = NULL;
+    rc = cu_fail(m, r, "cuEventCreate", "cuDNN stream fork event");
+    goto pop;
+  }
+  if (convs && (r = cu->cuEventCreate(&m->dnn_join, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
+    m->dnn_join = NULL;
+    rc = cu_fail(m, r, "cuEventCreate", "cuDNN stream join event");
+    goto pop;
+  }
   m->use_graph = o->cuda_graph != 0;
   if (m->use_graph && (rc = alloc_graph_buffers(m)))
     goto pop;
@@ -461,6 +475,10 @@ void kfr_model_release(kfuse_model *m) {
       (void)cu->cuStreamDestroy(m->cap);
     if (m->done)
       (void)cu->cuEventDestroy(m->done);
+    if (m->dnn_fork)
+      (void)cu->cuEventDestroy(m->dnn_fork);
+    if (m->dnn_join)
+      (void)cu->cuEventDestroy(m->dnn_join);
     if (m->own)
       (void)cu->cuStreamDestroy(m->own);
     for (uint32_t i = 0; m->gin && i < m->h.n_inputs; i++)

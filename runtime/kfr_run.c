@@ -1,5 +1,7 @@
 /* kfr_run.c — running a plan: kernel launches, cuBLASLt GEMMs, cuDNN
- * convolutions (kfr_cudnn.c), memsets and copies on the caller's stream, optionally through a captured CUDA graph.
+ * convolutions (kfr_cudnn.c), memsets and copies on the caller's stream
+ * (cuDNN steps on the instance's own, forked from and joined back to it:
+ * run_steps), optionally through a captured CUDA graph.
  *
  * Ordering and thread safety. An instance has one arena, one set of launch
  * parameters and one graph, so runs are serialised twice: a mutex makes
@@ -476,55 +478,112 @@ static int run_gemm(kfuse_model *m, uint32_t s, CUstream stream) {
 
 /* ---- the plan ------------------------------------------------------------ */
 
-static int run_steps(kfuse_model *m, CUstream stream) {
-  const kfr_driver *cu = m->cu;
+/* cuDNN steps run on m->own, not on the run's stream. Their graph plans
+ * are built and timed on m->own at create (kfr_cudnn_graph.c), and some of
+ * the engines that timing picks do not follow a later cudnnSetStream: run
+ * on the caller's stream their work was not ordered with the launches
+ * around it. On an H200 (2026-11-28, cuDNN 9 from PyTorch 2.11's wheels)
+ * torchvision's ResNet-50 at batch 32 and r3d_18 came out 0.21 and 0.12
+ * from the fp64 model, two runs of one instance differing by up to 18,
+ * on the legacy stream and on a stream of the caller's alike; with
+ * heuristics-only plans (KFUSE_CUDNN_FIND=0, never executed at create),
+ * with the legacy calls, with a device synchronisation after each step,
+ * and with this fork and join, 5e-4 and 3e-4 and bitwise repeatable.
+ * Consecutive cuDNN steps share one fork (an event recorded on the run's
+ * stream that m->own waits for) and one join (the reverse); under a
+ * capture m->own joins the capture through the same events. */
+typedef struct dnn_side {
+  kfuse_model *m;
+  CUstream run; /* the run's stream */
+  int on;       /* m->own forked from it and not yet joined */
+} dnn_side;
+
+static int dnn_fork(dnn_side *d, uint32_t s) {
+  const kfr_driver *cu = d->m->cu;
   CUresult r;
-  for (uint32_t s = 0; s < m->h.n_steps; s++) {
-    const kfr_step *st = &m->steps[s];
-    const kfr_arg *a = &m->args[st->first_arg];
-    int rc;
-    switch (st->kind) {
-    case KFR_STEP_LAUNCH:
-      for (uint32_t i = 0; i < st->n_args; i++)
-        if (a[i].kind == KFR_ARG_PTR)
-          m->vals[st->first_arg + i].ptr = arg_ptr(m, &a[i]);
-      r = cu->cuLaunchKernel(m->funcs[st->kernel], st->grid[0], st->grid[1],
-                             st->grid[2], st->block[0], st->block[1],
-                             st->block[2], st->smem, stream,
-                             st->n_args ? &m->params[st->first_arg] : NULL,
-                             NULL);
-      if (r != CUDA_SUCCESS)
-        return cu_step_fail(m, r, "cuLaunchKernel", s);
+  if (d->on)
+    return KFUSE_OK;
+  if ((r = cu->cuEventRecord(d->m->dnn_fork, d->run)) != CUDA_SUCCESS)
+    return cu_step_fail(d->m, r, "cuEventRecord (before a cuDNN step)", s);
+  if ((r = cu->cuStreamWaitEvent(d->m->own, d->m->dnn_fork, 0)) != CUDA_SUCCESS)
+    return cu_step_fail(d->m, r, "cuStreamWaitEvent (before a cuDNN step)", s);
+  d->on = 1;
+  return KFUSE_OK;
+}
+
+/* also after a failure: work queued on m->own must be ordered before the
+ * run's end, and a capture must end with m->own joined */
+static int dnn_join(dnn_side *d, uint32_t s) {
+  const kfr_driver *cu = d->m->cu;
+  CUresult r;
+  if (!d->on)
+    return KFUSE_OK;
+  d->on = 0;
+  if ((r = cu->cuEventRecord(d->m->dnn_join, d->m->own)) != CUDA_SUCCESS)
+    return cu_step_fail(d->m, r, "cuEventRecord (after a cuDNN step)", s);
+  if ((r = cu->cuStreamWaitEvent(d->run, d->m->dnn_join, 0)) != CUDA_SUCCESS)
+    return cu_step_fail(d->m, r, "cuStreamWaitEvent (after a cuDNN step)", s);
+  return KFUSE_OK;
+}
+
+static int run_one(kfuse_model *m, uint32_t s, CUstream stream, dnn_side *dnn) {
+  const kfr_driver *cu = m->cu;
+  const kfr_step *st = &m->steps[s];
+  const kfr_arg *a = &m->args[st->first_arg];
+  CUresult r;
+  int rc;
+  if (st->kind == KFR_STEP_CONV) {
+    if ((rc = dnn_fork(dnn, s)))
+      return rc;
+    return kfr_conv_run(m, s, m->own);
+  }
+  if ((rc = dnn_join(dnn, s)))
+    return rc;
+  switch (st->kind) {
+  case KFR_STEP_LAUNCH:
+    for (uint32_t i = 0; i < st->n_args; i++)
+      if (a[i].kind == KFR_ARG_PTR)
+        m->vals[st->first_arg + i].ptr = arg_ptr(m, &a[i]);
+    r = cu->cuLaunchKernel(m->funcs[st->kernel], st->grid[0], st->grid[1],
+                           st->grid[2], st->block[0], st->block[1],
+                           st->block[2], st->smem, stream,
+                           st->n_args ? &m->params[st->first_arg] : NULL,
+                           NULL);
+    if (r != CUDA_SUCCESS)
+      return cu_step_fail(m, r, "cuLaunchKernel", s);
+    break;
+  case KFR_STEP_GEMM:
+    return run_gemm(m, s, stream);
+  case KFR_STEP_MEMSET:
+    if (a[1].offset == 0)
       break;
-    case KFR_STEP_GEMM:
-      if ((rc = run_gemm(m, s, stream)))
-        return rc;
+    r = cu->cuMemsetD8Async(arg_ptr(m, &a[0]), 0, (size_t)a[1].offset,
+                            stream);
+    if (r != CUDA_SUCCESS)
+      return cu_step_fail(m, r, "cuMemsetD8Async", s);
+    break;
+  case KFR_STEP_COPY:
+    if (a[2].offset == 0)
       break;
-    case KFR_STEP_CONV:
-      if ((rc = kfr_conv_run(m, s, stream)))
-        return rc;
-      break;
-    case KFR_STEP_MEMSET:
-      if (a[1].offset == 0)
-        break;
-      r = cu->cuMemsetD8Async(arg_ptr(m, &a[0]), 0, (size_t)a[1].offset,
-                              stream);
-      if (r != CUDA_SUCCESS)
-        return cu_step_fail(m, r, "cuMemsetD8Async", s);
-      break;
-    case KFR_STEP_COPY:
-      if (a[2].offset == 0)
-        break;
-      r = cu->cuMemcpyDtoDAsync(arg_ptr(m, &a[0]), arg_ptr(m, &a[1]),
-                                (size_t)a[2].offset, stream);
-      if (r != CUDA_SUCCESS)
-        return cu_step_fail(m, r, "cuMemcpyDtoDAsync", s);
-      break;
-    default:
-      break; /* the validator admits no other kind */
-    }
+    r = cu->cuMemcpyDtoDAsync(arg_ptr(m, &a[0]), arg_ptr(m, &a[1]),
+                              (size_t)a[2].offset, stream);
+    if (r != CUDA_SUCCESS)
+      return cu_step_fail(m, r, "cuMemcpyDtoDAsync", s);
+    break;
+  default:
+    break; /* the validator admits no other kind */
   }
   return KFUSE_OK;
+}
+
+static int run_steps(kfuse_model *m, CUstream stream) {
+  dnn_side dnn = {m, stream, 0};
+  int rc = KFUSE_OK;
+  uint32_t s = 0;
+  for (; s < m->h.n_steps && rc == KFUSE_OK; s++)
+    rc = run_one(m, s, stream, &dnn);
+  int jr = dnn_join(&dnn, s ? s - 1 : 0);
+  return rc ? rc : jr;
 }
 
 static void bind_io(kfuse_model *m, const CUdeviceptr *in,

@@ -155,6 +155,25 @@ class ResNetBlock(nn.Module):
         return self.fc(torch.flatten(self.avg(x), 1))
 
 
+def TvBottlenecks():
+    """torchvision's ResNet-50 bottleneck as torchvision builds it (1x1, 3x3
+    with the stride, 1x1 expanding 4x, batch norms, a strided 1x1 + batch
+    norm downsample, the residual add and ReLU), two blocks in an
+    nn.Sequential, so weight names start with a digit ("0.conv1.weight")."""
+    from torchvision.models.resnet import Bottleneck
+    ds = nn.Sequential(nn.Conv2d(8, 16, 1, 2, bias=False), nn.BatchNorm2d(16))
+    return nn.Sequential(Bottleneck(8, 4, 2, ds), Bottleneck(16, 4))
+
+
+def TvVideoBlocks():
+    """torchvision's r3d_18 basic blocks (3x3x3 convolutions, batch norms, a
+    strided 1x1x1 + batch norm downsample, residual add, ReLU) in an
+    nn.Sequential."""
+    from torchvision.models.video.resnet import BasicBlock, Conv3DSimple
+    ds = nn.Sequential(nn.Conv3d(4, 8, 1, 2, bias=False), nn.BatchNorm3d(8))
+    return nn.Sequential(BasicBlock(4, 8, Conv3DSimple, 2, ds), BasicBlock(8, 8, Conv3DSimple))
+
+
 class VGGBlock(nn.Module):
     def __init__(self):
         super().__init__()
@@ -687,6 +706,8 @@ FIXTURES = {
     "mlp": (MLP, lambda: dict(x=randn(4, 16)), ATOL, RTOL, ""),
     "resnet_block": (ResNetBlock, lambda: dict(x=randn(2, 3, 16, 16)), ATOL, RTOL, ""),
     "vgg_block": (VGGBlock, lambda: dict(x=randn(2, 3, 15, 15)), ATOL, RTOL, ""),
+    "tv_bottleneck": (TvBottlenecks, lambda: dict(input=randn(2, 8, 8, 8)), ATOL, RTOL, ""),
+    "tv_video_block": (TvVideoBlocks, lambda: dict(input=randn(2, 4, 4, 6, 6)), ATOL, RTOL, ""),
     "mobilenetv2_block": (InvertedResidual, lambda: dict(x=randn(2, 8, 12, 12)), ATOL, RTOL, ""),
     "efficientnet_mbconv": (MBConv, lambda: dict(x=randn(2, 8, 12, 12)), ATOL, RTOL, ""),
     "densenet_layer": (DenseLayer, lambda: dict(x=randn(2, 8, 8, 8)), ATOL, RTOL, ""),

@@ -247,6 +247,9 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   /* fused-nhwc: pass/layout.c's channels-last convolutions, as kfuse
    * compile runs them */
   bool nhwc = strcmp(mode, "fused-nhwc") == 0;
+  /* fused-cl: the channels-last pass with kfuse compile's own rule (chained
+   * convolutions over its size floor), as a default compile runs it */
+  bool cl = strcmp(mode, "fused-cl") == 0;
   /* fused-chunked: attention's GEMM lowering holds at most 16 KiB of
    * scores, so its batch (and rows) split over several step triples */
   bool chunked = strcmp(mode, "fused-chunked") == 0;
@@ -261,10 +264,10 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
    * of tensors over 2^31 elements: each step's operands offset into the
    * same buffers; both layouts offset a sample the same way) */
   bool convbatch = strcmp(mode, "fused-convbatch") == 0;
-  if (!fp64 && !nocudnn && !reread && !nhwc && !chunked && !oob && !variants && !convbatch &&
+  if (!fp64 && !nocudnn && !reread && !nhwc && !cl && !chunked && !oob && !variants && !convbatch &&
       strcmp(mode, "fused") != 0) {
     fprintf(stderr,
-            "unknown mode '%s' (fused, fused-nocudnn, fused-reread, fused-nhwc, fused-chunked, fused-oob, "
+            "unknown mode '%s' (fused, fused-nocudnn, fused-reread, fused-nhwc, fused-cl, fused-chunked, fused-oob, "
             "fused-variants, fused-convbatch, perop-fp64)\n",
             mode);
     return 2;
@@ -289,6 +292,7 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
   if (kf_pass_run_pipeline(g, fp64 ? kf_compile_reference_pipeline() : kf_compile_pipeline(), true, &d))
     goto done;
   if (nhwc && kf_pass_run_pipeline(g, "channels-last-all", true, &d)) goto done;
+  if (cl && kf_pass_run_pipeline(g, "channels-last", true, &d)) goto done;
   kf_partition_options po;
   kf_partition_options_init(&po);
   po.fuse = !fp64;
@@ -339,6 +343,11 @@ static int run(const char *model, const char *kfio, const char *tdir, const char
         kf_strbuf_printf(&names, "  if (!strcmp(n, \"%s\")) return kf_emu::run(&%s, g, b, a, na);\n",
                          units[i]->steps[s].kernel, units[i]->steps[s].kernel);
   }
+  /* a model whose every group is a library step writes no kernel source:
+   * the index flag's definition still comes from the templates' header */
+  bool any_source = false;
+  for (int i = 0; i < p->n_groups; i++) any_source |= units[i] && units[i]->source;
+  if (!any_source) fprintf(f, "#include \"kf_common.cuh\"\n");
   fprintf(f, "extern \"C\" int kf_emu_launch(const char *n, unsigned gx, unsigned gy, unsigned gz,\n"
              "    unsigned bx, unsigned by, unsigned bz, void **a, int na) {\n"
              "  dim3 g, b; g.x = gx; g.y = gy; g.z = gz; b.x = bx; b.y = by; b.z = bz;\n%s"

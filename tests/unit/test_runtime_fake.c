@@ -168,6 +168,56 @@ static void *conv_plan(size_t *bytes) {
   return plan;
 }
 
+/* x [2, 4, 6, 6] -> y [2, 8, 3, 3]: z = mix(x, x, z, 64) (a launch), two
+ * consecutive fused cuDNN steps t = conv(x) + z, y = conv(x) + t, then
+ * z = mix(y, y, z, 64) (a launch after them). */
+static void *launch_conv_plan(size_t *bytes) {
+  make_fake_cubin();
+  kfr_writer *w = kfr_writer_create(90);
+  assert_non_null(w);
+  kfr_writer_set_model_name(w, "fake_launch_conv");
+  kfr_writer_set_arena(w, 8192);
+  kfr_writer_set_weights_embedded(w, conv_w, sizeof conv_w);
+  kfr_tensor_desc dx, dy, db;
+  kfr_tensor_desc_init(&dx, KFUSE_DTYPE_F32, 4, (int64_t[]){2, 4, 6, 6});
+  kfr_tensor_desc_init(&dy, KFUSE_DTYPE_F32, 4, (int64_t[]){2, 8, 3, 3});
+  kfr_tensor_desc_init(&db, KFUSE_DTYPE_F32, 1, (int64_t[]){8});
+  uint32_t bx = kfr_writer_input(w, 0, "x", &dx);
+  uint32_t by = kfr_writer_output(w, 0, "y", &dy);
+  uint32_t bw = kfr_writer_weight(w, 0, sizeof conv_w, "conv.weight", NULL);
+  uint32_t bb = kfr_writer_const(w, conv_bias, sizeof conv_bias, "conv.bias", &db);
+  uint32_t bz = kfr_writer_arena(w, 0, 576, "z", &dy);
+  uint32_t bt = kfr_writer_arena(w, 1024, 576, "t", &dy);
+  uint32_t mod = kfr_writer_module(w, fake_cubin, sizeof fake_cubin);
+  uint32_t k = kfr_writer_kernel(w, mod, "mix_f32", 0);
+  kfr_writer_launch(w, k, (uint32_t[]){1, 1, 1}, (uint32_t[]){32, 1, 1}, 0, "g0_mix");
+  kfr_writer_arg_ptr(w, bx, 0);
+  kfr_writer_arg_ptr(w, bx, 0);
+  kfr_writer_arg_ptr(w, bz, 0);
+  kfr_writer_arg_i64(w, 64);
+  for (int i = 0; i < 2; i++) {
+    kfr_conv c;
+    test_grouped_conv(&c);
+    kfr_writer_conv(w, &c, i ? "g2_conv" : "g1_conv");
+    kfr_writer_arg_ptr(w, bx, 0);
+    kfr_writer_arg_ptr(w, bw, 0);
+    kfr_writer_arg_ptr(w, i ? by : bt, 0);
+    kfr_writer_arg_ptr(w, bb, 0);
+    kfr_writer_arg_ptr(w, i ? bt : bz, 0);
+    kfr_writer_arg_none(w);
+  }
+  kfr_writer_launch(w, k, (uint32_t[]){1, 1, 1}, (uint32_t[]){32, 1, 1}, 0, "g3_mix");
+  kfr_writer_arg_ptr(w, by, 0);
+  kfr_writer_arg_ptr(w, by, 0);
+  kfr_writer_arg_ptr(w, bz, 0);
+  kfr_writer_arg_i64(w, 64);
+  void *plan = NULL;
+  char msg[512];
+  if (kfr_writer_finish(w, &plan, bytes, msg, sizeof msg)) fail_msg("finish: %s", msg);
+  kfr_writer_destroy(w);
+  return plan;
+}
+
 /* y [64] = mix_f32(x [64], w, y, 64), w from a weights file of wbytes (so
  * more than one of create's 8 MiB reads when wbytes is larger). */
 static void *file_weights_plan(const uint8_t *data, uint64_t wbytes, size_t *bytes) {
@@ -400,6 +450,84 @@ static void test_create_private_stream(void **state) {
   unlink(path);
   rmdir(dir);
   free(data);
+}
+
+/* ---- cuDNN steps on the stream their plans were timed on ------------------------------ */
+
+/* The index of the first line of text at or after line from that contains
+ * needle, or -1; lines counted from 0. */
+static int line_index(const char *text, const char *needle, int from) {
+  int i = 0;
+  for (const char *p = text; *p; i++) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    if (i >= from && memmem(p, len, needle, strlen(needle))) return i;
+    p += len + (nl ? 1 : 0);
+  }
+  return -1;
+}
+
+/* A run's cuDNN steps go to the instance's own stream (where create timed
+ * their plans; engines timed there raced with the launches around them on
+ * the caller's stream: ResNet-50 on an H200, kfr_run.c): consecutive steps
+ * share one fork (an event recorded on the caller's stream that the own
+ * stream waits for) and one join (the reverse) before the next launch. */
+static void test_conv_on_own_stream(void **state) {
+  (void)state;
+  size_t n;
+  void *p = launch_conv_plan(&n);
+  f_reset();
+  f_mark("create");
+  kfuse_model *m = create_with(p, n, 0);
+  free(p);
+  /* the stream create searched on */
+  char own[16] = "";
+  const char *set = line_with(since("create"), "cudnnSetStream s=");
+  assert_non_null(set);
+  snprintf(own, sizeof own, "%.*s", (int)strcspn(strstr(set, "s=") + 2, " \n"), strstr(set, "s=") + 2);
+  CUstream s = new_stream();
+  _Alignas(256) float x[2 * 4 * 6 * 6], y[2 * 8 * 3 * 3];
+  memset(x, 0, sizeof x);
+  const void *in[1] = {x};
+  void *out[1] = {y};
+  for (int run = 0; run < 2; run++) {
+    f_mark("run");
+    assert_int_equal(kfuse_model_run(m, s, in, out), KFUSE_OK);
+    const char *log = since("run");
+    char caller[16], want[96];
+    const char *l0 = line_with(log, "cuLaunchKernel mix_f32");
+    assert_non_null(l0);
+    snprintf(caller, sizeof caller, "%.*s", (int)strcspn(strstr(l0, "s=") + 2, " \n"), strstr(l0, "s=") + 2);
+    assert_string_not_equal(caller, own);
+    int launch0 = line_index(log, "cuLaunchKernel mix_f32", 0);
+    snprintf(want, sizeof want, "cuEventRecord e=");
+    int fork = line_index(log, want, launch0);
+    int wait_own = line_index(log, "cuStreamWaitEvent", fork);
+    snprintf(want, sizeof want, "cudnnConvolutionBiasActivationForward s=%s", own);
+    int conv1 = line_index(log, want, wait_own), conv2 = line_index(log, want, conv1 + 1);
+    int launch1 = line_index(log, "cuLaunchKernel mix_f32", launch0 + 1);
+    assert_true(fork > launch0 && wait_own > fork && conv1 > wait_own && conv2 > conv1 && launch1 > conv2);
+    /* the fork: recorded on the caller's stream, waited for by the own one */
+    const char *fl = line_with(log + 0, "cuEventRecord e=");
+    snprintf(want, sizeof want, "s=%s ", caller);
+    assert_non_null(strstr(fl, want));
+    snprintf(want, sizeof want, "cuStreamWaitEvent s=%s ", own);
+    assert_int_equal(line_index(log, want, 0), wait_own);
+    /* one fork and one join for the two steps; the join recorded on the
+     * own stream and waited for by the caller's before the last launch */
+    assert_int_equal(lines_with(log, "cuStreamWaitEvent"), 3); /* the last run's event, fork, join */
+    snprintf(want, sizeof want, "cuEventRecord e=");
+    int join = line_index(log, want, conv2);
+    assert_true(join > conv2 && join < launch1);
+    snprintf(want, sizeof want, "cuStreamWaitEvent s=%s ", caller);
+    int wait_caller = line_index(log, want, join);
+    assert_true(wait_caller > join && wait_caller < launch1);
+    assert_int_equal(lines_with(log, "cudnnSetStream s="), lines_with(log, "cudnnConvolutionBiasActivationForward"));
+    snprintf(want, sizeof want, "cudnnSetStream s=%s", own);
+    assert_int_equal(lines_with(log, want), 2);
+  }
+  kfuse_model_destroy(m);
+  assert_int_equal(driver()->cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
 /* ---- launches against their kernels' parameters (finding 9) ---------------------------- */
@@ -924,6 +1052,7 @@ int main(int argc, char **argv) {
   SYM(f_stats, "fake_cuda_stats");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_private_stream),
+      cmocka_unit_test(test_conv_on_own_stream),
       cmocka_unit_test(test_params_checked),
       cmocka_unit_test(test_params_probe_once),
       cmocka_unit_test(test_graph_replays),
