@@ -2,6 +2,10 @@
 # scripts/kb_gpus.sh: one KernelBench run spread over the GPUs of one host.
 #
 #   bash scripts/kb_gpus.sh --gpus N --out DIR [kernelbench.py options...]
+#   bash scripts/kb_gpus.sh --runner zoo --gpus N --out DIR [zoo.py options...]
+#
+# --runner zoo shards the model zoo runner (scripts/zoo.py) the same way
+# (its units are models in a dtype); the default is kernelbench.
 #
 # Starts N copies of scripts/kernelbench.py, copy K (0-based) on GPU K only
 # (CUDA_VISIBLE_DEVICES=K) with --shard K+1/N, its own --out DIR/shard-K,
@@ -21,12 +25,13 @@
 set -u
 gpus=""
 out=""
+runner=kernelbench
 args=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --gpus|--out)
+        --gpus|--out|--runner)
             if [ $# -lt 2 ]; then echo "kb_gpus.sh: $1 needs a value" >&2; exit 2; fi
-            if [ "$1" = --gpus ]; then gpus="$2"; else out="$2"; fi
+            case "$1" in --gpus) gpus="$2" ;; --out) out="$2" ;; *) runner="$2" ;; esac
             shift 2 ;;
         --work|--inductor-cache|--shard)
             echo "kb_gpus.sh: $1 is set per shard; leave it out" >&2; exit 2 ;;
@@ -34,9 +39,13 @@ while [ $# -gt 0 ]; do
     esac
 done
 if ! [[ "$gpus" =~ ^[1-9][0-9]*$ ]] || [ -z "$out" ]; then
-    echo "usage: bash scripts/kb_gpus.sh --gpus N --out DIR [kernelbench.py options...]" >&2
+    echo "usage: bash scripts/kb_gpus.sh [--runner kernelbench|zoo] --gpus N --out DIR [runner options...]" >&2
     exit 2
 fi
+case "$runner" in
+    kernelbench|zoo) ;;
+    *) echo "kb_gpus.sh: --runner is kernelbench or zoo (got $runner)" >&2; exit 2 ;;
+esac
 here="$(cd "$(dirname "$0")" && pwd)"
 have="$(python3 -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)"
 if [ "$have" -lt "$gpus" ]; then
@@ -52,7 +61,7 @@ for ((k = 0; k < gpus; k++)); do
     mkdir -p "$d" || exit 1
     dev=$k
     [ ${#visible[@]} -gt $k ] && dev="${visible[$k]}"
-    CUDA_VISIBLE_DEVICES=$dev python3 "$here/kernelbench.py" "${args[@]}" \
+    CUDA_VISIBLE_DEVICES=$dev python3 "$here/$runner.py" "${args[@]}" \
         --shard "$((k + 1))/$gpus" --out "$d" --work "$d/work" --inductor-cache "$d/inductor" \
         >"$d/runner.log" 2>&1 &
     pids+=($!)
@@ -72,5 +81,5 @@ for ((k = 0; k < gpus; k++)); do
     [ -f "$f" ] && cat "$f" >>"$tmp"
 done
 mv "$tmp" "$out/results.jsonl" || exit 1
-python3 "$here/kernelbench.py" --summarize --out "$out" || rc=1
+python3 "$here/$runner.py" --summarize --out "$out" || rc=1
 exit $rc
