@@ -67,7 +67,8 @@ fails that unit alone and is recorded with the stage it reached
      eager's error gives no allowance when it is not finite. Without the fp64
      reference: kfuse_vs_eager <= 2 x base (rule "eager");
   5. time eager, torch.compile (default mode; --modes adds others; warmed by
-     --warm-jobs N workers before the timing, which fill Inductor's caches)
+     --warm-jobs N workers before the timing, which fill Inductor's caches
+     and with --warm-export also do step 1, CPU work, in parallel)
      and kfuse in the same process with CUDA events: 3 warm-up calls, then
      runs until --budget seconds have passed and at least --min-runs were
      made (at most --max-runs); the median is the figure. A spin kernel sized
@@ -772,7 +773,8 @@ class Runner:
              "options": {"timeout": a.timeout, "compile_timeout": a.compile_timeout, "seed": a.seed}}
         if self.mode == "gpu":
             h["options"].update(budget=a.budget, min_runs=a.min_runs, max_runs=a.max_runs, modes=self.modes,
-                                warm_jobs=a.warm_jobs, fp64=not a.no_fp64, l2_flush=not a.no_l2_flush)
+                                warm_jobs=a.warm_jobs, warm_export=a.warm_export, fp64=not a.no_fp64,
+                                l2_flush=not a.no_l2_flush)
         h.update(probe)
         return h
 
@@ -920,27 +922,40 @@ def cpu_check(args, units):
 
 def warm_phase(r, todo):
     """--warm-jobs N workers run each unit's torch.compile modes once, filling
-    Inductor's on-disk caches for the timing phase; warm.jsonl remembers"""
+    Inductor's on-disk caches for the timing phase; with --warm-export they
+    also export it (CPU work) into its work folder (kfuse.warm.json), which
+    the timing phase then compiles, until the kept exports reach
+    --warm-export-max-gb (the rest are exported when timed); warm.jsonl
+    remembers"""
     args = r.args
     wpath = os.path.join(r.out, "warm.jsonl")
     warm_ok = {w["id"] for w in kb.read_jsonl(wpath) if w.get("ok") and w.get("modes") == r.modes}
-    todo = [u for u in todo if u["id"] not in warm_ok]
-    if not todo or not r.modes:
+    export = bool(args.warm_export)
+
+    def exported_there(u):
+        return os.path.exists(os.path.join(r.work, file_id(u["id"]), "kfuse.warm.json"))
+    todo = [u for u in todo if u["id"] not in warm_ok or (export and not exported_there(u))]
+    if not todo or not (r.modes or export):
         return
-    print(f"warm phase: {len(todo)} units, {args.warm_jobs} at a time (torch.compile {', '.join(r.modes)})",
-          flush=True)
+    print(f"warm phase: {len(todo)} units, {args.warm_jobs} at a time (torch.compile {', '.join(r.modes) or '—'}"
+          + ("; kfuse.export" if export else "") + ")", flush=True)
     t0 = time.monotonic()
     n = [0]
+    kept = [0]
 
     def one(u):
         left = r.left()
         if left is not None and left < 60:
             return
         t = args.timeout if left is None else min(args.timeout, left)
-        res, rc, timed_out, log = r.run_job(r.job("warm", u), t)
+        exp = export and kept[0] < args.warm_export_max_gb * 1e9 and not exported_there(u)
+        res, rc, timed_out, log = r.run_job(r.job("warm", u, warm_export=exp), t)
         ok = bool(res and res.get("final") and not res.get("error"))
+        if exp and res and res.get("pt2_bytes") and res.get("exported"):
+            with kb._write_lock:
+                kept[0] += res["pt2_bytes"]
         w = {"id": u["id"], "ok": ok, "modes": r.modes, "seconds": round(time.monotonic() - t0, 1),
-             "run_id": r.run_id}
+             "run_id": r.run_id, "exported": bool(res and res.get("exported")) if exp else None}
         if not ok:
             w["error"] = (res or {}).get("error") or (
                 "timed out" if timed_out else f"exit {rc}: {kb.last_error_line(kb.log_tail(log, 12))}")
@@ -1209,7 +1224,18 @@ def worker_model(w):
     _versions(w)
     w.res["device"] = torch.cuda.get_device_name()
 
-    pt2 = export_stage(w, torch)
+    warm = os.path.join(j["dir"], "kfuse.warm.json")
+    meta = None
+    if os.path.exists(warm):
+        with open(warm) as f:
+            meta = json.load(f)
+    if meta and ((meta.get("pt2") and os.path.exists(meta["pt2"])) or meta.get("status")):
+        # exported (or failed to) by the warm phase
+        w.res.update({k: meta[k] for k in WARM_KEYS if k in meta})
+        w.res.update(export_in_warm_phase=True, stage=meta.get("stage", "export"))
+        pt2 = meta.get("pt2") if not meta.get("status") else None
+    else:
+        pt2 = export_stage(w, torch)
     so = compile_stage(w, pt2) if pt2 is not None else None
     if so is None:
         failed_at = w.res["stage"]
@@ -1372,13 +1398,32 @@ def worker_model(w):
     w.save(final=True)
 
 
+WARM_KEYS = ("build_s", "build_notes", "params", "param_bytes", "exported", "export_s", "export_inputs",
+             "export_error_fake", "pt2_bytes", "status", "error")
+
+
 def worker_warm(w):
-    """torch.compile each mode once on the GPU (fills Inductor's caches)"""
+    """with warm_export, kfuse.export into the unit's folder for the timing
+    phase (kfuse.warm.json); then torch.compile each mode once on the GPU
+    (fills Inductor's caches)"""
     j = w.job
     errors = []
     try:
         w.stage("import")
         torch = kb._setup_torch(j)
+        if j.get("warm_export"):
+            pt2 = export_stage(w, torch)
+            meta = {k: w.res[k] for k in WARM_KEYS if k in w.res}
+            meta.update(pt2=pt2, stage=w.res["stage"])
+            with open(os.path.join(j["dir"], "kfuse.warm.json"), "w") as f:
+                json.dump(meta, f)
+            w.res.pop("status", None)  # the timing phase records the unit's failure
+            w.res.pop("error", None)
+            import gc
+            gc.collect()
+        if not j["modes"]:
+            w.save(final=True)
+            return
         model = build_module(torch, j["spec"], j["small"], j["unit"]["dtype"], j["seed"])[0].cuda()
         args = input_tensors(torch, j["spec"], j["small"], j["unit"]["dtype"], j["seed"] + 2, "cuda")
         w.stage("compile-warm")
@@ -1457,6 +1502,10 @@ def main(argv=None):
     ap.add_argument("--time-failed", action="store_true", help="time eager and torch.compile where kfuse failed")
     ap.add_argument("--warm-jobs", type=int, default=0,
                     help="N parallel workers run torch.compile once per unit before the timing (Inductor's caches)")
+    ap.add_argument("--warm-export", action="store_true",
+                    help="the warm workers also kfuse.export each unit (CPU work; the timing phase compiles)")
+    ap.add_argument("--warm-export-max-gb", type=float, default=20.0,
+                    help="--warm-export keeps exports until they take this much disk; the rest export when timed")
     ap.add_argument("--inductor-cache", help="TORCHINDUCTOR_CACHE_DIR for every worker")
     args = ap.parse_args(argv)
     if args.worker:

@@ -10,6 +10,7 @@ GPU or torch (scripts/zoo.py; its sharding through scripts/kb_gpus.sh):
     K/N round robin and with --shard-costs: every unit in exactly one shard;
   - the tolerance rule: tolerance() and verdict();
   - resume: pending() skips what this mode recorded, --redo, --redo-status;
+  - the warm phase: each unit warmed once, --warm-export up to its disk cap;
   - the summary: per-dtype geomeans and fast_1, fast_1 per family, units
     below 0.9x eager, failures grouped by message (numbers and names taken
     out), the CPU-check table; --summarize and --list from the command line;
@@ -173,7 +174,44 @@ def main():
           "pending in cpu-check mode")
     refused(lambda: zoo.pending(units, recs, "gpu", redo_status="slow"), "--redo-status slow")
 
-    # 5. the summary
+    # 5. the warm phase: torch.compile warm-ups and --warm-export, remembered
+    with tempfile.TemporaryDirectory() as d:
+        calls = []
+
+        class R:
+            out = work = d
+            modes = ["default"]
+            run_id = "t"
+            args = types.SimpleNamespace(warm_export=True, warm_export_max_gb=1.5e-9, warm_jobs=1, timeout=10)
+
+            def left(self):
+                return None
+
+            def job(self, kind, u, **kw):
+                return dict(u=u, kind=kind, **kw)
+
+            def run_job(self, j, t):
+                calls.append(j)
+                if j["warm_export"]:
+                    os.makedirs(os.path.join(d, zoo.file_id(j["u"]["id"])), exist_ok=True)
+                    with open(os.path.join(d, zoo.file_id(j["u"]["id"]), "kfuse.warm.json"), "w") as fh:
+                        fh.write("{}")
+                return {"final": True, "exported": j["warm_export"], "pt2_bytes": 1}, 0, False, ""
+        few = units[:3]
+        zoo.warm_phase(R(), few)
+        check([c["warm_export"] for c in calls] == [True, True, False],
+              f"--warm-export until --warm-export-max-gb is reached: {[c['warm_export'] for c in calls]}")
+        calls.clear()
+        zoo.warm_phase(R(), few)
+        check([c["u"]["id"] for c in calls] == [few[2]["id"]] and calls[0]["warm_export"],
+              "warm.jsonl and kfuse.warm.json: only the export left out is done again")
+        calls.clear()
+        R.args.warm_export = False
+        zoo.warm_phase(R(), units)
+        check([c["u"]["id"] for c in calls] == [units[3]["id"]] and not calls[0]["warm_export"],
+              "without --warm-export only the units not warm yet")
+
+    # 6. the summary
     def rec(uid, status="ok", e=None, c=None, **kw):
         m, d = uid.split("/")
         s = zoo.model_spec(m)
@@ -219,7 +257,7 @@ def main():
     check("export and compile only" in md and "kfuse: error:" in md and "| — | — |" in md,
           "the cpu-check summary lists kfuse's messages")
 
-    # 6. the command line, without torch
+    # 7. the command line, without torch
     script = os.path.join(root, "scripts", "zoo.py")
     with tempfile.TemporaryDirectory() as d:
         with open(os.path.join(d, "results.jsonl"), "w") as f:
