@@ -43,15 +43,19 @@
  *    what cuDNN reads as the filter of the forward convolution from y to x)
  *    (a kf.param of channels-last type) when it is a plain weight, else a
  *    channels-last kf.copy; its result is declared channels-last;
- *  - an element-wise op (unary, binary, where) with a channels-last operand
- *    of its own result shape is declared channels-last; its other operands
- *    of that shape are converted like conv inputs;
+ *  - an element-wise op (unary, binary, where) with an operand of its own
+ *    result shape that this pass made channels-last is declared
+ *    channels-last; its other operands of that shape are converted like
+ *    conv inputs;
  *  - a plain reduction (sum, mean, amax, ..., not a normalisation) reads a
  *    channels-last operand as it is (the row kernel follows any strides);
- *  - any other use of a channels-last value (pooling, normalisations,
- *    views, matrix products, ...) and every graph output that is one read
- *    a row-major kf.copy of it instead, so only convolutions, element-wise
- *    kernels and reductions ever see the layout.
+ *  - any other use of a value this pass made channels-last (pooling,
+ *    normalisations, views, matrix products, ...) and every graph output
+ *    that is one read a row-major kf.copy of it instead, so only
+ *    convolutions, element-wise kernels and reductions ever see the layout.
+ *    Values whose strides were NHWC already (the model's own permutes and
+ *    views) keep their readers: those types were inferred from them (see
+ *    laid()). A convolution takes such a value as its input directly.
  * Shape inference accepts the declared layout on element-wise and
  * convolution results (pass/infer.c); the kernels read and write through
  * the strides, and the cuDNN steps describe NHWC tensors (runtime/
@@ -74,12 +78,23 @@ typedef struct lay {
   kf_namer nm;
   /* value id -> its channels-last copy / its row-major copy */
   kf_value **to_cl, **to_rm;
+  /* value id -> this pass declared it channels-last */
+  bool *made;
   uint32_t cap;
 } lay;
 
 static bool is_cl(const kf_value *v) {
   return v && v->type.kind == KF_TYPE_TENSOR && kf_type_is_channels_last(&v->type) &&
          !kf_type_is_contiguous(&v->type);
+}
+
+/* v is channels-last because this pass made it so. A value whose strides
+ * were NHWC before the pass (the model's own permute and view, maxvit_t's
+ * window partition: [1, 7, 7, 512] permuted to [1, 512, 7, 7]) keeps them:
+ * its readers' types were inferred from that layout, and a row-major copy
+ * under a view would change the view's strides and so its declared type. */
+static bool laid(const lay *l, const kf_value *v) {
+  return is_cl(v) && v->id < l->cap && l->made[v->id];
 }
 
 static bool small(const kf_type *t) { return kf_type_numel(t) <= INT32_MAX; }
@@ -294,8 +309,12 @@ static kf_status grow(lay *l) {
   b = realloc(l->to_rm, cap * sizeof *b);
   if (!b) return KF_ERR_NOMEM;
   l->to_rm = b;
+  bool *m = realloc(l->made, cap * sizeof *m);
+  if (!m) return KF_ERR_NOMEM;
+  l->made = m;
   memset(l->to_cl + l->cap, 0, (cap - l->cap) * sizeof *a);
   memset(l->to_rm + l->cap, 0, (cap - l->cap) * sizeof *b);
+  memset(l->made + l->cap, 0, (cap - l->cap) * sizeof *m);
   l->cap = cap;
   return KF_OK;
 }
@@ -330,6 +349,7 @@ static kf_status copy_of(lay *l, kf_value *v, bool cl, kf_value **out) {
   }
   if ((st = grow(l)) != KF_OK) return st;
   (cl ? l->to_cl : l->to_rm)[v->id] = cp->results[0];
+  if (cl) l->made[cp->results[0]->id] = true;
   *out = cp->results[0];
   return KF_OK;
 }
@@ -362,9 +382,16 @@ static kf_status weight_krsc(lay *l, kf_op *conv, kf_value *w, kf_value **out) {
       if (!dst) return KF_ERR_NOMEM;
       const unsigned char *src = data;
       int64_t idx[KF_MAX_RANK] = {0};
+      /* TEST ONLY (KFUSE_TEST_BREAK_LAYOUT=1): a deliberately wrong layout
+       * rewrite, the filter's two spatial dims exchanged where they are
+       * equal: the graph stays valid and each group verifies against its
+       * own (equally wrong) weights, so only the whole-module check against
+       * the reference can catch it (tests/gpu, docs/ARCHITECTURE.md) */
+      const char *brk = getenv("KFUSE_TEST_BREAK_LAYOUT");
+      bool swap = brk && strcmp(brk, "1") == 0 && t.rank == 4 && t.shape[2] == t.shape[3] && t.shape[2] > 1;
       for (int64_t from = 0; from < n; from++) {
         int64_t to = 0;
-        for (int d = 0; d < t.rank; d++) to += idx[d] * t.strides[d];
+        for (int d = 0; d < t.rank; d++) to += idx[swap && d >= 2 ? 5 - d : d] * t.strides[d];
         memcpy(dst + to * es, src + from * es, (size_t)es);
         for (int d = t.rank - 1; d >= 0; d--) {
           if (++idx[d] < t.shape[d]) break;
@@ -385,6 +412,7 @@ static kf_status weight_krsc(lay *l, kf_op *conv, kf_value *w, kf_value **out) {
       kf_graph_move_op(l->g, p, conv);
       if ((st = grow(l)) != KF_OK) return st;
       l->to_cl[w->id] = p->results[0];
+      l->made[p->results[0]->id] = true;
       *out = p->results[0];
       return KF_OK;
     }
@@ -405,6 +433,7 @@ static kf_status run(lay *l) {
       op->operands[0] = x;
       op->operands[1] = w;
       kf_type_set_channels_last(&op->results[0]->type);
+      if ((st = grow(l)) == KF_OK) l->made[op->results[0]->id] = true;
       continue;
     }
     const kf_type *r = elementwise(op) ? &op->results[0]->type : NULL;
@@ -414,7 +443,7 @@ static kf_status run(lay *l) {
        * operand's layout (KernelBench L2 87's softplus, x > 20 in a where,
        * read its operand through a row-major copy and mixed layouts in one
        * launch: 4x slower) */
-      if (is_cl(op->operands[i]) && kf_type_same_dims(&op->operands[i]->type, r)) propagate = true;
+      if (laid(l, op->operands[i]) && kf_type_same_dims(&op->operands[i]->type, r)) propagate = true;
     if (propagate) {
       for (int i = 0; i < op->n_operands && !st; i++) {
         kf_value *v = op->operands[i];
@@ -424,22 +453,23 @@ static kf_status run(lay *l) {
         if ((st = copy_of(l, v, true, &v)) == KF_OK) op->operands[i] = v;
       }
       kf_type_set_channels_last(&op->results[0]->type);
+      if (!st && (st = grow(l)) == KF_OK) l->made[op->results[0]->id] = true;
       continue;
     }
     /* a plain reduction reads any strides: the row kernel picks its layout
      * from the input's (a channel reduction of NHWC data walks contiguous
      * rows, a spatial one coalesces across channels) */
     if (kf_op_info_get(op->code)->kind == KF_KIND_REDUCE) continue;
-    /* everything else reads row-major */
+    /* everything else reads row-major what this pass laid out */
     for (int i = 0; i < op->n_operands && !st; i++) {
       kf_value *v = op->operands[i];
-      if (!is_cl(v)) continue;
+      if (!laid(l, v)) continue;
       if ((st = copy_of(l, v, false, &v)) == KF_OK) op->operands[i] = v;
     }
   }
   for (int i = 0; i < l->g->n_outputs && !st; i++) {
     kf_value *v = l->g->outputs[i];
-    if (!is_cl(v)) continue;
+    if (!laid(l, v)) continue;
     if ((st = copy_of(l, v, false, &v)) == KF_OK) l->g->outputs[i] = v;
   }
   return st;
@@ -458,6 +488,7 @@ static kf_status channels_last(kf_graph *g, int64_t min_numel, bool need_chain, 
   free(l.chosen);
   free(l.to_cl);
   free(l.to_rm);
+  free(l.made);
   return st;
 }
 
