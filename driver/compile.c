@@ -397,12 +397,71 @@ static void add_candidates(cJSON *e, const kf_uslot *sl) {
   cJSON_AddNumberToObject(j, "reference_seconds", in->refs_s);
 }
 
+/* The module check's result in the report (docs/ARCHITECTURE.md, "The
+ * module check"). */
+static void add_module_check(cJSON *r, const kf_module_check *mc) {
+  cJSON *c = cJSON_AddObjectToObject(r, "module_check");
+  cJSON_AddBoolToObject(c, "checked", mc->checked);
+  if (mc->checked) {
+    cJSON_AddBoolToObject(c, "passed", mc->passed);
+    cJSON_AddStringToObject(c, "device", mc->device);
+    cJSON_AddNumberToObject(c, "sets", mc->sets);
+    cJSON_AddNumberToObject(c, "max_rel_err", mc->max_rel_err);
+    cJSON_AddNumberToObject(c, "bound", mc->bound);
+    cJSON_AddNumberToObject(c, "seconds", mc->seconds);
+    cJSON_AddNumberToObject(c, "reference_seconds", mc->reference_s);
+    cJSON_AddStringToObject(c, "reference", "the per-op fp64 reference module (kfuse compile --reference)");
+  }
+  if (mc->why[0]) cJSON_AddStringToObject(c, mc->checked ? "failure" : "why", mc->why);
+  if (mc->fallback[0]) {
+    cJSON_AddStringToObject(c, "fallback", mc->fallback);
+    cJSON_AddStringToObject(c, "first_failure", mc->first_failure);
+  }
+}
+
+/* Hand the linked module to o->checker (kf_module_checker). */
+static kf_status check_module(const kf_graph *g, const kf_partition *p, const kf_memplan *mp, kf_unit **units,
+                              const kf_compile_options *o, const char *module_tmp, const char *weights_tmp,
+                              kf_module_check *mc, kf_diag *diag) {
+  uint32_t *end = calloc((size_t)p->n_groups + 1, sizeof *end);
+  if (!end) return KF_ERR_NOMEM;
+  uint32_t n = 0;
+  for (int i = 0; i < p->n_groups; i++) {
+    if (units[i]) n += (uint32_t)units[i]->n_steps;
+    end[i] = n;
+  }
+  kf_module_built b = {.module_path = module_tmp,
+                       .weights_path = weights_tmp,
+                       .graph = g,
+                       .partition = p,
+                       .memplan = mp,
+                       .units = units,
+                       .end_step = end};
+  kf_status st = o->checker->check(o->checker->user, &b, o, mc, diag);
+  free(end);
+  if (st == KF_ERR_MISMATCH) {
+    /* a warning: the caller decides whether a fallback compile follows
+     * (kfuse compile's) or the compile fails */
+    kf_diag_warn(diag, "%s: the compiled module does not match the reference: %s%s%s", g->name, mc->why,
+                 mc->bad_group >= 0 ? "; first diverging group: " : "", mc->bad_group >= 0 ? mc->bad_what : "");
+  } else if (st) {
+    kf_diag_error(diag, "%s: the module check failed: %s", g->name, mc->why[0] ? mc->why : kf_status_str(st));
+  } else if (o->progress && mc->checked) {
+    fprintf(stderr, "kfuse: module check: %d input sets, worst relative error %.2e (bound %.1e) against the fp64 "
+            "reference, %.2f s (reference built in %.2f s)\n", mc->sets, mc->max_rel_err, mc->bound, mc->seconds,
+            mc->reference_s);
+  } else if (o->progress) {
+    fprintf(stderr, "kfuse: module check: not run: %s\n", mc->why);
+  }
+  return st;
+}
+
 static kf_status write_report(const char *path, const kf_graph *g, const kf_partition *p,
                               const kf_memplan *mp, kf_unit **units, const kf_uslot *slots, int ns,
                               const kf_compile_options *o, const char *out_path, const void *blob,
                               size_t blob_bytes,
                               int64_t weights_bytes, const double *phase, const kf_units_state *ps,
-                              run_steps rs, kf_diag *diag) {
+                              run_steps rs, const kf_module_check *mc, kf_diag *diag) {
   cJSON *r = cJSON_CreateObject();
   if (!r) return KF_ERR_NOMEM;
   cJSON_AddStringToObject(r, "model", g->name);
@@ -479,8 +538,9 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
   cJSON_AddBoolToObject(r, "weights_embedded", o->embed_weights);
   cJSON_AddNumberToObject(r, "plan_bytes", (double)blob_bytes);
   cJSON *ph = cJSON_AddObjectToObject(r, "seconds");
-  const char *phases[] = {"passes", "partition", "units", "memplan", "plan", "emit", "link", "total"};
-  for (int i = 0; i < 8; i++) cJSON_AddNumberToObject(ph, phases[i], phase[i]);
+  const char *phases[] = {"passes", "partition", "units", "memplan", "plan", "emit", "link", "total", "module_check"};
+  for (int i = 0; i < 9; i++) cJSON_AddNumberToObject(ph, phases[i], phase[i]);
+  add_module_check(r, mc);
   cJSON *ga = cJSON_AddArrayToObject(r, "group_list");
   for (int i = 0; i < p->n_groups; i++) {
     const kf_group *grp = &p->groups[i];
@@ -540,7 +600,7 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
 
 kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char *out_path,
                            kf_diag *diag) {
-  double phase[8] = {0}, t0 = kf_now_s(), t;
+  double phase[9] = {0}, t0 = kf_now_s(), t;
   kf_partition *p = NULL;
   kf_memplan *mp = NULL;
   kf_unit **units = NULL;
@@ -591,7 +651,7 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
         sum = INT64_MAX; /* the memory plan refuses it, naming the size */
     if (sum > scratch) scratch = sum;
   }
-  st = kf_memplan_build(p, scratch, &mp, diag);
+  st = o->keep_values ? kf_memplan_build_keep(p, scratch, &mp, diag) : kf_memplan_build(p, scratch, &mp, diag);
   phase[3] = kf_now_s() - t;
   if (st) goto done;
 
@@ -712,12 +772,32 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
     phase[6] = kf_now_s() - t;
     if (st) goto done;
   }
+  kf_module_check mc_local, *mc = o->check_out ? o->check_out : &mc_local;
+  char fb[256], ff[1024];
+  snprintf(fb, sizeof fb, "%s", mc->fallback);
+  snprintf(ff, sizeof ff, "%s", mc->first_failure);
+  memset(mc, 0, sizeof *mc);
+  snprintf(mc->fallback, sizeof mc->fallback, "%s", fb);
+  snprintf(mc->first_failure, sizeof mc->first_failure, "%s", ff);
+  mc->bad_group = -1;
+  if (o->checker && o->emit == KF_EMIT_SO) {
+    t = kf_now_s();
+    st = check_module(g, p, mp, units, o, art[ART_MODULE].tmp, o->embed_weights ? NULL : art[ART_WEIGHTS].tmp,
+                      mc, diag);
+    phase[8] = kf_now_s() - t;
+    if (st) goto done;
+  } else {
+    snprintf(mc->why, sizeof mc->why, "%s",
+             o->emit != KF_EMIT_SO ? "an object module is checked where it is linked, not here"
+                                   : "no module check was asked for (kfuse compile --no-verify-module, or a "
+                                     "library caller without a checker)");
+  }
   phase[7] = kf_now_s() - t0;
   run_steps rs = count_steps(p, units);
   if (o->report_path) {
     if ((st = art_init(&art[ART_REPORT], o->report_path))) goto done;
     st = write_report(art[ART_REPORT].tmp, g, p, mp, units, slots, ns, o, out_path, blob, blob_bytes, wbytes,
-                      phase, &ps, rs, diag);
+                      phase, &ps, rs, mc, diag);
   }
   if (!st) st = art_commit(art, diag);
   if (o->progress && !st) {

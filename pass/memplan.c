@@ -162,20 +162,25 @@ static bool dense(const kf_type *t) {
   return ext + 1 == n;
 }
 
-static kf_status build(const kf_partition *p, int64_t scratch_bytes, bool dense_outputs, kf_memplan **out,
-                       kf_diag *diag);
+static kf_status build(const kf_partition *p, int64_t scratch_bytes, bool dense_outputs, bool keep,
+                       kf_memplan **out, kf_diag *diag);
 
 kf_status kf_memplan_build(const kf_partition *p, int64_t scratch_bytes, kf_memplan **out, kf_diag *diag) {
-  return build(p, scratch_bytes, false, out, diag);
+  return build(p, scratch_bytes, false, false, out, diag);
 }
 
 kf_status kf_memplan_build_dense(const kf_partition *p, int64_t scratch_bytes, kf_memplan **out,
                                  kf_diag *diag) {
-  return build(p, scratch_bytes, true, out, diag);
+  return build(p, scratch_bytes, true, false, out, diag);
 }
 
-static kf_status build(const kf_partition *p, int64_t scratch_bytes, bool dense_outputs, kf_memplan **out,
-                       kf_diag *diag) {
+kf_status kf_memplan_build_keep(const kf_partition *p, int64_t scratch_bytes, kf_memplan **out, kf_diag *diag) {
+  return build(p, scratch_bytes, false, true, out, diag);
+}
+
+/* keep: no region is ever freed (every value stays readable after a run) */
+static kf_status build(const kf_partition *p, int64_t scratch_bytes, bool dense_outputs, bool keep,
+                       kf_memplan **out, kf_diag *diag) {
   const kf_graph *g = p->graph;
   size_t nv = g->next_value_id ? g->next_value_id : 1;
   kf_memplan *m = calloc(1, sizeof *m);
@@ -317,7 +322,7 @@ static kf_status build(const kf_partition *p, int64_t scratch_bytes, bool dense_
                        diag);
         break;
       }
-      int when = (last[v->id] > t ? last[v->id] : t) + 1; /* <= n_groups */
+      int when = keep ? p->n_groups : (last[v->id] > t ? last[v->id] : t) + 1; /* <= n_groups */
       region[nr] = v;
       next[nr] = head[when];
       head[when] = nr;

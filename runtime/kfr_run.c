@@ -576,15 +576,20 @@ static int run_one(kfuse_model *m, uint32_t s, CUstream stream, dnn_side *dnn) {
   return KFUSE_OK;
 }
 
-static int run_steps(kfuse_model *m, CUstream stream) {
+/* Steps [0, n) of the plan (n clipped to the plan's). */
+static int run_prefix(kfuse_model *m, CUstream stream, uint32_t n) {
   dnn_side dnn = {m, stream, 0};
   int rc = KFUSE_OK;
   uint32_t s = 0;
-  for (; s < m->h.n_steps && rc == KFUSE_OK; s++)
+  if (n > m->h.n_steps)
+    n = m->h.n_steps;
+  for (; s < n && rc == KFUSE_OK; s++)
     rc = run_one(m, s, stream, &dnn);
   int jr = dnn_join(&dnn, s ? s - 1 : 0);
   return rc ? rc : jr;
 }
+
+static int run_steps(kfuse_model *m, CUstream stream) { return run_prefix(m, stream, UINT32_MAX); }
 
 static void bind_io(kfuse_model *m, const CUdeviceptr *in,
                     const CUdeviceptr *out) {
@@ -716,8 +721,11 @@ static int check_io(kfuse_model *m, const void *const *inputs,
   return KFUSE_OK;
 }
 
-int kfuse_model_run(kfuse_model *m, void *stream, const void *const *inputs,
-                    void *const *outputs) {
+/* kfuse_model_run, or with debug_steps < UINT32_MAX only the plan's first
+ * debug_steps steps, never through a graph and never captured
+ * (kfuse_model_debug_run). */
+static int run_model(kfuse_model *m, void *stream, const void *const *inputs, void *const *outputs,
+                     uint32_t debug_steps) {
   if (!m)
     return KFUSE_EARG;
   int rc = kfr_enter(m);
@@ -741,20 +749,24 @@ int kfuse_model_run(kfuse_model *m, void *stream, const void *const *inputs,
    * capture as an event wait node (replays wait for the run before their
    * launch), and the graph holds the instance alive (kfr_capture_hold) */
   int captured = cs != CU_STREAM_CAPTURE_STATUS_NONE;
+  if (captured && debug_steps != UINT32_MAX) {
+    rc = kfr_fail(m, KFUSE_EARG, "kfuse_model_debug_run: the stream is being captured");
+    goto pop;
+  }
   if (captured && (rc = kfr_capture_hold(m, s)))
     goto pop;
   if ((r = cu->cuStreamWaitEvent(s, m->done, captured ? CU_EVENT_WAIT_EXTERNAL : 0)) != CUDA_SUCCESS) {
     rc = cu_fail_run(m, r, "cuStreamWaitEvent", "ordering after the last run");
     goto pop;
   }
-  if (m->use_graph && !captured) {
+  if (m->use_graph && !captured && debug_steps == UINT32_MAX) {
     rc = run_graph(m, s, inputs, outputs);
   } else {
     for (uint32_t i = 0; i < m->h.n_inputs; i++)
       m->base[m->input_buf[i]] = (CUdeviceptr)(uintptr_t)inputs[i];
     for (uint32_t i = 0; i < m->h.n_outputs; i++)
       m->base[m->output_buf[i]] = (CUdeviceptr)(uintptr_t)outputs[i];
-    rc = run_steps(m, s);
+    rc = run_prefix(m, s, debug_steps);
   }
   /* record even after a failure: work already queued must still be ordered
    * before the next run (in a capture: an event record node) */
@@ -771,4 +783,25 @@ unlock:
     m->err[0] = 0;
   kfr_leave(m);
   return rc;
+}
+
+int kfuse_model_run(kfuse_model *m, void *stream, const void *const *inputs,
+                    void *const *outputs) {
+  return run_model(m, stream, inputs, outputs, UINT32_MAX);
+}
+
+int kfuse_model_debug_run(kfuse_model *m, void *stream, const void *const *inputs,
+                          void *const *outputs, uint32_t n_steps) {
+  if (m && n_steps == UINT32_MAX)
+    n_steps = UINT32_MAX - 1; /* all of them, still without the graph */
+  return run_model(m, stream, inputs, outputs, n_steps);
+}
+
+int kfuse_model_debug_arena(const kfuse_model *m, uint64_t *device_ptr, uint64_t *bytes, uint32_t *n_steps) {
+  if (!m || !device_ptr || !bytes || !n_steps)
+    return KFUSE_EARG;
+  *device_ptr = (uint64_t)m->arena;
+  *bytes = m->h.arena_bytes;
+  *n_steps = m->h.n_steps;
+  return KFUSE_OK;
 }

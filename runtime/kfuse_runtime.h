@@ -172,6 +172,23 @@ KFUSE_EXPORT const char *kfuse_last_error(void);
 /* Initialise options with their defaults. */
 KFUSE_EXPORT void kfuse_options_init(kfuse_options *o);
 
+/* ---- debugging aids (kfuse compile's module check uses them to find the
+ * first group whose outputs differ from the reference's) ---- */
+
+/* Run only the plan's first n_steps steps (all of them for n_steps >= the
+ * plan's count), launching each (never through the CUDA graph) on stream,
+ * which must not be capturing; ordered like kfuse_model_run. The values
+ * those steps wrote stay in the arena until the next run. */
+KFUSE_EXPORT int kfuse_model_debug_run(kfuse_model *m, void *stream,
+                                       const void *const *inputs,
+                                       void *const *outputs, uint32_t n_steps);
+/* The device address and size of the instance's arena (where the
+ * intermediates live, at the offsets of the compile's memory plan) and the
+ * plan's step count. */
+KFUSE_EXPORT int kfuse_model_debug_arena(const kfuse_model *m,
+                                         uint64_t *device_ptr, uint64_t *bytes,
+                                         uint32_t *n_steps);
+
 /* What <prefix>_create calls: plan is the module's embedded plan blob. */
 int kfr_model_create(const void *plan, size_t plan_bytes,
                      const kfuse_options *opts, kfuse_model **out);

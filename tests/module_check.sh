@@ -16,7 +16,7 @@ mkdir -p "$dir"
 fail() { echo "module_check: $*" >&2; exit 1; }
 if [ "$mode" = so ]; then
   "$k" compile "$model" -o "$dir/m.so" -q --report "$dir/r.json"
-  want="kfuse_last_error kfuse_model_check kfuse_model_create kfuse_model_destroy kfuse_model_error kfuse_model_input_info kfuse_model_num_inputs kfuse_model_num_outputs kfuse_model_output_info kfuse_model_run kfuse_options_init"
+  want="kfuse_last_error kfuse_model_check kfuse_model_create kfuse_model_debug_arena kfuse_model_debug_run kfuse_model_destroy kfuse_model_error kfuse_model_input_info kfuse_model_num_inputs kfuse_model_num_outputs kfuse_model_output_info kfuse_model_run kfuse_options_init"
   got=$(nm -D --defined-only "$dir/m.so" | awk 'NF == 3 { print $3 }' | sort | tr '\n' ' ' | sed 's/ $//')
   [ "$got" = "$want" ] || fail "exports are '$got', expected '$want'"
   # its own references bind to its own copy of the runtime, never to

@@ -3,7 +3,7 @@
  *   kfuse compile MODEL -o OUT.so [--emit so|obj] [--target sm_90|sm_90a]
  *                 [--precision default|tf32|bf16|fp16] [--report R.json]
  *                 [--embed-weights] [--no-fuse] [--no-horizontal] [--no-cudnn]
- *                 [--no-channels-last] [--channels-last-all] [--no-judge] [--judge-all]
+ *                 [--no-channels-last] [--channels-last-all] [--no-judge] [--judge-all] [--no-verify-module]
  *                 [--judge-timeout S] [--unit KEY=DIR ...] [--reference] [--prefix NAME] [--kernel-option KEY=N ...] [-q]
  *                 [--cache DIR | --no-cache] [--require-cached] [--reverify] [--offline]
  *                 [--remote URL [--remote-read-only] [--remote-timeout S]]
@@ -142,7 +142,7 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   kf_compile_options_init(&o);
   o.progress = true;
   const char *in = NULL, *out = NULL;
-  bool judge_all = false, judge_seconds_given = false;
+  bool judge_all = false, judge_seconds_given = false, no_verify_module = false;
   enum { MAX_GIVEN = 64 };
   const char *given_keys[MAX_GIVEN], *given_dirs[MAX_GIVEN];
   int n_given = 0;
@@ -211,6 +211,8 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
       judge_timeout = strtod(v, &end);
       if (end == v || *end || !(judge_timeout >= 1 && judge_timeout <= 3600))
         return kf_cli_error("compile", diag, "--judge-timeout takes seconds from 1 to 3600, not '%s'", v);
+    } else if (strcmp(a, "--no-verify-module") == 0) {
+      no_verify_module = true;
     } else if (strcmp(a, "--no-channels-last") == 0) {
       o.no_channels_last = true;
     } else if (strcmp(a, "--channels-last-all") == 0) {
@@ -302,13 +304,54 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
                   o.require_cached ? "--require-cached" : "--reverify");
     st = KF_ERR_IO;
   }
+  /* the whole module checked against the fp64 reference before it is
+   * written (judge/module_check.c); on a mismatch, compiled again with the
+   * safer lowerings in turn, each checked likewise */
+  kf_judge_module_checker mck;
+  kf_judge_module_checker_init(&mck, in);
+  kf_module_check mres;
+  memset(&mres, 0, sizeof mres);
+  if (!no_verify_module && o.emit == KF_EMIT_SO && !o.reference) {
+    o.checker = &mck.checker;
+    o.check_out = &mres;
+  }
   kf_load_options lo;
   kf_load_options_init(&lo);
-  kf_graph *g = NULL;
-  if (st == KF_OK) st = kf_model_load(in, &lo, &g, diag);
-  if (st == KF_OK) st = kf_graph_verify(g, diag);
-  if (st == KF_OK) st = kf_compile_graph(g, &o, out, diag);
-  kf_graph_destroy(g);
+  for (;;) {
+    kf_graph *g = NULL;
+    if (st == KF_OK) st = kf_model_load(in, &lo, &g, diag);
+    if (st == KF_OK) st = kf_graph_verify(g, diag);
+    if (st == KF_OK) st = kf_compile_graph(g, &o, out, diag);
+    kf_graph_destroy(g);
+    if (st != KF_ERR_MISMATCH) break;
+    const char *next = NULL;
+    if (!o.no_channels_last && !o.no_cudnn) {
+      o.no_channels_last = true;
+      next = "--no-channels-last";
+    } else if (o.fuse) {
+      o.fuse = false;
+      next = "--no-channels-last --no-fuse";
+    } else if (!o.no_cudnn) {
+      o.no_cudnn = true;
+      next = "--no-channels-last --no-fuse --no-cudnn";
+    }
+    if (!next) {
+      kf_diag_error(diag, "%s: no module written: the compiled module does not match the fp64 reference, nor do "
+                    "its fallbacks (%s)", in, mres.fallback);
+      break;
+    }
+    if (!mres.first_failure[0]) {
+      kf_strbuf fb;
+      kf_strbuf_init(&fb);
+      kf_strbuf_printf(&fb, "%s%s%s", mres.why, mres.bad_group >= 0 ? "; first diverging group: " : "",
+                       mres.bad_group >= 0 ? mres.bad_what : "");
+      snprintf(mres.first_failure, sizeof mres.first_failure, "%s", fb.data ? fb.data : "");
+      kf_strbuf_fini(&fb);
+    }
+    snprintf(mres.fallback, sizeof mres.fallback, "%s", next);
+    kf_diag_warn(diag, "%s: compiling again with %s, and checking that", in, next);
+    st = KF_OK;
+  }
   /* the sessions into the report; the module stands whatever happens here */
   if (st == KF_OK && agent && o.report_path && kf_compile_agent_report(agent_dir, o.report_path, o.progress, diag))
     kf_diag_warn(diag, "the agent sessions are not in the report %s (see %s/agent.json)", o.report_path, agent_dir);

@@ -69,6 +69,52 @@ typedef struct kf_picker {
   bool all_groups; /* judge groups without choices too (verification) */
 } kf_picker;
 
+/* ---- checking the finished module as a whole ----
+ * Every group passing the judge does not make a module right: layout,
+ * fusion and library bugs live between groups. After linking, before any
+ * file is renamed into place, kf_compile_graph hands the module to a
+ * checker (judge/module_check.c, wired by the kfuse command: the module run
+ * on fresh inputs against the per-op fp64 reference module); a failed
+ * check leaves nothing written and returns KF_ERR_MISMATCH. */
+
+typedef struct kf_module_built {
+  const char *module_path;  /* the linked module (KF_EMIT_SO), temporary name */
+  const char *weights_path; /* its weights file (temporary name), NULL when embedded */
+  const kf_graph *graph;    /* after the compile passes */
+  const kf_partition *partition;
+  const kf_memplan *memplan;
+  kf_unit *const *units;    /* per group, NULL for view groups */
+  const uint32_t *end_step; /* per group: plan steps [0, end_step) compute it
+                               and every group before it */
+} kf_module_built;
+
+typedef struct kf_module_check {
+  bool checked;         /* false: not checked, why says why */
+  bool passed;
+  char why[1024];       /* not checked, or what failed */
+  char device[96];
+  int sets;             /* input sets compared */
+  double max_rel_err;   /* the worst output's relative error norm */
+  double bound;         /* what it was held to (from the precision policy) */
+  double seconds;       /* the whole check, the reference's build included */
+  double reference_s;   /* building the reference module */
+  int bad_group;        /* on failure: the first group whose outputs
+                           diverge from the reference's, or -1 */
+  double bad_rel_err;
+  char bad_what[1024];  /* its ops and what was done to them */
+  char fallback[256];   /* set by the caller: the module was compiled again
+                           this way after the first one failed its check */
+  char first_failure[1024];
+} kf_module_check;
+
+typedef struct kf_module_checker {
+  /* KF_OK with out->passed (or !out->checked); KF_ERR_MISMATCH when the
+   * module is wrong; another error when the check itself failed */
+  kf_status (*check)(void *user, const kf_module_built *b, const struct kf_compile_options *o,
+                     kf_module_check *out, kf_diag *diag);
+  void *user;
+} kf_module_checker;
+
 typedef struct kf_compile_options {
   kf_precision precision;
   kf_target target;
@@ -127,6 +173,12 @@ typedef struct kf_compile_options {
   bool reverify;            /* a cached unit is judged again on the GPU
                                before use; one that fails is dropped from
                                the cache and the group built anew */
+  const kf_module_checker *checker; /* the whole module checked before it is
+                               written (NULL: not checked; the report says so) */
+  kf_module_check *check_out; /* where the check's result goes, or NULL; its
+                               fallback and first_failure are the caller's */
+  bool keep_values;         /* no arena reuse: every group output keeps its
+                               region (the module check's reference) */
 } kf_compile_options;
 
 KF_API void kf_compile_options_init(kf_compile_options *o);

@@ -118,6 +118,28 @@ KF_API void kf_judge_queue_give(kf_judge_queue *q, int device);
 KF_API int kf_judge_queue_take_cb(void *q);
 KF_API void kf_judge_queue_give_cb(void *q, int device);
 
+/* kfuse compile's module check (kf_module_checker, include/kfuse/compile.h;
+ * judge/module_check.c): the linked module run on fresh input sets
+ * against the per-op fp64 reference module built from the model at
+ * model_path, in a worker process; the first diverging group found on a
+ * mismatch. Not run without a GPU (the result says so). */
+typedef struct kf_judge_module_checker {
+  kf_module_checker checker; /* what kf_compile_options.checker points to */
+  const char *model_path;    /* loaded again for the reference */
+  int sets;                  /* input sets (3) */
+  double timeout_s;          /* the worker's wall-time limit (600) */
+  uint64_t seed;             /* 0: drawn from the OS */
+  const char *worker_exe;    /* NULL: /proc/self/exe */
+  bool keep_files;           /* keep the temporary directory (the spec, the
+                                reference, the worker's log):
+                                KFUSE_MODULE_CHECK_KEEP=1 */
+} kf_judge_module_checker;
+
+KF_API void kf_judge_module_checker_init(kf_judge_module_checker *c, const char *model_path);
+/* `kfuse module-check-worker SPEC RESULT` (started by the check; not for
+ * use by hand). Returns the process exit status. */
+KF_API int kf_judge_module_check_main(int argc, char **argv);
+
 /* The worker's entry (`kfuse judge-worker`, which kf_judge_unit starts;
  * not for use by hand): reads its work from fd 4, reports on fd 3. Returns
  * the process exit status. */

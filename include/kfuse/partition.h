@@ -159,6 +159,10 @@ KF_API kf_status kf_memplan_build(const kf_partition *p, int64_t scratch_bytes,
  * callers' contract). */
 KF_API kf_status kf_memplan_build_dense(const kf_partition *p, int64_t scratch_bytes,
                                         kf_memplan **out, kf_diag *diag);
+/* The same with no reuse: every group output keeps its own region, so all
+ * of them can be read after a run (the module check's reference). */
+KF_API kf_status kf_memplan_build_keep(const kf_partition *p, int64_t scratch_bytes,
+                                       kf_memplan **out, kf_diag *diag);
 /* KF_ERR_LIMIT, naming the value and its type, when some value of the graph
  * spans more bytes than the memory plan can count (2^62); kf_memplan_build
  * checks this first, the compile driver also before building kernels. */

@@ -1,0 +1,646 @@
+/* judge/module_check_worker.c — `kfuse module-check-worker SPEC RESULT`:
+ * the GPU side of kfuse compile's module check (judge/module_check.c says
+ * what the spec holds and why). A fresh process image: the compiling
+ * process has run NVRTC, after which CUDA does not start in a forked child
+ * (judge/worker.c).
+ *
+ * With {"probe": true} it only says whether there is a GPU. Otherwise it
+ * loads the compiled module and the reference module (dlopen, each with
+ * its own copy of the runtime), draws `sets` input sets (floats: set 0
+ * normal, set 1 uniform in [-1, 1), set 2 uniform in [0, 1), repeating;
+ * integers uniform in [0, int_hi)), runs both and compares every output by
+ * its relative error norm ||y - ref|| / ||ref|| (a NaN or infinity where
+ * the reference has none, or the reverse, is an infinite error). On a
+ * mismatch it finds the first group of the compiled module whose outputs
+ * diverge from the reference's values of the same name: on the failing
+ * set, the reference run once (its arena keeps every value), then a
+ * bisection over the compiled module's groups, each probe a run of the
+ * plan's steps up to that group (kfuse_model_debug_run) and its outputs
+ * read from the arena. The result is JSON: {"gpu", "device", "sets",
+ * "max_rel_err", "passed", "why", "outputs": [...], "first_bad_group":
+ * {"group", "what", "value", "rel_err"}} or {"error": "..."}. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cuda.h>
+
+#include "judge_int.h"
+#include "kfuse/interp.h"
+#include "kfuse_runtime.h"
+
+typedef struct drv {
+  void *lib;
+  CUresult (*Init)(unsigned);
+  CUresult (*DeviceGetCount)(int *);
+  CUresult (*DeviceGet)(CUdevice *, int);
+  CUresult (*DeviceGetName)(char *, int, CUdevice);
+  CUresult (*PrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*StreamCreate)(CUstream *, unsigned);
+  CUresult (*StreamSynchronize)(CUstream);
+  CUresult (*GetErrorString)(CUresult, const char **);
+} drv;
+
+typedef struct mod {
+  void *lib;
+  kfuse_model *m;
+  void (*options_init)(kfuse_options *);
+  int (*create)(const kfuse_options *, kfuse_model **);
+  int (*run)(kfuse_model *, void *, const void *const *, void *const *);
+  int (*debug_run)(kfuse_model *, void *, const void *const *, void *const *, uint32_t);
+  int (*debug_arena)(const kfuse_model *, uint64_t *, uint64_t *, uint32_t *);
+  void (*destroy)(kfuse_model *);
+  const char *(*error)(const kfuse_model *);
+  const char *(*last_error)(void);
+  CUdeviceptr *out; /* its output buffers */
+} mod;
+
+static char g_err[2048];
+
+#define FAIL(...)                                        \
+  do {                                                   \
+    snprintf(g_err, sizeof g_err, __VA_ARGS__);          \
+    goto done;                                           \
+  } while (0)
+
+static bool drv_load(drv *d) {
+  memset(d, 0, sizeof *d);
+  d->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!d->lib) {
+    snprintf(g_err, sizeof g_err, "no CUDA driver (%s)", dlerror());
+    return false;
+  }
+  struct {
+    void **p;
+    const char *n;
+  } s[] = {{(void **)&d->Init, "cuInit"},
+           {(void **)&d->DeviceGetCount, "cuDeviceGetCount"},
+           {(void **)&d->DeviceGet, "cuDeviceGet"},
+           {(void **)&d->DeviceGetName, "cuDeviceGetName"},
+           {(void **)&d->PrimaryCtxRetain, "cuDevicePrimaryCtxRetain"},
+           {(void **)&d->CtxSetCurrent, "cuCtxSetCurrent"},
+           {(void **)&d->MemAlloc, "cuMemAlloc_v2"},
+           {(void **)&d->MemFree, "cuMemFree_v2"},
+           {(void **)&d->MemcpyHtoD, "cuMemcpyHtoD_v2"},
+           {(void **)&d->MemcpyDtoH, "cuMemcpyDtoH_v2"},
+           {(void **)&d->StreamCreate, "cuStreamCreate"},
+           {(void **)&d->StreamSynchronize, "cuStreamSynchronize"},
+           {(void **)&d->GetErrorString, "cuGetErrorString"}};
+  for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
+    if (!(*s[i].p = dlsym(d->lib, s[i].n))) {
+      snprintf(g_err, sizeof g_err, "the CUDA driver has no %s", s[i].n);
+      return false;
+    }
+  return true;
+}
+
+static const char *cu_str(const drv *d, CUresult r) {
+  const char *s = NULL;
+  if (d->GetErrorString && d->GetErrorString(r, &s) == CUDA_SUCCESS && s) return s;
+  return "unknown CUDA error";
+}
+
+static bool mod_load(mod *m, const char *path) {
+  memset(m, 0, sizeof *m);
+  m->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!m->lib) {
+    snprintf(g_err, sizeof g_err, "cannot load %s: %s", path, dlerror());
+    return false;
+  }
+  struct {
+    void **p;
+    const char *n;
+  } s[] = {{(void **)&m->options_init, "kfuse_options_init"},
+           {(void **)&m->create, "kfuse_model_create"},
+           {(void **)&m->run, "kfuse_model_run"},
+           {(void **)&m->debug_run, "kfuse_model_debug_run"},
+           {(void **)&m->debug_arena, "kfuse_model_debug_arena"},
+           {(void **)&m->destroy, "kfuse_model_destroy"},
+           {(void **)&m->error, "kfuse_model_error"},
+           {(void **)&m->last_error, "kfuse_last_error"}};
+  for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
+    if (!(*s[i].p = dlsym(m->lib, s[i].n))) {
+      snprintf(g_err, sizeof g_err, "%s has no %s", path, s[i].n);
+      return false;
+    }
+  return true;
+}
+
+/* ---- values on the host ---- */
+
+typedef struct tdesc {
+  kf_dtype dtype;
+  int rank;
+  int64_t shape[KF_MAX_RANK], strides[KF_MAX_RANK];
+  int64_t numel;
+} tdesc;
+
+static bool desc_of(const cJSON *o, tdesc *t) {
+  memset(t, 0, sizeof *t);
+  t->dtype = (kf_dtype)(int)cJSON_GetNumberValue(cJSON_GetObjectItem(o, "dtype"));
+  const cJSON *sh = cJSON_GetObjectItem(o, "shape"), *st = cJSON_GetObjectItem(o, "strides");
+  t->rank = cJSON_GetArraySize(sh);
+  if (t->rank > KF_MAX_RANK) return false;
+  t->numel = 1;
+  for (int i = 0; i < t->rank; i++) {
+    t->shape[i] = (int64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(sh, i));
+    t->numel *= t->shape[i];
+  }
+  /* row-major when no strides are given */
+  int64_t s = 1;
+  for (int i = t->rank - 1; i >= 0; i--) {
+    t->strides[i] = st ? (int64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(st, i)) : s;
+    s *= t->shape[i];
+  }
+  return true;
+}
+
+static bool same_shape(const tdesc *a, const tdesc *b) {
+  if (a->rank != b->rank || a->dtype != b->dtype) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->shape[i] != b->shape[i]) return false;
+  return true;
+}
+
+static double get(kf_dtype dt, const void *p, int64_t i) {
+  kf_tensor t;
+  memset(&t, 0, sizeof t);
+  t.dtype = dt;
+  t.rank = 1;
+  t.shape[0] = i + 1;
+  t.data = (void *)p;
+  return kf_tensor_get(&t, i);
+}
+
+static void set(kf_dtype dt, void *p, int64_t i, double v) {
+  kf_tensor t;
+  memset(&t, 0, sizeof t);
+  t.dtype = dt;
+  t.rank = 1;
+  t.shape[0] = i + 1;
+  t.data = p;
+  kf_tensor_set(&t, i, v);
+}
+
+/* The value at device address p with t's strides, in logical order, as
+ * doubles (malloc'd), or NULL (g_err says why). */
+static double *read_value(const drv *d, CUdeviceptr p, const tdesc *t) {
+  int64_t ext = 1;
+  for (int i = 0; i < t->rank; i++) {
+    if (t->shape[i] == 0) return calloc(1, sizeof(double));
+    ext += (t->shape[i] - 1) * t->strides[i];
+  }
+  size_t es = kf_dtype_size(t->dtype);
+  void *raw = malloc((size_t)ext * es + 1);
+  double *out = malloc((size_t)(t->numel > 0 ? t->numel : 1) * sizeof *out);
+  if (!raw || !out) {
+    free(raw);
+    free(out);
+    snprintf(g_err, sizeof g_err, "out of host memory reading a value back");
+    return NULL;
+  }
+  CUresult r = d->MemcpyDtoH(raw, p, (size_t)ext * es);
+  if (r != CUDA_SUCCESS) {
+    snprintf(g_err, sizeof g_err, "cuMemcpyDtoH failed: %s", cu_str(d, r));
+    free(raw);
+    free(out);
+    return NULL;
+  }
+  int64_t idx[KF_MAX_RANK] = {0};
+  for (int64_t e = 0; e < t->numel; e++) {
+    int64_t off = 0;
+    for (int k = 0; k < t->rank; k++) off += idx[k] * t->strides[k];
+    out[e] = get(t->dtype, raw, off);
+    for (int k = t->rank - 1; k >= 0; k--) {
+      if (++idx[k] < t->shape[k]) break;
+      idx[k] = 0;
+    }
+  }
+  free(raw);
+  return out;
+}
+
+/* ||a - b|| / ||b||; infinite where one has a NaN or infinity the other
+ * has not; the largest absolute difference when ||b|| is 0. */
+static double rel_err(const double *a, const double *b, int64_t n) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < n; i++) {
+    bool fa = isfinite(a[i]), fb = isfinite(b[i]);
+    if (!fa || !fb) {
+      if (isnan(a[i]) && isnan(b[i])) continue;
+      if (a[i] == b[i]) continue; /* the same infinity */
+      return INFINITY;
+    }
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  if (den == 0) return sqrt(num);
+  return sqrt(num / den);
+}
+
+/* ---- inputs ---- */
+
+static uint64_t next(uint64_t *s) { /* splitmix64 */
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static double u01(uint64_t *s) { return (double)(next(s) >> 11) / (double)(1ULL << 53); }
+
+static double draw(int set_k, uint64_t *s) {
+  switch (set_k % 3) {
+  case 0: { /* normal (Box-Muller) */
+    double u = u01(s), v = u01(s);
+    return sqrt(-2 * log(u > 1e-300 ? u : 1e-300)) * cos(2 * M_PI * v);
+  }
+  case 1: return 2 * u01(s) - 1;
+  default: return u01(s);
+  }
+}
+
+typedef struct input {
+  tdesc t;
+  int64_t int_hi; /* 0 for floats */
+  void *host;
+  CUdeviceptr dev;
+  size_t bytes;
+} input;
+
+static void fill(input *in, int set_k, uint64_t *s) {
+  for (int64_t e = 0; e < in->t.numel; e++) {
+    double v = in->int_hi > 0 ? (double)(int64_t)(next(s) % (uint64_t)in->int_hi) : draw(set_k, s);
+    set(in->t.dtype, in->host, e, v);
+  }
+}
+
+/* ---- locating values ---- */
+
+static CUdeviceptr where(const cJSON *v, uint64_t arena, const input *ins, int n_in, const CUdeviceptr *outs,
+                         int n_out) {
+  const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(v, "kind"));
+  int idx = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(v, "index"));
+  CUdeviceptr off = (CUdeviceptr)cJSON_GetNumberValue(cJSON_GetObjectItem(v, "byte_offset"));
+  if (!kind) return 0;
+  if (strcmp(kind, "arena") == 0) return (CUdeviceptr)arena + off;
+  if (strcmp(kind, "output") == 0 && idx >= 0 && idx < n_out) return outs[idx] + off;
+  if (strcmp(kind, "input") == 0 && idx >= 0 && idx < n_in) return ins[idx].dev + off;
+  return 0;
+}
+
+static const cJSON *ref_value(const cJSON *ref_groups, const char *name) {
+  const cJSON *g;
+  cJSON_ArrayForEach(g, ref_groups) {
+    const cJSON *v;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItem(g, "values")) {
+      const char *n = cJSON_GetStringValue(cJSON_GetObjectItem(v, "name"));
+      if (n && strcmp(n, name) == 0) return v;
+    }
+  }
+  return NULL;
+}
+
+typedef struct ctx {
+  const drv *d;
+  CUstream stream;
+  mod *a, *r;
+  input *ins;
+  int n_in, n_out;
+  const void **in_ptrs;
+  void **out_a;
+  const CUdeviceptr *oa, *or_; /* the output buffers of a and r */
+  const cJSON *groups, *ref_groups;
+  uint64_t arena_a, arena_r;
+  double bound;
+  /* the worst value of the last probe */
+  char worst_name[256];
+  double worst;
+} ctx;
+
+/* Group gi (an item of the module's groups) after a prefix run: its
+ * values' largest relative error against the reference's (< 0: none
+ * comparable), or NAN on a failure (g_err). */
+static double probe(ctx *c, const cJSON *grp, bool run) {
+  uint32_t end = (uint32_t)cJSON_GetNumberValue(cJSON_GetObjectItem(grp, "end_step"));
+  if (run) {
+    int rc = c->a->debug_run(c->a->m, c->stream, c->in_ptrs, (void *const *)c->out_a, end);
+    if (rc) {
+      snprintf(g_err, sizeof g_err, "kfuse_model_debug_run: %s", c->a->error(c->a->m));
+      return NAN;
+    }
+    CUresult r = c->d->StreamSynchronize(c->stream);
+    if (r != CUDA_SUCCESS) {
+      snprintf(g_err, sizeof g_err, "a prefix run failed on the GPU: %s", cu_str(c->d, r));
+      return NAN;
+    }
+  }
+  double worst = -1;
+  const cJSON *v;
+  cJSON_ArrayForEach(v, cJSON_GetObjectItem(grp, "values")) {
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(v, "name"));
+    const cJSON *rv = name ? ref_value(c->ref_groups, name) : NULL;
+    tdesc ta, tr;
+    if (!rv || !desc_of(v, &ta) || !desc_of(rv, &tr) || !same_shape(&ta, &tr)) continue;
+    CUdeviceptr pa = where(v, c->arena_a, c->ins, c->n_in, c->oa, c->n_out);
+    CUdeviceptr pr = where(rv, c->arena_r, c->ins, c->n_in, c->or_, c->n_out);
+    if (!pa || !pr) continue;
+    double *ya = read_value(c->d, pa, &ta), *yr = ya ? read_value(c->d, pr, &tr) : NULL;
+    if (!ya || !yr) {
+      free(ya);
+      free(yr);
+      return NAN;
+    }
+    double e = rel_err(ya, yr, ta.numel);
+    free(ya);
+    free(yr);
+    if (e > worst) {
+      worst = e;
+      snprintf(c->worst_name, sizeof c->worst_name, "%s", name);
+    }
+  }
+  c->worst = worst;
+  return worst;
+}
+
+static bool create(const drv *d, mod *m, const cJSON *spec, int n_out, const tdesc *otd) {
+  const char *path = cJSON_GetStringValue(cJSON_GetObjectItem(spec, "path"));
+  const char *w = cJSON_GetStringValue(cJSON_GetObjectItem(spec, "weights"));
+  if (!path || !mod_load(m, path)) return false;
+  kfuse_options o;
+  m->options_init(&o);
+  o.weights_path = w;
+  if (m->create(&o, &m->m)) {
+    snprintf(g_err, sizeof g_err, "creating %s failed: %s", path, m->last_error());
+    return false;
+  }
+  m->out = calloc((size_t)n_out + 1, sizeof *m->out);
+  if (!m->out) return false;
+  for (int i = 0; i < n_out; i++) {
+    size_t bytes = (size_t)otd[i].numel * kf_dtype_size(otd[i].dtype);
+    CUresult r = d->MemAlloc(&m->out[i], bytes ? bytes : 1);
+    if (r != CUDA_SUCCESS) {
+      snprintf(g_err, sizeof g_err, "cuMemAlloc of output %d (%zu bytes): %s", i, bytes, cu_str(d, r));
+      return false;
+    }
+  }
+  return true;
+}
+
+static int write_result(const char *path, cJSON *r) {
+  char *t = cJSON_Print(r);
+  FILE *f = t ? fopen(path, "w") : NULL;
+  int rc = f && fputs(t, f) >= 0 ? 0 : 1;
+  if (f && fclose(f)) rc = 1;
+  free(t);
+  return rc;
+}
+
+int kf_judge_module_check_main(int argc, char **argv) {
+  if (argc != 4) {
+    fprintf(stderr, "usage: kfuse module-check-worker SPEC RESULT (started by kfuse compile's module check)\n");
+    return 2;
+  }
+  const char *spec_path = argv[2], *res_path = argv[3];
+  cJSON *res = cJSON_CreateObject(), *spec = NULL;
+  drv d;
+  mod a, r;
+  memset(&a, 0, sizeof a);
+  memset(&r, 0, sizeof r);
+  input *ins = NULL;
+  tdesc *otd = NULL;
+  double **ya = NULL, **yr = NULL;
+  const void **in_ptrs = NULL;
+  void **out_a = NULL, **out_r = NULL;
+  int n_in = 0, n_out = 0;
+  g_err[0] = 0;
+  {
+    FILE *f = fopen(spec_path, "rb");
+    char *text = NULL;
+    if (f) {
+      fseek(f, 0, SEEK_END);
+      long n = ftell(f);
+      fseek(f, 0, SEEK_SET);
+      text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+      if (text) text[fread(text, 1, (size_t)n, f)] = 0;
+      fclose(f);
+    }
+    spec = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (!spec) FAIL("cannot read the spec %s", spec_path);
+  }
+  if (!drv_load(&d)) {
+    cJSON_AddBoolToObject(res, "gpu", false);
+    cJSON_AddStringToObject(res, "why", g_err);
+    g_err[0] = 0;
+    goto done;
+  }
+  CUresult cr = d.Init(0);
+  int count = 0;
+  if (cr == CUDA_SUCCESS) cr = d.DeviceGetCount(&count);
+  if (cr != CUDA_SUCCESS || count < 1) {
+    cJSON_AddBoolToObject(res, "gpu", false);
+    cJSON_AddStringToObject(res, "why", cr != CUDA_SUCCESS ? cu_str(&d, cr) : "no CUDA device");
+    goto done;
+  }
+  CUdevice dev;
+  CUcontext cx;
+  char name[96] = "";
+  if ((cr = d.DeviceGet(&dev, 0)) || (cr = d.DeviceGetName(name, sizeof name, dev)) ||
+      (cr = d.PrimaryCtxRetain(&cx, dev)) || (cr = d.CtxSetCurrent(cx)))
+    FAIL("opening the GPU: %s", cu_str(&d, cr));
+  cJSON_AddBoolToObject(res, "gpu", true);
+  cJSON_AddStringToObject(res, "device", name);
+  if (cJSON_IsTrue(cJSON_GetObjectItem(spec, "probe"))) goto done;
+
+  /* inputs and outputs */
+  const cJSON *jin = cJSON_GetObjectItem(spec, "inputs"), *jout = cJSON_GetObjectItem(spec, "outputs");
+  n_in = cJSON_GetArraySize(jin);
+  n_out = cJSON_GetArraySize(jout);
+  ins = calloc((size_t)n_in + 1, sizeof *ins);
+  otd = calloc((size_t)n_out + 1, sizeof *otd);
+  in_ptrs = calloc((size_t)n_in + 1, sizeof *in_ptrs);
+  out_a = calloc((size_t)n_out + 1, sizeof *out_a);
+  out_r = calloc((size_t)n_out + 1, sizeof *out_r);
+  ya = calloc((size_t)n_out + 1, sizeof *ya);
+  yr = calloc((size_t)n_out + 1, sizeof *yr);
+  if (!ins || !otd || !in_ptrs || !out_a || !out_r || !ya || !yr) FAIL("out of host memory");
+  for (int i = 0; i < n_in; i++) {
+    const cJSON *e = cJSON_GetArrayItem(jin, i);
+    if (!desc_of(e, &ins[i].t)) FAIL("input %d: rank over %d", i, KF_MAX_RANK);
+    const cJSON *hi = cJSON_GetObjectItem(e, "int_hi");
+    ins[i].int_hi = hi ? (int64_t)cJSON_GetNumberValue(hi) : 0;
+    if (!kf_dtype_is_float(ins[i].t.dtype) && ins[i].int_hi < 1) ins[i].int_hi = 2;
+    ins[i].bytes = (size_t)ins[i].t.numel * kf_dtype_size(ins[i].t.dtype);
+    ins[i].host = malloc(ins[i].bytes + 1);
+    if (!ins[i].host) FAIL("out of host memory for input %d", i);
+    if ((cr = d.MemAlloc(&ins[i].dev, ins[i].bytes ? ins[i].bytes : 1)))
+      FAIL("cuMemAlloc of input %d (%zu bytes): %s", i, ins[i].bytes, cu_str(&d, cr));
+    in_ptrs[i] = (const void *)(uintptr_t)ins[i].dev;
+  }
+  for (int i = 0; i < n_out; i++)
+    if (!desc_of(cJSON_GetArrayItem(jout, i), &otd[i])) FAIL("output %d: rank over %d", i, KF_MAX_RANK);
+  const cJSON *jm = cJSON_GetObjectItem(spec, "module"), *jr = cJSON_GetObjectItem(spec, "reference");
+  if (!create(&d, &a, jm, n_out, otd) || !create(&d, &r, jr, n_out, otd)) goto done;
+  for (int i = 0; i < n_out; i++) {
+    out_a[i] = (void *)(uintptr_t)a.out[i];
+    out_r[i] = (void *)(uintptr_t)r.out[i];
+  }
+  CUstream stream = NULL;
+  if ((cr = d.StreamCreate(&stream, CU_STREAM_NON_BLOCKING))) FAIL("cuStreamCreate: %s", cu_str(&d, cr));
+
+  /* the sets */
+  int sets = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(spec, "sets"));
+  double bound = cJSON_GetNumberValue(cJSON_GetObjectItem(spec, "bound"));
+  uint64_t seed = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(spec, "seed"));
+  double worst = 0;
+  int bad_set = -1, bad_out = -1;
+  cJSON *jo = cJSON_AddArrayToObject(res, "outputs");
+  double *out_worst = calloc((size_t)n_out + 1, sizeof *out_worst);
+  if (!out_worst) FAIL("out of host memory");
+  for (int k = 0; k < sets; k++) {
+    uint64_t s = seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(k + 1));
+    for (int i = 0; i < n_in; i++) {
+      fill(&ins[i], k, &s);
+      if ((cr = d.MemcpyHtoD(ins[i].dev, ins[i].host, ins[i].bytes)))
+        FAIL("cuMemcpyHtoD of input %d: %s", i, cu_str(&d, cr));
+    }
+    if (a.run(a.m, stream, in_ptrs, (void *const *)out_a)) FAIL("running the module: %s", a.error(a.m));
+    if (r.run(r.m, stream, in_ptrs, (void *const *)out_r)) FAIL("running the reference: %s", r.error(r.m));
+    if ((cr = d.StreamSynchronize(stream))) FAIL("the runs failed on the GPU: %s", cu_str(&d, cr));
+    for (int i = 0; i < n_out; i++) {
+      free(ya[i]);
+      free(yr[i]);
+      ya[i] = read_value(&d, a.out[i], &otd[i]);
+      yr[i] = ya[i] ? read_value(&d, r.out[i], &otd[i]) : NULL;
+      if (!ya[i] || !yr[i]) goto done;
+      double e = rel_err(ya[i], yr[i], otd[i].numel);
+      if (e > out_worst[i]) out_worst[i] = e;
+      if (e > worst) worst = e;
+      if (!(e <= bound) && bad_set < 0) {
+        bad_set = k;
+        bad_out = i;
+      }
+    }
+    if (bad_set >= 0) break; /* its inputs stay in place for the search */
+  }
+  for (int i = 0; i < n_out; i++) cJSON_AddItemToArray(jo, cJSON_CreateNumber(isfinite(out_worst[i]) ? out_worst[i] : 1e308));
+  free(out_worst);
+  cJSON_AddNumberToObject(res, "sets", bad_set >= 0 ? bad_set + 1 : sets);
+  cJSON_AddNumberToObject(res, "max_rel_err", isfinite(worst) ? worst : 1e308);
+  cJSON_AddBoolToObject(res, "passed", bad_set < 0);
+  if (bad_set < 0) goto done;
+  {
+    char w[512];
+    snprintf(w, sizeof w, "output %d is %.3g from the fp64 reference on input set %d (bound %.1e)", bad_out,
+             isfinite(worst) ? worst : INFINITY, bad_set, bound);
+    cJSON_AddStringToObject(res, "why", w);
+  }
+
+  /* the first diverging group: the reference keeps every value */
+  ctx c;
+  memset(&c, 0, sizeof c);
+  c.d = &d;
+  c.stream = stream;
+  c.a = &a;
+  c.r = &r;
+  c.ins = ins;
+  c.n_in = n_in;
+  c.n_out = n_out;
+  c.in_ptrs = in_ptrs;
+  c.out_a = out_a;
+  c.oa = a.out;
+  c.or_ = r.out;
+  c.groups = cJSON_GetObjectItem(jm, "groups");
+  c.ref_groups = cJSON_GetObjectItem(jr, "groups");
+  c.bound = bound;
+  uint64_t bytes;
+  uint32_t steps;
+  if (a.debug_arena(a.m, &c.arena_a, &bytes, &steps) || r.debug_arena(r.m, &c.arena_r, &bytes, &steps))
+    FAIL("kfuse_model_debug_arena failed");
+  int ng = cJSON_GetArraySize(c.groups);
+  /* the groups with a value to compare */
+  int *cand = calloc((size_t)ng + 1, sizeof *cand), nc = 0;
+  if (!cand) FAIL("out of host memory");
+  for (int gi = 0; gi < ng; gi++) {
+    const cJSON *grp = cJSON_GetArrayItem(c.groups, gi), *v;
+    bool any = false;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItem(grp, "values")) {
+      const char *n = cJSON_GetStringValue(cJSON_GetObjectItem(v, "name"));
+      const cJSON *rv = n ? ref_value(c.ref_groups, n) : NULL;
+      tdesc ta, tr;
+      if (rv && desc_of(v, &ta) && desc_of(rv, &tr) && same_shape(&ta, &tr)) any = true;
+    }
+    if (any) cand[nc++] = gi;
+  }
+  /* bisection: lo is known good (or -1), hi known bad */
+  int lo = -1, hi = nc - 1;
+  double e_hi = nc ? probe(&c, cJSON_GetArrayItem(c.groups, cand[hi]), true) : -1;
+  if (isnan(e_hi)) {
+    free(cand);
+    goto done;
+  }
+  cJSON_AddNumberToObject(res, "groups_compared", nc);
+  if (nc == 0 || !(e_hi > bound)) {
+    cJSON_AddStringToObject(res, "search", "no group's output that the reference also computes diverges: the "
+                                           "difference is in values the reference does not name");
+    free(cand);
+    goto done;
+  }
+  char hi_name[256];
+  snprintf(hi_name, sizeof hi_name, "%s", c.worst_name);
+  int probes = 1;
+  while (hi - lo > 1) {
+    int mid = lo + (hi - lo) / 2;
+    double e = probe(&c, cJSON_GetArrayItem(c.groups, cand[mid]), true);
+    probes++;
+    if (isnan(e)) {
+      free(cand);
+      goto done;
+    }
+    if (e > bound) {
+      hi = mid;
+      e_hi = e;
+      snprintf(hi_name, sizeof hi_name, "%s", c.worst_name);
+    } else {
+      lo = mid;
+    }
+  }
+  const cJSON *bg = cJSON_GetArrayItem(c.groups, cand[hi]);
+  cJSON *fb = cJSON_AddObjectToObject(res, "first_bad_group");
+  cJSON_AddNumberToObject(fb, "group", cJSON_GetNumberValue(cJSON_GetObjectItem(bg, "group")));
+  cJSON_AddStringToObject(fb, "what", cJSON_GetStringValue(cJSON_GetObjectItem(bg, "what")));
+  cJSON_AddStringToObject(fb, "value", hi_name);
+  cJSON_AddNumberToObject(fb, "rel_err", isfinite(e_hi) ? e_hi : 1e308);
+  cJSON_AddNumberToObject(fb, "probes", probes);
+  free(cand);
+done:
+  if (g_err[0]) cJSON_AddStringToObject(res, "error", g_err);
+  int rc = write_result(res_path, res);
+  if (a.m) a.destroy(a.m);
+  if (r.m) r.destroy(r.m);
+  cJSON_Delete(res);
+  cJSON_Delete(spec);
+  for (int i = 0; ins && i < n_in; i++) free(ins[i].host);
+  free(ins);
+  free(otd);
+  for (int i = 0; ya && i < n_out; i++) free(ya[i]);
+  for (int i = 0; yr && i < n_out; i++) free(yr[i]);
+  free(ya);
+  free(yr);
+  free(a.out);
+  free(r.out);
+  free(in_ptrs);
+  free(out_a);
+  free(out_r);
+  return rc;
+}
