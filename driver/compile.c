@@ -773,6 +773,7 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
     if (st) goto done;
   }
   kf_module_check mc_local, *mc = o->check_out ? o->check_out : &mc_local;
+  memset(&mc_local, 0, sizeof mc_local);
   char fb[256], ff[1024];
   snprintf(fb, sizeof fb, "%s", mc->fallback);
   snprintf(ff, sizeof ff, "%s", mc->first_failure);

@@ -148,7 +148,8 @@ static void describe_group(const kf_module_built *b, int gi, char *out, size_t n
   size_t o = 0;
   o += (size_t)snprintf(out + o, n - o, "group %d (%s", g->id, kf_group_kind_name(g->kind));
   const kf_unit *u = b->units[gi];
-  if (u && u->name && o < n) o += (size_t)snprintf(out + o, n - o, ", unit %s", u->name);
+  if (u && u->name && o < n)
+    o += (size_t)snprintf(out + o, n - o, ", unit %s%s%s", u->name, u->policy ? " by " : "", u->policy ? u->policy : "");
   bool cl = false, lib = false;
   for (int k = 0; k < g->n_ops; k++)
     for (int r = 0; r < g->ops[k]->n_results; r++) {

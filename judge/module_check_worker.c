@@ -599,10 +599,24 @@ int kf_judge_module_check_main(int argc, char **argv) {
   char hi_name[256];
   snprintf(hi_name, sizeof hi_name, "%s", c.worst_name);
   int probes = 1;
+  /* the probes made, for whoever reads the result: [group, error, value] */
+  cJSON *trace = cJSON_AddArrayToObject(res, "probes");
+  cJSON *t0 = cJSON_CreateArray();
+  cJSON_AddItemToArray(t0, cJSON_CreateNumber(cJSON_GetNumberValue(
+                               cJSON_GetObjectItem(cJSON_GetArrayItem(c.groups, cand[hi]), "group"))));
+  cJSON_AddItemToArray(t0, cJSON_CreateNumber(isfinite(e_hi) ? e_hi : 1e308));
+  cJSON_AddItemToArray(t0, cJSON_CreateString(c.worst_name));
+  cJSON_AddItemToArray(trace, t0);
   while (hi - lo > 1) {
     int mid = lo + (hi - lo) / 2;
     double e = probe(&c, cJSON_GetArrayItem(c.groups, cand[mid]), true);
     probes++;
+    cJSON *tp = cJSON_CreateArray();
+    cJSON_AddItemToArray(tp, cJSON_CreateNumber(cJSON_GetNumberValue(
+                                 cJSON_GetObjectItem(cJSON_GetArrayItem(c.groups, cand[mid]), "group"))));
+    cJSON_AddItemToArray(tp, cJSON_CreateNumber(isfinite(e) ? e : 1e308));
+    cJSON_AddItemToArray(tp, cJSON_CreateString(c.worst_name));
+    cJSON_AddItemToArray(trace, tp);
     if (isnan(e)) {
       free(cand);
       goto done;
