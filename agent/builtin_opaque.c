@@ -1,6 +1,7 @@
 /* agent/builtin_opaque.c — OPAQUE groups: one op with a dedicated kernel.
  *
- *   reshape (a copy), cat, pad, index_select, gather, embedding, index
+ *   reshape (a copy), cat, pad, index_select, gather, embedding, index,
+ *   slice_scatter, upsample
  *       gathers on the element-wise template's generic path: one thread
  *       per output element computes the source offset from its coordinates
  *       (c[]) and loads it (KF_LDX); out-of-range indices (after wrapping
@@ -573,6 +574,171 @@ static kf_status op_index(const kf_partition *p, const kf_group *g, const kf_bui
   return s;
 }
 
+/* x with src over its slice along dim: each output element reads src
+ * inside the slice (start + k * step), x elsewhere */
+static kf_status op_slice_scatter(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                                  const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+  const kf_value *xv = op->operands[0], *sv = op->operands[1], *r = op->results[0];
+  const kf_type *t = &xv->type, *st = &sv->type;
+  int64_t d = kf_op_get_int(op, "dim"), start = kf_op_get_int(op, "start"), end = kf_op_get_int(op, "end"),
+          step = kf_op_get_int(op, "step");
+  gx x;
+  gx_init(&x, o, u, &r->type);
+  int a = gx_input(&x, g, xv), b = gx_input(&x, g, sv);
+  kb_emit(&x.k, "const I kf_q = c[%" PRId64 "] - (I)%" PRId64 "LL;", d, start);
+  kb_emit(&x.k, "if (kf_q >= 0 && kf_q < (I)%" PRId64 "LL && kf_q %% (I)%" PRId64 "LL == 0) {", end - start, step);
+  kf_strbuf off;
+  kf_strbuf_init(&off);
+  char coord[64];
+  for (int j = 0; j < st->rank; j++) {
+    if (j == d) snprintf(coord, sizeof coord, "kf_q / (I)%" PRId64 "LL", step);
+    else snprintf(coord, sizeof coord, "c[%d]", j);
+    add_term(&off, coord, st->strides[j]);
+  }
+  kb_emit(&x.k, "  KF_ST(0, KF_LDX(%d, (I)0%s));", b, off.data ? off.data : "");
+  kf_strbuf_fini(&off);
+  kf_strbuf_init(&off);
+  for (int j = 0; j < t->rank; j++) {
+    snprintf(coord, sizeof coord, "c[%d]", j);
+    add_term(&off, coord, t->strides[j]);
+  }
+  kb_emit(&x.k, "} else {");
+  kb_emit(&x.k, "  KF_ST(0, KF_LDX(%d, (I)0%s));", a, off.data ? off.data : "");
+  kb_emit(&x.k, "}");
+  kf_strbuf_fini(&off);
+  kf_status s = gx_finish(&x, g, r, u, src, diag);
+  kb_fini(&x.k);
+  (void)p;
+  return s;
+}
+
+/* One spatial dim's taps (source indices kf_i<d>[], weights kf_w<d>[])
+ * for output coordinate c[k], in the arithmetic of ATen's CPU kernels
+ * (interp/nn.c, upsample_taps, is the reference): nearest in float,
+ * linear and cubic in the register type. Returns the tap count. */
+static int upsample_taps(gx *x, const char *mode, bool align, double scale, int64_t in, int64_t out, int k,
+                         int d) {
+  kb_kernel *kk = &x->k;
+  if (strncmp(mode, "nearest", 7) == 0) {
+    bool exact = mode[7] == '-';
+    float s = scale > 0 ? (float)(1.0 / scale) : (float)in / (float)out;
+    kb_emit(kk, "I kf_i%d[1];", d);
+    if (!exact && out == in) {
+      kb_emit(kk, "kf_i%d[0] = c[%d];", d, k);
+      return 1;
+    }
+    if (!exact && out == 2 * in) {
+      kb_emit(kk, "kf_i%d[0] = c[%d] >> 1;", d, k);
+      return 1;
+    }
+    if (exact)
+      kb_emit(kk, "kf_i%d[0] = (I)floorf((float)(((double)c[%d] + 0.5) * (double)(float)(%.17g)));", d, k,
+              (double)s);
+    else
+      kb_emit(kk, "kf_i%d[0] = (I)floorf((float)c[%d] * (float)(%.17g));", d, k, (double)s);
+    kb_emit(kk, "if (kf_i%d[0] > (I)%" PRId64 "LL) kf_i%d[0] = (I)%" PRId64 "LL;", d, in - 1, d, in - 1);
+    return 1;
+  }
+  const char *R = x->k.opt->fp64 ? "double" : "float";
+  bool cubic = strcmp(mode, "cubic") == 0;
+  int nt = cubic ? 4 : 2;
+  kb_emit(kk, "I kf_i%d[%d];", d, nt);
+  kb_emit(kk, "%s kf_w%d[%d];", R, d, nt);
+  if (!cubic && out == in && !align) {
+    kb_emit(kk, "kf_i%d[0] = kf_i%d[1] = c[%d];", d, d, k);
+    kb_emit(kk, "kf_w%d[0] = (%s)1;", d, R);
+    kb_emit(kk, "kf_w%d[1] = (%s)0;", d, R);
+    return nt;
+  }
+  double sc = align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) : 0.0)
+                    : (scale > 0 ? 1.0 / scale : (double)in / (double)out);
+  kb_emit(kk, "{");
+  if (align)
+    kb_emit(kk, "%s kf_s = (%s)(%.17g) * (%s)c[%d];", R, R, sc, R, k);
+  else
+    kb_emit(kk, "%s kf_s = (%s)(%.17g) * ((%s)c[%d] + (%s)0.5) - (%s)0.5;", R, R, sc, R, k, R, R);
+  if (!cubic) {
+    kb_emit(kk, "if (kf_s < (%s)0) kf_s = (%s)0;", R, R);
+    kb_emit(kk, "const I kf_j = (I)kf_s;");
+    kb_emit(kk, "%s kf_l = kf_s - (%s)kf_j;", R, R);
+    kb_emit(kk, "kf_l = kf_l < (%s)0 ? (%s)0 : kf_l > (%s)1 ? (%s)1 : kf_l;", R, R, R, R);
+    kb_emit(kk, "kf_i%d[0] = kf_j;", d);
+    kb_emit(kk, "kf_i%d[1] = kf_j < (I)%" PRId64 "LL ? kf_j + 1 : kf_j;", d, in - 1);
+    kb_emit(kk, "kf_w%d[0] = (%s)1 - kf_l;", d, R);
+    kb_emit(kk, "kf_w%d[1] = kf_l;", d);
+  } else {
+    /* Keys' cubic convolution, A = -0.75 (get_cubic_upsample_coefficients) */
+    kb_emit(kk, "I kf_j = (I)kf::floor_(kf_s);");
+    kb_emit(kk, "if (kf_j > (I)%" PRId64 "LL) kf_j = (I)%" PRId64 "LL;", in - 1, in - 1);
+    kb_emit(kk, "%s kf_t = kf_s - (%s)kf_j;", R, R);
+    kb_emit(kk, "kf_t = kf_t < (%s)0 ? (%s)0 : kf_t > (%s)1 ? (%s)1 : kf_t;", R, R, R, R);
+    kb_emit(kk, "const %s kf_a = (%s)-0.75, kf_x1 = kf_t + (%s)1, kf_x2 = (%s)1 - kf_t, kf_x3 = kf_x2 + (%s)1;",
+            R, R, R, R, R);
+    kb_emit(kk, "kf_w%d[0] = ((kf_a * kf_x1 - (%s)5 * kf_a) * kf_x1 + (%s)8 * kf_a) * kf_x1 - (%s)4 * kf_a;", d,
+            R, R, R);
+    kb_emit(kk, "kf_w%d[1] = ((kf_a + (%s)2) * kf_t - (kf_a + (%s)3)) * kf_t * kf_t + (%s)1;", d, R, R, R);
+    kb_emit(kk, "kf_w%d[2] = ((kf_a + (%s)2) * kf_x2 - (kf_a + (%s)3)) * kf_x2 * kf_x2 + (%s)1;", d, R, R, R);
+    kb_emit(kk, "kf_w%d[3] = ((kf_a * kf_x3 - (%s)5 * kf_a) * kf_x3 + (%s)8 * kf_a) * kf_x3 - (%s)4 * kf_a;", d,
+            R, R, R);
+    kb_emit(kk, "for (int kf_u = 0; kf_u < 4; kf_u++) {");
+    kb_emit(kk, "  const I kf_v = kf_j - 1 + kf_u;");
+    kb_emit(kk, "  kf_i%d[kf_u] = kf_v < 0 ? (I)0 : kf_v > (I)%" PRId64 "LL ? (I)%" PRId64 "LL : kf_v;", d,
+            in - 1, in - 1);
+    kb_emit(kk, "}");
+  }
+  kb_emit(kk, "}");
+  return nt;
+}
+
+/* kf.upsample: each output element sums its taps' products of weights
+ * (none for nearest: one load, any dtype) */
+static kf_status op_upsample(const kf_partition *p, const kf_group *g, const kf_builtin_options *o,
+                             const kf_op *op, kf_unit *u, kf_strbuf *src, kf_diag *diag) {
+  const kf_value *xv = op->operands[0], *r = op->results[0];
+  const kf_type *t = &xv->type;
+  const char *mode = kf_op_get_str(op, "mode");
+  bool align = kf_op_get_bool(op, "align_corners");
+  int ns;
+  const double *scales = kf_op_get_floats(op, "scales", &ns);
+  int sp = t->rank - 2;
+  if (sp < 1 || sp > 3 || ns != sp) return kb_unsupported(diag, g, op, "rank %d", t->rank);
+  gx x;
+  gx_init(&x, o, u, &r->type);
+  int a = gx_input(&x, g, xv);
+  int nt[3];
+  for (int d = 0; d < sp; d++)
+    nt[d] = upsample_taps(&x, mode, align, scales[d], t->shape[2 + d], r->type.shape[2 + d], 2 + d, d);
+  kf_strbuf off;
+  kf_strbuf_init(&off);
+  char coord[64];
+  for (int j = 0; j < t->rank; j++) {
+    if (j < 2) snprintf(coord, sizeof coord, "c[%d]", j);
+    else if (nt[j - 2] == 1) snprintf(coord, sizeof coord, "kf_i%d[0]", j - 2);
+    else snprintf(coord, sizeof coord, "kf_i%d[kf_t%d]", j - 2, j - 2);
+    add_term(&off, coord, t->strides[j]);
+  }
+  if (strncmp(mode, "nearest", 7) == 0) {
+    gx_emit_offset_load(&x, a, &off, NULL, t->dtype, NULL);
+  } else {
+    const char *R = reg(&x, t->dtype);
+    kb_emit(&x.k, "%s kf_acc = (%s)0;", R, R);
+    kf_strbuf w;
+    kf_strbuf_init(&w);
+    for (int d = 0; d < sp; d++) {
+      kb_emit(&x.k, "for (int kf_t%d = 0; kf_t%d < %d; kf_t%d++)", d, d, nt[d], d);
+      kf_strbuf_printf(&w, "%skf_w%d[kf_t%d]", d ? " * " : "", d, d);
+    }
+    kb_emit(&x.k, "  kf_acc += %s * KF_LDX(%d, (I)0%s);", w.data, a, off.data ? off.data : "");
+    kb_emit(&x.k, "KF_ST(0, kf_acc);");
+    kf_strbuf_fini(&w);
+  }
+  kf_strbuf_fini(&off);
+  kf_status s = gx_finish(&x, g, r, u, src, diag);
+  kb_fini(&x.k);
+  (void)p;
+  return s;
+}
+
 /* ---- pools (pool.cu) --------------------------------------------------------- */
 
 static void list3(char *buf, size_t n, const int64_t *v) {
@@ -737,6 +903,8 @@ kf_status kb_unit_opaque(const kf_partition *p, const kf_group *g, const kf_buil
   case KF_OP_GATHER: return op_gather(p, g, o, op, u, src, diag);
   case KF_OP_EMBEDDING: return op_embedding(p, g, o, op, u, src, diag);
   case KF_OP_INDEX: return op_index(p, g, o, op, u, src, diag);
+  case KF_OP_SLICE_SCATTER: return op_slice_scatter(p, g, o, op, u, src, diag);
+  case KF_OP_UPSAMPLE: return op_upsample(p, g, o, op, u, src, diag);
   case KF_OP_MAX_POOL: case KF_OP_AVG_POOL: case KF_OP_ADAPTIVE_AVG_POOL:
     return op_pool(p, g, o, op, u, src, diag);
   case KF_OP_RNN: return kb_unit_rnn(g, o, op, u, src, diag);

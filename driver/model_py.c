@@ -444,6 +444,44 @@ static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
     }
     kf_strbuf_printf(b, ", enable_gqa=%s)\n", A(2)->u.b ? "True" : "False");
     return true;
+  case KF_OP_SLICE_SCATTER:
+    kf_strbuf_printf(b, "torch.ops.aten.slice_scatter(");
+    vname(b, O(0));
+    kf_strbuf_printf(b, ", ");
+    vname(b, O(1));
+    kf_strbuf_printf(b, ".to(%s), %lld, %lld, %lld, %lld)\n", tdt(R(0)->type.dtype), (long long)A(0)->u.i,
+                     (long long)A(1)->u.i, (long long)A(2)->u.i, (long long)A(3)->u.i);
+    return true;
+  case KF_OP_UPSAMPLE: {
+    /* ATen's own overloads: output sizes, align_corners (linear, cubic),
+     * one optional scale per spatial dim (0: None) */
+    int sp = A(0)->u.ints.n;
+    const char *mode = A(2)->u.s;
+    static const char *const nearest[3] = {"upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d"};
+    static const char *const exact[3] = {"_upsample_nearest_exact1d", "_upsample_nearest_exact2d",
+                                         "_upsample_nearest_exact3d"};
+    static const char *const linear[3] = {"upsample_linear1d", "upsample_bilinear2d", "upsample_trilinear3d"};
+    if (sp < 1 || sp > 3) break;
+    const char *fn = NULL;
+    bool align = false;
+    if (!strcmp(mode, "nearest")) fn = nearest[sp - 1];
+    else if (!strcmp(mode, "nearest-exact")) fn = exact[sp - 1];
+    else if (!strcmp(mode, "linear")) fn = linear[sp - 1], align = true;
+    else if (!strcmp(mode, "cubic") && sp == 2) fn = "upsample_bicubic2d", align = true;
+    if (!fn) break;
+    kf_strbuf_printf(b, "torch.ops.aten.%s(", fn);
+    vname(b, O(0));
+    kf_strbuf_printf(b, ", ");
+    ints(b, A(0)->u.ints.v, sp);
+    if (align) kf_strbuf_printf(b, ", %s", A(3)->u.b ? "True" : "False");
+    for (int i = 0; i < sp; i++) {
+      kf_strbuf_printf(b, ", ");
+      if (A(1)->u.floats.v[i] > 0) fnum(b, A(1)->u.floats.v[i]);
+      else kf_strbuf_printf(b, "None");
+    }
+    kf_strbuf_printf(b, ")\n");
+    return true;
+  }
   case KF_OP_RNN:
     kf_strbuf_printf(b, "_rnn(");
     vname(b, O(0));

@@ -672,6 +672,60 @@ static kf_status L_slice(at_ctx *c) {
   return done(c, slice_value(c, x, d, s, e, step));
 }
 
+/* slice_scatter(self, src, dim, start, end, step) and select_scatter(self,
+ * src, dim, index) (row k 1: src gets the selected dim back as size 1) */
+static kf_status L_slice_scatter(at_ctx *c) {
+  kf_value *x = need_tensor(c, "self"), *src = need_tensor(c, "src");
+  AT_CHECK(c, x);
+  AT_CHECK(c, src);
+  const kf_type *t = &x->type;
+  if (t->rank == 0) return at_err(c, KF_ERR_INVALID, "cannot scatter into a 0-d tensor");
+  int64_t d;
+  if (!at_wrap_dim(c, at_int(c, "dim"), t->rank, "dim", &d)) return c->st;
+  int64_t size = t->shape[d], s, e, step;
+  if (c->row->k) {
+    s = at_int(c, "index");
+    if (s < -size || s >= size)
+      return at_err(c, KF_ERR_INVALID, "index %lld is out of range for size %lld", (long long)s, (long long)size);
+    if (s < 0) s += size;
+    e = s + 1;
+    step = 1;
+    if (src->type.rank != t->rank - 1)
+      return at_err(c, KF_ERR_INVALID, "src has rank %d, expected %d", src->type.rank, t->rank - 1);
+    int64_t sh[KF_MAX_RANK];
+    for (int k = 0, j = 0; k < t->rank; k++) sh[k] = k == d ? 1 : src->type.shape[j++];
+    src = at_reshape(c, src, t->rank, sh);
+    AT_CHECK(c, src);
+  } else {
+    s = at_none(c, "start") ? 0 : at_int(c, "start");
+    e = at_none(c, "end") ? INT64_MAX : at_int(c, "end");
+    step = at_int(c, "step");
+    if (step <= 0) return at_err(c, KF_ERR_INVALID, "slice step must be positive, got %lld", (long long)step);
+    if (s < 0) s += size;
+    if (e < 0) e += size;
+    if (s < 0) s = 0;
+    if (s > size) s = size;
+    if (e < s) e = s;
+    if (e > size) e = size;
+  }
+  int64_t want[KF_MAX_RANK];
+  memcpy(want, t->shape, sizeof(int64_t) * (size_t)t->rank);
+  want[d] = (e - s + step - 1) / step;
+  if (src->type.rank != t->rank || memcmp(src->type.shape, want, sizeof(int64_t) * (size_t)t->rank) != 0) {
+    char a[200], b[200];
+    shape_str(src->type.shape, src->type.rank, a, sizeof a);
+    shape_str(want, t->rank, b, sizeof b);
+    return at_err(c, KF_ERR_INVALID, "src has shape %s, the slice %s", a, b);
+  }
+  kf_value *ops[2] = {x, src};
+  kf_op *op = at_op(c, KF_OP_SLICE_SCATTER, ops, 2, 1, NULL);
+  kf_op_set_int(op, "dim", d);
+  kf_op_set_int(op, "start", s);
+  kf_op_set_int(op, "end", e);
+  kf_op_set_int(op, "step", step);
+  return done(c, at_fin(c, op));
+}
+
 static kf_status L_narrow(at_ctx *c) {
   kf_value *x = need_tensor(c, "self");
   AT_CHECK(c, x);
@@ -989,6 +1043,42 @@ static kf_status L_flip(at_ctx *c) {
     v = at_index_select(c, v, dims[i], idx);
     AT_CHECK(c, v);
   }
+  if (v == x) v = at_unary(c, KF_OP_COPY, x);
+  return done(c, v);
+}
+
+/* roll: per (shift, dim), the last `shift` elements first: a cat of two
+ * slices (what torch.export's core decomposition spells with an
+ * index_select of a shifted arange); no dims: over the flattened tensor. */
+static kf_status L_roll(at_ctx *c) {
+  kf_value *x = need_tensor(c, "self");
+  AT_CHECK(c, x);
+  const kf_type *t = &x->type;
+  int ns, nd;
+  const int64_t *shifts = at_ints(c, "shifts", &ns);
+  const int64_t *dims = at_ints(c, "dims", &nd);
+  bool flat = nd == 0;
+  if (flat ? ns != 1 : ns != nd)
+    return at_err(c, KF_ERR_INVALID, "shifts has %d entries for %d dims", ns, flat ? 1 : nd);
+  kf_value *v = x;
+  int64_t n = kf_type_numel(t);
+  if (flat) v = at_reshape(c, x, 1, &n);
+  AT_CHECK(c, v);
+  for (int i = 0; i < ns; i++) {
+    int64_t d = 0;
+    if (!flat && !at_wrap_dim(c, dims[i], t->rank, "dims", &d)) return c->st;
+    int64_t len = v->type.shape[d];
+    if (len == 0) continue;
+    int64_t s = ((shifts[i] % len) + len) % len;
+    if (s == 0) continue;
+    kf_value *parts[2] = {slice_value(c, v, d, len - s, len, 1), slice_value(c, v, d, 0, len - s, 1)};
+    AT_CHECK(c, parts[0]);
+    AT_CHECK(c, parts[1]);
+    v = cat_values(c, parts, 2, d);
+    AT_CHECK(c, v);
+  }
+  if (flat) v = at_reshape(c, v, t->rank, t->shape);
+  AT_CHECK(c, v);
   if (v == x) v = at_unary(c, KF_OP_COPY, x);
   return done(c, v);
 }
@@ -1340,8 +1430,14 @@ static kf_status L_glu(at_ctx *c) {
  * index is floor(o * in / out), or floor(o / s) for a given scale s (exact
  * in integers for integral scales; PyTorch computes it in f32, which can
  * differ from this at exact boundaries for non-integral scales). */
-static kf_status L_upsample_nearest(at_ctx *c) {
-  int sp = c->row->k;
+/* The row's k: spatial dims | one of these (kf.upsample's mode). */
+enum { UP_NEAREST = 0, UP_EXACT = 4, UP_LINEAR = 8, UP_CUBIC = 12 };
+
+/* upsample_*: output sizes given, or scale factors (.vec) that give
+ * floor(in * scale) and set the source coordinates as ATen passes them to
+ * its kernels; the .default overloads' scales_* likewise. */
+static kf_status L_upsample(at_ctx *c) {
+  int sp = c->row->k & 3, mode = c->row->k & ~3;
   kf_value *x = need_tensor(c, has_arg(c, "input") ? "input" : "self");
   AT_CHECK(c, x);
   const kf_type *t = &x->type;
@@ -1356,13 +1452,11 @@ static kf_status L_upsample_nearest(at_ctx *c) {
     if ((os != NULL) == (sf != NULL))
       return at_err(c, KF_ERR_INVALID, "exactly one of output_size and scale_factors must be given");
     if (sf && nf != sp) return at_err(c, KF_ERR_INVALID, "scale_factors has %d entries, expected %d", nf, sp);
-    for (int i = 0; i < sp; i++) {
-      if (sf) {
-        if (!(sf[i] > 0) || (double)t->shape[2 + i] * sf[i] > (double)AT_LIMIT)
-          return at_err(c, KF_ERR_INVALID, "scale factor %g is out of range", sf[i]);
-        scale[i] = sf[i];
-        out[i] = (int64_t)((double)t->shape[2 + i] * sf[i]);
-      }
+    for (int i = 0; sf && i < sp; i++) {
+      if (!(sf[i] > 0) || (double)t->shape[2 + i] * sf[i] > (double)AT_LIMIT)
+        return at_err(c, KF_ERR_INVALID, "scale factor %g is out of range", sf[i]);
+      scale[i] = sf[i];
+      out[i] = (int64_t)((double)t->shape[2 + i] * sf[i]);
     }
   } else {
     static const char *names[3][3] = {{"scales"}, {"scales_h", "scales_w"}, {"scales_d", "scales_h", "scales_w"}};
@@ -1373,35 +1467,27 @@ static kf_status L_upsample_nearest(at_ctx *c) {
     if (n != sp) return at_err(c, KF_ERR_INVALID, "output_size has %d entries, expected %d", n, sp);
     memcpy(out, os, sizeof(int64_t) * (size_t)sp);
   }
-  kf_value *v = x;
   for (int i = 0; i < sp; i++) {
-    int64_t in = t->shape[2 + i], o = out[i];
-    if (o < 1 || in < 1) return at_err(c, KF_ERR_INVALID, "sizes must be positive");
-    if (o == in && (scale[i] == 0 || scale[i] == 1)) continue;
-    if (!(scale[i] >= 0 && scale[i] < (double)AT_LIMIT))
+    if (out[i] < 1 || t->shape[2 + i] < 1)
+      return at_err(c, KF_ERR_INVALID, "input and output sizes must be positive, got %lld -> %lld",
+                    (long long)t->shape[2 + i], (long long)out[i]);
+    if (scale[i] != scale[i] || scale[i] >= (double)AT_LIMIT)
       return at_err(c, KF_ERR_INVALID, "scale %g is out of range", scale[i]);
-    kf_value *idx = at_arange(c, kf_number_int(0), kf_number_int(o), kf_number_int(1), KF_DTYPE_I64);
-    if (scale[i] > 0 && scale[i] != (double)(int64_t)scale[i]) {
-      idx = at_binary(c, KF_OP_MUL, at_cast(c, idx, KF_DTYPE_F64), at_scalar(c, kf_number_float(1.0 / scale[i])));
-      idx = at_cast(c, at_unary(c, KF_OP_FLOOR, idx), KF_DTYPE_I64);
-    } else if (scale[i] > 0) {
-      kf_value *ops[2] = {idx, at_scalar(c, kf_number_int((int64_t)scale[i]))};
-      kf_op *op = at_op(c, KF_OP_DIV, ops, 2, 1, NULL);
-      kf_op_set_str(op, "rounding_mode", "floor");
-      idx = at_fin(c, op);
-    } else {
-      idx = at_binary(c, KF_OP_MUL, idx, at_scalar(c, kf_number_int(in)));
-      kf_value *ops[2] = {idx, at_scalar(c, kf_number_int(o))};
-      kf_op *op = at_op(c, KF_OP_DIV, ops, 2, 1, NULL);
-      kf_op_set_str(op, "rounding_mode", "floor");
-      idx = at_fin(c, op);
-    }
-    idx = at_binary(c, KF_OP_MINIMUM, idx, at_scalar(c, kf_number_int(in - 1)));
-    v = at_index_select(c, v, 2 + i, idx);
-    AT_CHECK(c, v);
+    if (scale[i] < 0) scale[i] = 0; /* ATen: a scale <= 0 counts as none */
   }
-  if (v == x) v = at_unary(c, KF_OP_COPY, x);
-  return done(c, v);
+  bool align = has_arg(c, "align_corners") && at_bool(c, "align_corners");
+  static const char *modes[4] = {"nearest", "nearest-exact", "linear", "cubic"};
+  int64_t sh[KF_MAX_RANK];
+  memcpy(sh, t->shape, sizeof(int64_t) * (size_t)t->rank);
+  memcpy(sh + 2, out, sizeof(int64_t) * (size_t)sp);
+  kf_type decl;
+  kf_type_init_tensor(&decl, t->dtype, t->rank, sh);
+  kf_op *op = at_op(c, KF_OP_UPSAMPLE, &x, 1, 1, &decl);
+  kf_op_set_ints(op, "size", out, sp);
+  kf_op_set_floats(op, "scales", scale, sp);
+  kf_op_set_str(op, "mode", modes[mode / 4]);
+  kf_op_set_bool(op, "align_corners", align);
+  return done(c, at_fin(c, op));
 }
 
 /* ---- matrix products ------------------------------------------------------------ */
@@ -1967,6 +2053,10 @@ const at_row kf_aten_rows[] = {
     {"as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)",
      L_as_strided, KF_OP_AS_STRIDED, NULL},
     {"unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)", L_unfold, KF_OP_UNFOLD, NULL},
+    {"slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) "
+     "-> Tensor", L_slice_scatter, 0, "kf.slice_scatter"},
+    {"select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor", L_slice_scatter, 1,
+     "kf.reshape + kf.slice_scatter"},
 
     /* joining, splitting, padding, indexing */
     {"cat(Tensor[] tensors, int dim=0) -> Tensor", L_cat, KF_OP_CAT, NULL},
@@ -1996,6 +2086,7 @@ const at_row kf_aten_rows[] = {
      "bool sparse=False) -> Tensor", L_embedding, KF_OP_EMBEDDING, NULL},
     {"repeat(Tensor self, SymInt[] repeats) -> Tensor", L_repeat, 0, "kf.reshape + kf.expand + kf.reshape"},
     {"flip(Tensor self, int[] dims) -> Tensor", L_flip, 0, "kf.index_select with a reversed kf.arange"},
+    {"roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", L_roll, 0, "kf.cat of two kf.slice per dim"},
     {"tril(Tensor self, SymInt diagonal=0) -> Tensor", L_tri, KF_OP_LE, "kf.where over a kf.arange mask"},
     {"triu(Tensor self, SymInt diagonal=0) -> Tensor", L_tri, KF_OP_GE, "kf.where over a kf.arange mask"},
 
@@ -2197,18 +2288,48 @@ const at_row kf_aten_rows[] = {
     {"_adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor", L_adaptive_avg_pool, 3,
      "kf.adaptive_avg_pool"},
 
-    {"upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor",
-     L_upsample_nearest, 1, "kf.index_select per spatial dim"},
-    {"upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
-     L_upsample_nearest, 1, "kf.index_select per spatial dim"},
+    {"upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor", L_upsample,
+     1 | UP_NEAREST, "kf.upsample {mode = nearest}"},
+    {"upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor", L_upsample,
+     1 | UP_NEAREST, "kf.upsample {mode = nearest}"},
     {"upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) "
-     "-> Tensor", L_upsample_nearest, 2, "kf.index_select per spatial dim"},
-    {"upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
-     L_upsample_nearest, 2, "kf.index_select per spatial dim"},
+     "-> Tensor", L_upsample, 2 | UP_NEAREST, "kf.upsample {mode = nearest}"},
+    {"upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor", L_upsample,
+     2 | UP_NEAREST, "kf.upsample {mode = nearest}"},
     {"upsample_nearest3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, "
-     "float? scales_w=None) -> Tensor", L_upsample_nearest, 3, "kf.index_select per spatial dim"},
-    {"upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
-     L_upsample_nearest, 3, "kf.index_select per spatial dim"},
+     "float? scales_w=None) -> Tensor", L_upsample, 3 | UP_NEAREST, "kf.upsample {mode = nearest}"},
+    {"upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor", L_upsample,
+     3 | UP_NEAREST, "kf.upsample {mode = nearest}"},
+    {"_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor", L_upsample,
+     1 | UP_EXACT, "kf.upsample {mode = nearest-exact}"},
+    {"_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
+     L_upsample, 1 | UP_EXACT, "kf.upsample {mode = nearest-exact}"},
+    {"_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, "
+     "float? scales_w=None) -> Tensor", L_upsample, 2 | UP_EXACT, "kf.upsample {mode = nearest-exact}"},
+    {"_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
+     L_upsample, 2 | UP_EXACT, "kf.upsample {mode = nearest-exact}"},
+    {"_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, "
+     "float? scales_h=None, float? scales_w=None) -> Tensor", L_upsample, 3 | UP_EXACT,
+     "kf.upsample {mode = nearest-exact}"},
+    {"_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
+     L_upsample, 3 | UP_EXACT, "kf.upsample {mode = nearest-exact}"},
+    {"upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor",
+     L_upsample, 1 | UP_LINEAR, "kf.upsample {mode = linear}"},
+    {"upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) "
+     "-> Tensor", L_upsample, 1 | UP_LINEAR, "kf.upsample {mode = linear}"},
+    {"upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, "
+     "float? scales_w=None) -> Tensor", L_upsample, 2 | UP_LINEAR, "kf.upsample {mode = linear}"},
+    {"upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, "
+     "float[]? scale_factors) -> Tensor", L_upsample, 2 | UP_LINEAR, "kf.upsample {mode = linear}"},
+    {"upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, "
+     "float? scales_h=None, float? scales_w=None) -> Tensor", L_upsample, 3 | UP_LINEAR,
+     "kf.upsample {mode = linear}"},
+    {"upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, "
+     "float[]? scale_factors) -> Tensor", L_upsample, 3 | UP_LINEAR, "kf.upsample {mode = linear}"},
+    {"upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, "
+     "float? scales_w=None) -> Tensor", L_upsample, 2 | UP_CUBIC, "kf.upsample {mode = cubic}"},
+    {"upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, "
+     "float[]? scale_factors) -> Tensor", L_upsample, 2 | UP_CUBIC, "kf.upsample {mode = cubic}"},
 
     /* attention */
     {"scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "

@@ -1,5 +1,5 @@
-/* interp/nn.c — matrix products, convolution, pooling and attention in the
- * CPU reference interpreter.
+/* interp/nn.c — matrix products, convolution, pooling, upsampling and
+ * attention in the CPU reference interpreter.
  *
  * Written as the textbook loops over output elements, with PyTorch's
  * conventions where they are not obvious: max-pool indices are flat within
@@ -318,6 +318,114 @@ static kf_status run_adaptive_avg_pool(ki_ctx *c) {
   return KF_OK;
 }
 
+/* ---- upsample ---------------------------------------------------------------------------- */
+
+/* Keys' cubic convolution with A = -0.75, as ATen's
+ * get_cubic_upsample_coefficients: taps at -1, 0, 1, 2 from floor(src). */
+static void cubic_weights(double t, double w[4]) {
+  const double A = -0.75;
+  double x1 = t, x2 = 1.0 - t;
+  w[0] = ((A * (x1 + 1.0) - 5.0 * A) * (x1 + 1.0) + 8.0 * A) * (x1 + 1.0) - 4.0 * A;
+  w[1] = ((A + 2.0) * x1 - (A + 3.0)) * x1 * x1 + 1.0;
+  w[2] = ((A + 2.0) * x2 - (A + 3.0)) * x2 * x2 + 1.0;
+  w[3] = ((A * (x2 + 1.0) - 5.0 * A) * (x2 + 1.0) + 8.0 * A) * (x2 + 1.0) - 4.0 * A;
+}
+
+/* The taps of output position o along one dim: source indices and
+ * weights, *nt of them (1 nearest, 2 linear, 4 cubic). ATen's CPU rules
+ * (UpSample.h): nearest in float arithmetic (compute_scales_value<float>,
+ * floorf), linear and cubic in the computation type (double here) through
+ * area_pixel_compute_scale and area_pixel_compute_source_index. */
+static void upsample_taps(const char *mode, bool align, double scale, int64_t in, int64_t out, int64_t o,
+                          int64_t *ix, double *w, int *nt) {
+  if (strcmp(mode, "nearest") == 0 || strcmp(mode, "nearest-exact") == 0) {
+    bool exact = mode[7] == '-';
+    float s = scale > 0 ? (float)(1.0 / scale) : (float)in / (float)out;
+    int64_t j;
+    if (!exact && out == in) j = o;
+    else if (!exact && out == 2 * in) j = o >> 1;
+    else if (!exact) j = (int64_t)floorf((float)o * s);
+    else j = (int64_t)floorf((float)(((double)o + 0.5) * (double)s));
+    ix[0] = j < in - 1 ? j : in - 1;
+    w[0] = 1.0;
+    *nt = 1;
+    return;
+  }
+  bool cubic = strcmp(mode, "cubic") == 0;
+  double sc = align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) : 0.0)
+                    : (scale > 0 ? 1.0 / scale : (double)in / (double)out);
+  double src = align ? sc * (double)o : sc * ((double)o + 0.5) - 0.5;
+  if (!cubic) {
+    *nt = 2;
+    if (out == in && !align) {
+      ix[0] = ix[1] = o;
+      w[0] = 1.0;
+      w[1] = 0.0;
+      return;
+    }
+    if (src < 0) src = 0;
+    int64_t i0 = (int64_t)src;
+    double l1 = src - (double)i0;
+    l1 = l1 < 0 ? 0 : l1 > 1 ? 1 : l1;
+    ix[0] = i0;
+    ix[1] = i0 + (i0 < in - 1 ? 1 : 0);
+    w[0] = 1.0 - l1;
+    w[1] = l1;
+    return;
+  }
+  *nt = 4;
+  int64_t i0 = (int64_t)floor(src);
+  if (i0 > in - 1) i0 = in - 1;
+  double t = src - (double)i0;
+  t = t < 0 ? 0 : t > 1 ? 1 : t;
+  cubic_weights(t, w);
+  for (int k = 0; k < 4; k++) {
+    int64_t j = i0 - 1 + k;
+    ix[k] = j < 0 ? 0 : j > in - 1 ? in - 1 : j;
+  }
+}
+
+static kf_status run_upsample(ki_ctx *c) {
+  const ki_val *x = ki_arg(c, 0);
+  ki_val *r = ki_res(c, 0);
+  const char *mode = kf_op_get_str(c->op, "mode");
+  bool align = kf_op_get_bool(c->op, "align_corners");
+  int ns;
+  const double *scales = kf_op_get_floats(c->op, "scales", &ns);
+  int rank = x->rank, sp = rank - 2;
+  int64_t cs[KF_MAX_RANK], idx[KF_MAX_RANK] = {0};
+  ki_strides(rank, x->shape, cs);
+  kf_status st = ki_check_macs(c, (double)r->n * pow(4.0, sp));
+  if (st) return st;
+  for (int64_t e = 0; e < r->n; e++) {
+    int64_t ix[3][4];
+    double w[3][4];
+    int nt[3], tap[3] = {0, 0, 0};
+    int64_t taps = 1, base = idx[0] * cs[0] + idx[1] * cs[1];
+    for (int d = 0; d < sp; d++) {
+      upsample_taps(mode, align, scales[d], x->shape[2 + d], r->shape[2 + d], idx[2 + d], ix[d], w[d], &nt[d]);
+      taps *= nt[d];
+    }
+    double sum = 0;
+    for (int64_t t = 0; t < taps; t++) {
+      double wt = 1.0;
+      int64_t off = base;
+      for (int d = 0; d < sp; d++) {
+        wt *= w[d][tap[d]];
+        off += ix[d][tap[d]] * cs[2 + d];
+      }
+      sum += wt * x->d[off];
+      for (int d = sp - 1; d >= 0; d--) {
+        if (++tap[d] < nt[d]) break;
+        tap[d] = 0;
+      }
+    }
+    r->d[e] = sum;
+    ki_next(rank, r->shape, idx);
+  }
+  return KF_OK;
+}
+
 /* ---- scaled dot-product attention ------------------------------------------------------ */
 
 static kf_status run_sdpa(ki_ctx *c) {
@@ -458,6 +566,7 @@ kf_status ki_run_nn(ki_ctx *c) {
   case KF_OP_MAX_POOL: return run_max_pool(c);
   case KF_OP_AVG_POOL: return run_avg_pool(c);
   case KF_OP_ADAPTIVE_AVG_POOL: return run_adaptive_avg_pool(c);
+  case KF_OP_UPSAMPLE: return run_upsample(c);
   case KF_OP_SDPA: return run_sdpa(c);
   case KF_OP_RNN: return run_rnn(c);
   default: break;

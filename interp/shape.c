@@ -1,6 +1,7 @@
 /* interp/shape.c — views and data movement in the CPU reference
  * interpreter: reshape, permute, expand, slice, select, unfold, split, cat,
- * pad, advanced indexing, index_select, gather and embedding.
+ * pad, advanced indexing, index_select, gather, embedding and
+ * slice_scatter.
  *
  * Views are materialised: each is a gather from the operand's contiguous
  * data with strides derived from the operand's shape (as_strided, which is
@@ -258,6 +259,27 @@ static kf_status run_embedding(ki_ctx *c) {
   return KF_OK;
 }
 
+/* x with src written over its slice along dim; src of another dtype
+ * rounds to x's */
+static kf_status run_slice_scatter(ki_ctx *c) {
+  const ki_val *x = ki_arg(c, 0), *src = ki_arg(c, 1);
+  ki_val *r = ki_res(c, 0);
+  int64_t d = kf_op_get_int(c->op, "dim");
+  int64_t start = kf_op_get_int(c->op, "start"), step = kf_op_get_int(c->op, "step");
+  kf_dtype dt = ki_res_type(c, 0)->dtype;
+  bool convert = ki_arg_type(c, 1)->dtype != dt; /* same dtype: the value as computed */
+  memcpy(r->d, x->d, sizeof(double) * (size_t)r->n);
+  int64_t cs[KF_MAX_RANK], idx[KF_MAX_RANK] = {0};
+  ki_strides(r->rank, r->shape, cs);
+  for (int64_t e = 0; e < src->n; e++) {
+    int64_t o = 0;
+    for (int k = 0; k < r->rank; k++) o += (k == d ? start + idx[k] * step : idx[k]) * cs[k];
+    r->d[o] = convert ? ki_round_to(dt, src->d[e]) : src->d[e];
+    ki_next(src->rank, src->shape, idx);
+  }
+  return KF_OK;
+}
+
 kf_status ki_run_shape(ki_ctx *c) {
   switch (c->op->code) {
   case KF_OP_CAT: return run_cat(c);
@@ -266,6 +288,7 @@ kf_status ki_run_shape(ki_ctx *c) {
   case KF_OP_INDEX_SELECT: return run_index_select(c);
   case KF_OP_GATHER: return run_gather(c);
   case KF_OP_EMBEDDING: return run_embedding(c);
+  case KF_OP_SLICE_SCATTER: return run_slice_scatter(c);
   default: return run_view(c);
   }
 }

@@ -575,6 +575,25 @@ static kf_status infer_shape_ops(const kf_op *op, kf_type *res, kf_diag *diag) {
     kf_type_init_tensor(&res[0], x->dtype, idx->rank + 1, sh);
     return KF_OK;
   }
+  case KF_OP_SLICE_SCATTER: {
+    const kf_type *src = opt(op, 1);
+    if (!is_tensor(x) || !is_tensor(src)) FAIL("x and src must be tensors");
+    int64_t d = kf_op_get_int(op, "dim"), s = kf_op_get_int(op, "start"),
+            e = kf_op_get_int(op, "end"), st = kf_op_get_int(op, "step");
+    if (d < 0 || d >= x->rank) FAIL("dim %lld out of range", (long long)d);
+    if (st < 1) FAIL("step must be positive");
+    if (s < 0 || e < s || e > x->shape[d])
+      FAIL("slice [%lld, %lld) out of range for size %lld", (long long)s, (long long)e,
+           (long long)x->shape[d]);
+    if (src->rank != x->rank) FAIL("src has rank %d, x %d", src->rank, x->rank);
+    for (int k = 0; k < x->rank; k++) {
+      int64_t want = k == d ? (e - s + st - 1) / st : x->shape[k];
+      if (src->shape[k] != want)
+        FAIL("src has size %lld at dim %d, the slice %lld", (long long)src->shape[k], k, (long long)want);
+    }
+    kf_type_init_tensor(&res[0], x->dtype, x->rank, x->shape);
+    return KF_OK;
+  }
   default: break;
   }
   FAIL("not a shape op");
@@ -790,6 +809,28 @@ static kf_status infer_conv(const kf_op *op, kf_type *res, kf_diag *diag) {
 static kf_status infer_pool(const kf_op *op, kf_type *res, kf_diag *diag) {
   const kf_type *x = opt(op, 0);
   if (!is_tensor(x)) FAIL("operand must be a tensor");
+  if (op->code == KF_OP_UPSAMPLE) {
+    int n, ns;
+    const int64_t *size = kf_op_get_ints(op, "size", &n);
+    const double *sc = kf_op_get_floats(op, "scales", &ns);
+    const char *mode = kf_op_get_str(op, "mode");
+    bool interp = strcmp(mode, "linear") == 0 || strcmp(mode, "cubic") == 0;
+    if (!interp && strcmp(mode, "nearest") != 0 && strcmp(mode, "nearest-exact") != 0)
+      FAIL("mode '%s' is none of nearest, nearest-exact, linear, cubic", mode);
+    if (interp && !kf_dtype_is_float(x->dtype)) FAIL("mode '%s' needs a floating-point input", mode);
+    if (!interp && kf_op_get_bool(op, "align_corners")) FAIL("align_corners needs mode linear or cubic");
+    if (n < 1 || n > 3 || x->rank != n + 2) FAIL("input rank %d for %d spatial sizes", x->rank, n);
+    if (ns != n) FAIL("scales has %d entries for %d spatial dims", ns, n);
+    int64_t sh[KF_MAX_RANK];
+    memcpy(sh, x->shape, sizeof(int64_t) * (size_t)x->rank);
+    for (int i = 0; i < n; i++) {
+      if (size[i] < 1 || x->shape[2 + i] < 1) FAIL("spatial sizes must be positive");
+      if (!(sc[i] >= 0) || sc[i] > 1e18) FAIL("scale %g out of range", sc[i]);
+      sh[2 + i] = size[i];
+    }
+    kf_type_init_tensor(&res[0], x->dtype, x->rank, sh);
+    return KF_OK;
+  }
   if (op->code == KF_OP_ADAPTIVE_AVG_POOL) {
     const kf_type *t = &res[0];
     if (t->kind != KF_TYPE_TENSOR || t->rank != x->rank || x->rank < 2)
