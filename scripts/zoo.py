@@ -1320,6 +1320,8 @@ def worker_model(w):
                                     w.res["kfuse_vs_fp64"], w.res["kfuse_vs_eager"])
             why = (f"kfuse's relative error norm {_f(w.res['kfuse_vs_' + rule], '{:.2e}')} against {rule} "
                    f"is over {_f(tol, '{:.1e}')}")
+        if w.res.get("eager_nonfinite"):
+            why += f" (eager itself has {w.res['eager_nonfinite']} non-finite output elements)"
         if changed:
             ok, why = False, "kfuse changed its inputs"
         w.res.update(correct=ok, tol=tol, tol_rule=rule)
