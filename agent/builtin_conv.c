@@ -141,9 +141,10 @@ static kf_status epilogue(const kf_partition *p, const kf_group *g, const kf_bui
   l.bound_index[0] = dindex;
   l.bound_type[0] = dkind == KF_UARG_OUTPUT ? r : dt_t;
   l.conv = a;
+  /* any dtype: an epilogue cast (a 16-bit model's upcast) stores its own */
   for (int i = 0; i < g->n_outputs; i++) {
     const kf_value *v = g->outputs[i];
-    if (!kf_type_same_shape(&v->type, r))
+    if (!kf_type_same_dims(&v->type, r))
       return kb_unsupported(diag, g, v->def, "convolution epilogue output of another shape");
     if (v == res && dkind == KF_UARG_OUTPUT && !bv) continue; /* already final */
     l.out_vals[l.n_out] = v;

@@ -265,9 +265,11 @@ kf_status kb_unit_gemm(const kf_partition *p, const kf_group *g, const kf_builti
   l.bound_index[0] = dindex;
   l.bound_type[0] = dkind == KF_UARG_OUTPUT && !inplace ? &res->type : &dtype_t;
   l.addmm = (bias && !bias_fused) ? a : NULL;
+  /* outputs of the product's dims, any dtype: a 16-bit model's epilogue
+   * casts (the upcast to f32 an RMSNorm or a softmax reads) store their own */
   for (int i = 0; i < g->n_outputs; i++) {
     const kf_value *v = g->outputs[i];
-    if (v->type.kind != KF_TYPE_TENSOR || v->type.rank != r || !kf_type_same_shape(&v->type, &res->type))
+    if (v->type.kind != KF_TYPE_TENSOR || v->type.rank != r || !kf_type_same_dims(&v->type, &res->type))
       return kb_unsupported(diag, g, v->def, "GEMM epilogue output of another shape");
     /* the raw product already sits in its output unless the bias or the
      * fp64 rounding still has to be applied */

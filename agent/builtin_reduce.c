@@ -247,15 +247,18 @@ static kf_status setup_anchor(rctx *c, kf_diag *diag) {
 }
 
 /* A plain reduction's group holding ops over x's shape (not its prologue):
- * those run in phase 2, the row's statistics broadcast to its elements. */
+ * those run in phase 2, the row's statistics broadcast to its elements.
+ * Shapes here are dims alone: in a 16-bit model's RMSNorm x is the f32
+ * upcast and the element results are cast back, and an output taken for a
+ * row value was stored by neither pass. */
 static bool has_elem_epilogue(const rctx *c) {
   if (c->phase2) return false;
   const kf_type *xt = &c->x->type, *rt = &c->anchor->results[0]->type;
-  if (kf_type_same_shape(xt, rt)) return false; /* a reduction over size-1 dims only */
+  if (kf_type_same_dims(xt, rt)) return false; /* a reduction over size-1 dims only */
   for (int i = 0; i < c->g->n_ops; i++) {
     const kf_op *op = c->g->ops[i];
     if (c->pro[i] || op == c->anchor) continue;
-    if (kf_type_same_shape(&op->results[0]->type, xt)) return true;
+    if (kf_type_same_dims(&op->results[0]->type, xt)) return true;
   }
   return false;
 }
@@ -339,7 +342,7 @@ static kf_status emit_epilogue(rctx *c, kb_expr *e, bool row_frame) {
     }
     /* element epilogues run in phase 2; a plain reduction's other ops (over
      * its result's shape, or fills) run once per row too, for row outputs */
-    if (row_frame && c->phase2 && (!c->elem_epi || kf_type_same_shape(t, &c->x->type))) continue;
+    if (row_frame && c->phase2 && (!c->elem_epi || kf_type_same_dims(t, &c->x->type))) continue;
     st = kb_expr_op(e, op);
   }
   return st;
@@ -352,7 +355,7 @@ static kf_status store_outputs(rctx *c, kb_expr *e, bool row_ctx) {
     const kf_value *v = g->outputs[i];
     if (v->id >= e->n_ids || !e->name[v->id]) continue; /* computed elsewhere */
     bool is_row = true;
-    if (c->elem_epi) is_row = !kf_type_same_shape(&v->type, &c->x->type);
+    if (c->elem_epi) is_row = !kf_type_same_dims(&v->type, &c->x->type);
     else if (c->phase2) is_row = !(v == c->anchor->results[0] || (v->def != c->anchor));
     if (is_row != row_ctx) continue;
     kf_status st = kb_expr_store(e, v, i);
