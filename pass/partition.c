@@ -29,8 +29,8 @@
  * REDUCE/SCAN/GEMM/CONV group whose anchor's first result has that shape (an
  * epilogue; a layout copy joins only an ELEMENTWISE or CONV group, whose
  * launches the element-wise emitter tiles, and no op joins a CONV group
- * when its result reaches a plain reduction through element-wise ops used
- * once: the reduction takes them as its prologue, feeds_reduction) — and
+ * when its result reaches a plain reduction through element-wise ops nothing
+ * else reads: the reduction takes them as its prologue, feeds_reduction) — and
  * where joining closes no cycle between groups; after
  * joining an ELEMENTWISE group it also merges the other compatible
  * ELEMENTWISE operand groups that can merge without a cycle. A REDUCE
@@ -410,22 +410,45 @@ static bool has_layout_copy(const part *P, int h) {
 }
 
 /* Op i's result reaches a plain reduction's input through element-wise ops
- * of its shape, each value used once and none a graph output: a
+ * of its shape that nothing else reads (none a graph output): a
  * convolution's epilogue the reduction takes as its prologue (one kernel
  * reading the bare convolution; pass/conv_bias.c splits the bias off)
- * rather than a launch of its own writing what the reduction reads back. */
+ * rather than a launch of its own writing what the reduction reads back.
+ * A value may have several readers inside that set: a hardswish reads its
+ * x twice, and in a 16-bit model that x is the upcast to f32 of the
+ * convolution's result (MobileNetV3's squeeze-excite). Were that cast
+ * alone let into the convolution's group, the group would write the f32
+ * copy for the reduction to read, in a launch of its own after cuDNN,
+ * where the f32 model's convolution is one cuDNN call. */
+#define FEEDS_MAX 64
 static bool feeds_reduction(const part *P, int i) {
-  const kf_op *op = P->ops[i];
-  const kf_type *t = &op->results[0]->type;
-  for (int steps = 0; steps < 64; steps++) {
-    uint32_t id = op->results[0]->id;
-    if (P->is_out[id] || P->use_start[id + 1] - P->use_start[id] != 1) return false;
-    const kf_op *u = P->ops[P->use_list[P->use_start[id]]];
-    if (kf_op_info_get(u->code)->kind == KF_KIND_REDUCE) return u->operands[0] == op->results[0];
-    if (classify(u) != C_EW || !kf_type_same_dims(&u->results[0]->type, t)) return false;
-    op = u;
+  const kf_type *t = &P->ops[i]->results[0]->type;
+  int set[FEEDS_MAX], n = 0, red = -1;
+  set[n++] = i;
+  for (int k = 0; k < n; k++) {
+    const kf_value *v = P->ops[set[k]]->results[0];
+    if (P->is_out[v->id] || P->use_start[v->id + 1] == P->use_start[v->id]) return false;
+    for (int e = P->use_start[v->id]; e < P->use_start[v->id + 1]; e++) {
+      int c = P->use_list[e];
+      const kf_op *u = P->ops[c];
+      if (kf_op_info_get(u->code)->kind == KF_KIND_REDUCE) {
+        /* one reduction, reading the set's last value as its input */
+        if (u->operands[0] != v || (red >= 0 && red != c)) return false;
+        for (int j = 1; j < u->n_operands; j++)
+          if (u->operands[j] == v) return false;
+        red = c;
+        continue;
+      }
+      if (classify(u) != C_EW || u->n_results != 1 || !kf_type_same_dims(&u->results[0]->type, t))
+        return false;
+      bool seen = false;
+      for (int j = 0; j < n && !seen; j++) seen = set[j] == c;
+      if (seen) continue;
+      if (n == FEEDS_MAX) return false;
+      set[n++] = c;
+    }
   }
-  return false;
+  return red >= 0;
 }
 
 /* Op i's result reaches an operand of a cat through element-wise ops of
