@@ -478,20 +478,25 @@ static int run_gemm(kfuse_model *m, uint32_t s, CUstream stream) {
 
 /* ---- the plan ------------------------------------------------------------ */
 
-/* cuDNN steps run on m->own, not on the run's stream. Their graph plans
- * are built and timed on m->own at create (kfr_cudnn_graph.c), and some of
- * the engines that timing picks do not follow a later cudnnSetStream: run
- * on the caller's stream their work was not ordered with the launches
- * around it. On an H200 (2026-11-28, cuDNN 9 from PyTorch 2.11's wheels)
- * torchvision's ResNet-50 at batch 32 and r3d_18 came out 0.21 and 0.12
- * from the fp64 model, two runs of one instance differing by up to 18,
- * on the legacy stream and on a stream of the caller's alike; with
- * heuristics-only plans (KFUSE_CUDNN_FIND=0, never executed at create),
- * with the legacy calls, with a device synchronisation after each step,
- * and with this fork and join, 5e-4 and 3e-4 and bitwise repeatable.
- * Consecutive cuDNN steps share one fork (an event recorded on the run's
- * stream that m->own waits for) and one join (the reverse); under a
- * capture m->own joins the capture through the same events. */
+/* cuDNN steps run on m->own, not on the run's stream, each forked from the
+ * run's stream and joined back to it by events. Their graph plans are
+ * built and timed on m->own at create (kfr_cudnn_graph.c), and executing
+ * them after a cudnnSetStream to the caller's stream raced with the work
+ * around them: on an H200 (2026-11-28, cuDNN 9 from PyTorch 2.11's
+ * wheels) torchvision's ResNet-50 at batch 32 and r3d_18 came out 0.21 and
+ * 0.12 from the fp64 model, two runs of one instance differing by up to
+ * 18, on the legacy stream and on a stream of the caller's alike. With the
+ * legacy calls (KFUSE_CUDNN_GRAPH=0) or a device synchronisation after
+ * each step: 5e-4 and 3e-4, bitwise repeatable; and so with every step
+ * executed on m->own between an event recorded on the run's stream and one
+ * the run's stream waits for (measured through a diagnostic switch, on
+ * both kinds of caller stream). One fork and one join shared by
+ * consecutive cuDNN steps was NOT enough: ResNet-50 stayed 0.20 off and
+ * two runs differed by 22 (consecutive executions on one stream raced
+ * too; the heuristics' first plans raced as well, less often). So every
+ * step gets its own. Under a capture m->own joins the capture through the
+ * same events. The whole-module check (judge/module_check.c) is what
+ * found this; it compiles again with NCHW convolutions when it sees it. */
 typedef struct dnn_side {
   kfuse_model *m;
   CUstream run; /* the run's stream */
@@ -535,7 +540,9 @@ static int run_one(kfuse_model *m, uint32_t s, CUstream stream, dnn_side *dnn) {
   if (st->kind == KFR_STEP_CONV) {
     if ((rc = dnn_fork(dnn, s)))
       return rc;
-    return kfr_conv_run(m, s, m->own);
+    rc = kfr_conv_run(m, s, m->own);
+    int jr = dnn_join(dnn, s);
+    return rc ? rc : jr;
   }
   if ((rc = dnn_join(dnn, s)))
     return rc;

@@ -468,10 +468,10 @@ static int line_index(const char *text, const char *needle, int from) {
 }
 
 /* A run's cuDNN steps go to the instance's own stream (where create timed
- * their plans; engines timed there raced with the launches around them on
- * the caller's stream: ResNet-50 on an H200, kfr_run.c): consecutive steps
- * share one fork (an event recorded on the caller's stream that the own
- * stream waits for) and one join (the reverse) before the next launch. */
+ * their plans; engines timed there raced with the work around them on the
+ * caller's stream: ResNet-50 on an H200, kfr_run.c), each with its own fork
+ * (an event recorded on the caller's stream that the own stream waits for)
+ * and join (the reverse), consecutive steps too. */
 static void test_conv_on_own_stream(void **state) {
   (void)state;
   size_t n;
@@ -513,15 +513,18 @@ static void test_conv_on_own_stream(void **state) {
     assert_non_null(strstr(fl, want));
     snprintf(want, sizeof want, "cuStreamWaitEvent s=%s ", own);
     assert_int_equal(line_index(log, want, 0), wait_own);
-    /* one fork and one join for the two steps; the join recorded on the
-     * own stream and waited for by the caller's before the last launch */
-    assert_int_equal(lines_with(log, "cuStreamWaitEvent"), 3); /* the last run's event, fork, join */
+    /* a fork and a join for each step: the join recorded on the own
+     * stream and waited for by the caller's before the next step */
+    assert_int_equal(lines_with(log, "cuStreamWaitEvent"), 5); /* the last run's event, 2 forks, 2 joins */
     snprintf(want, sizeof want, "cuEventRecord e=");
-    int join = line_index(log, want, conv2);
-    assert_true(join > conv2 && join < launch1);
+    int join1 = line_index(log, want, conv1), join2 = line_index(log, want, conv2);
+    assert_true(join1 > conv1 && join1 < conv2 && join2 > conv2 && join2 < launch1);
     snprintf(want, sizeof want, "cuStreamWaitEvent s=%s ", caller);
-    int wait_caller = line_index(log, want, join);
-    assert_true(wait_caller > join && wait_caller < launch1);
+    int wait1 = line_index(log, want, join1), wait2 = line_index(log, want, join2);
+    assert_true(wait1 > join1 && wait1 < conv2 && wait2 > join2 && wait2 < launch1);
+    snprintf(want, sizeof want, "cuStreamWaitEvent s=%s ", own);
+    int fork2 = line_index(log, want, wait1);
+    assert_true(fork2 > wait1 && fork2 < conv2);
     assert_int_equal(lines_with(log, "cudnnSetStream s="), lines_with(log, "cudnnConvolutionBiasActivationForward"));
     snprintf(want, sizeof want, "cudnnSetStream s=%s", own);
     assert_int_equal(lines_with(log, want), 2);
