@@ -471,6 +471,20 @@ def error_key(text):
     """an error message with what varies between models taken out (numbers,
     shapes, node and value names), so that one cause groups as one"""
     line = kfuse_error_line(text)
+    out, i = [], 0
+    while True:  # IR types (tensor<2x512xbf16, #kf.strided<[...]>>) as one token
+        k = line.find("tensor<", i)
+        if k < 0:
+            break
+        depth, e = 0, k + len("tensor")
+        while e < len(line):
+            depth += {"<": 1, ">": -1}.get(line[e], 0)
+            e += 1
+            if depth == 0:
+                break
+        out.append(line[i:k] + "tensor<…>")
+        i = e
+    line = "".join(out) + line[i:]
     line = re.sub(r"^kfuse: error:\s*", "", line)
     line = re.sub(r"^<work>/\S+:\s*", "", line)
     line = re.sub(r"'[^']*'", "'…'", line)

@@ -252,6 +252,11 @@ def main():
         check(want in md, f"summary.md has {want!r}")
     check(zoo.error_key("kfuse: error: a.pt2: op 'x_1' has 3 dims") == zoo.error_key(
         "Traceback\nkfuse: error: a.pt2: op 'y_22' has 4 dims"), "error_key takes names and numbers out")
+    check(zoo.error_key("kfuse: error: <work>/model.pt2: node 'v_4' (kf.reshape): result 0 is declared "
+                        "tensor<2x7x1xf32, #kf.strided<[7, 1, 1]>> but the op gives tensor<2x7x1xf32>") ==
+          zoo.error_key("kfuse: error: <work>/model.pt2: node 'v_9' (kf.reshape): result 0 is declared "
+                        "tensor<4x7x1xbf16, #kf.strided<[7, 1, 1]>> but the op gives tensor<4x7x1xbf16>"),
+          "error_key takes IR types out")
     cpu = [dict(r, mode="cpu-check") for r in recs if r.get("type") == "model"]
     md = zoo.summary_md(zoo.summarize(cpu))
     check("export and compile only" in md and "kfuse: error:" in md and "| — | — |" in md,
