@@ -9,24 +9,21 @@
 // dim (the flattened tensor when no dims are given).
 //
 // RUN: %kfuse opt %fixtures/upsample.default.pt2 | FileCheck %s --check-prefix=UP
-// RUN: %kfuse opt %fixtures/upsample.core.pt2 | FileCheck %s --check-prefix=CORE
+// RUN: %kfuse opt %fixtures/upsample.core.pt2 | FileCheck %s --check-prefix=UP
+// RUN: %kfuse opt %fixtures/upsample_modes.default.pt2 | FileCheck %s --check-prefix=MODES
 // RUN: %kfuse opt %fixtures/scatters.default.pt2 | FileCheck %s --check-prefix=SCAT
 
-// UP: "kf.upsample"(%x2) {align_corners = false, mode = "linear", scales = array<f64: 0.0, 0.0>, size = array<i64: 9, 4>} : (tensor<2x3x5x7xf32>) -> tensor<2x3x9x4xf32>
-// UP: "kf.upsample"(%x2) {align_corners = true, mode = "linear", scales = array<f64: 0.0, 0.0>, size = array<i64: 9, 13>}
-// UP: "kf.upsample"(%x2) {align_corners = false, mode = "linear", scales = array<f64: 1.7, 1.7>, size = array<i64: 8, 11>}
-// UP: "kf.upsample"(%x2) {align_corners = true, mode = "linear", scales = array<f64: 2.0, 0.6>, size = array<i64: 10, 4>}
-// UP: "kf.upsample"(%x2) {align_corners = false, mode = "cubic", scales = array<f64: 1.7, 1.7>, size = array<i64: 8, 11>}
-// UP: "kf.upsample"(%x2) {align_corners = true, mode = "cubic", scales = array<f64: 0.0, 0.0>, size = array<i64: 9, 13>}
-// UP: "kf.upsample"(%x2) {align_corners = false, mode = "nearest", scales = array<f64: 0.6, 2.5>, size = array<i64: 3, 17>}
-// UP: "kf.upsample"(%x2) {align_corners = false, mode = "nearest-exact", scales = array<f64: 1.7, 1.7>, size = array<i64: 8, 11>}
-// UP: "kf.upsample"(%x1) {align_corners = false, mode = "linear", scales = array<f64: 1.5>, size = array<i64: 7>} : (tensor<2x3x5xf32>) -> tensor<2x3x7xf32>
-// UP: "kf.upsample"(%x3) {align_corners = true, mode = "linear", scales = array<f64: 0.0, 0.0, 0.0>, size = array<i64: 3, 5, 9>} : (tensor<1x2x2x3x4xf32>) -> tensor<1x2x3x5x9xf32>
+// UP: "kf.upsample"(%x) {align_corners = false, mode = "linear", scales = array<f64: 0.0, 0.0>, size = array<i64: 9, 4>} : (tensor<2x3x5x7xf32>) -> tensor<2x3x9x4xf32>
+// UP: "kf.upsample"(%x) {align_corners = true, mode = "linear", scales = array<f64: 0.0, 0.0>, size = array<i64: 9, 13>}
+// UP: "kf.upsample"(%x) {align_corners = false, mode = "linear", scales = array<f64: 1.7, 1.7>, size = array<i64: 8, 11>}
+// UP: "kf.upsample"(%x) {align_corners = true, mode = "linear", scales = array<f64: 2.0, 0.6>, size = array<i64: 10, 4>}
+// UP: "kf.upsample"(%x) {align_corners = false, mode = "nearest", scales = array<f64: 0.6, 2.5>, size = array<i64: 3, 17>}
 
-// the core IR keeps only bilinear and nearest whole
-// CORE: "kf.upsample"(%x2) {align_corners = false, mode = "linear", scales = array<f64: 0.0, 0.0>, size = array<i64: 9, 4>}
-// CORE: "kf.upsample"(%x2) {align_corners = false, mode = "nearest", scales = array<f64: 1.7, 1.7>, size = array<i64: 8, 11>}
-// CORE-NOT: mode = "cubic"
+// MODES: "kf.upsample"(%x2) {align_corners = false, mode = "cubic", scales = array<f64: 1.7, 1.7>, size = array<i64: 8, 11>}
+// MODES: "kf.upsample"(%x2) {align_corners = true, mode = "cubic", scales = array<f64: 1.7, 1.7>, size = array<i64: 8, 11>}
+// MODES: "kf.upsample"(%x2) {align_corners = false, mode = "nearest-exact", scales = array<f64: 1.7, 1.7>, size = array<i64: 8, 11>}
+// MODES: "kf.upsample"(%x1) {align_corners = false, mode = "linear", scales = array<f64: 1.5>, size = array<i64: 7>} : (tensor<2x3x5xf32>) -> tensor<2x3x7xf32>
+// MODES: "kf.upsample"(%x3) {align_corners = true, mode = "linear", scales = array<f64: 0.0, 0.0, 0.0>, size = array<i64: 3, 5, 9>} : (tensor<1x2x2x3x4xf32>) -> tensor<1x2x3x5x9xf32>
 
 // SCAT: "kf.slice_scatter"(%x, %mul) {dim = 1 : i64, end = 5 : i64, start = 1 : i64, step = 2 : i64} : (tensor<2x6x7xf32>, tensor<2x2x7xf32>) -> tensor<2x6x7xf32>
 // SCAT: "kf.slice_scatter"(%x, %z) {dim = 2 : i64, end = 7 : i64, start = 4 : i64, step = 1 : i64}
