@@ -478,6 +478,12 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
     out->passed = cJSON_IsTrue(cJSON_GetObjectItem(r, "passed"));
     cJSON *w = cJSON_GetObjectItem(r, "why");
     if (cJSON_IsString(w)) snprintf(out->why, sizeof out->why, "%s", w->valuestring);
+    out->repeat_diff = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "repeat_max_diff"));
+    if (out->repeat_diff > 0) {
+      size_t l = strlen(out->why);
+      snprintf(out->why + l, sizeof out->why - l, "%stwo runs of the module on the same inputs differ by up to %.3g "
+               "(a race: the first diverging group may be misnamed)", l ? "; " : "", out->repeat_diff);
+    }
     cJSON *bad = cJSON_GetObjectItem(r, "first_bad_group");
     if (cJSON_IsObject(bad)) {
       out->bad_group = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(bad, "group"));

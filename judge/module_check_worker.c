@@ -18,7 +18,11 @@
  * plan's steps up to that group (kfuse_model_debug_run) and its outputs
  * read from the arena. The result is JSON: {"gpu", "device", "sets",
  * "max_rel_err", "passed", "why", "outputs": [...], "first_bad_group":
- * {"group", "what", "value", "rel_err"}} or {"error": "..."}. */
+ * {"group", "what", "value", "rel_err"}, "repeat_max_diff": the largest
+ * difference between two runs of the module on the first set, which a
+ * module without a race has 0} or {"error": "..."}. The bisection assumes
+ * the error grows along the plan; a racing module can mislead it (the
+ * probes are in the result). */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
@@ -530,6 +534,23 @@ int kf_judge_module_check_main(int argc, char **argv) {
         bad_set = k;
         bad_out = i;
       }
+    }
+    if (k == 0) {
+      /* the same inputs once more: a module whose runs differ races
+       * somewhere (said in the result; within the bound it passes) */
+      double diff = 0;
+      if (a.run(a.m, stream, in_ptrs, (void *const *)out_a)) FAIL("running the module: %s", a.error(a.m));
+      if ((cr = d.StreamSynchronize(stream))) FAIL("the runs failed on the GPU: %s", cu_str(&d, cr));
+      for (int i = 0; i < n_out; i++) {
+        double *y2 = read_value(&d, a.out[i], &otd[i]);
+        if (!y2) goto done;
+        for (int64_t e = 0; e < otd[i].numel; e++) {
+          double dd = fabs(y2[e] - ya[i][e]);
+          if (dd > diff || (isnan(y2[e]) != isnan(ya[i][e]))) diff = isnan(dd) ? INFINITY : dd;
+        }
+        free(y2);
+      }
+      cJSON_AddNumberToObject(res, "repeat_max_diff", isfinite(diff) ? diff : 1e308);
     }
     if (bad_set >= 0) break; /* its inputs stay in place for the search */
   }

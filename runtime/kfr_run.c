@@ -494,7 +494,11 @@ static int run_gemm(kfuse_model *m, uint32_t s, CUstream stream) {
  * consecutive cuDNN steps was NOT enough: ResNet-50 stayed 0.20 off and
  * two runs differed by 22 (consecutive executions on one stream raced
  * too; the heuristics' first plans raced as well, less often). So every
- * step gets its own. Under a capture m->own joins the capture through the
+ * step gets its own. What all of this fits, though it is not confirmed: a
+ * cuDNN kernel that starts before the kernel just before it on its stream
+ * has finished (Hopper's programmatic dependent launch) and reads its
+ * input early; a stream operation between the two (the event wait of the
+ * fork) rules that overlap out. Under a capture m->own joins the capture through the
  * same events. The whole-module check (judge/module_check.c) is what
  * found this; it compiles again with NCHW convolutions when it sees it. */
 typedef struct dnn_side {

@@ -101,6 +101,8 @@ typedef struct kf_module_check {
   int bad_group;        /* on failure: the first group whose outputs
                            diverge from the reference's, or -1 */
   double bad_rel_err;
+  double repeat_diff;   /* largest difference between two runs of the module
+                           on the same inputs (0 unless something races) */
   char bad_what[1024];  /* its ops and what was done to them */
   char fallback[256];   /* set by the caller: the module was compiled again
                            this way after the first one failed its check */
