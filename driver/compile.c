@@ -790,7 +790,7 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
     if (st) goto done;
   } else {
     snprintf(mc->why, sizeof mc->why, "%s",
-             o->emit != KF_EMIT_SO ? "an object module is checked where it is linked, not here"
+             o->emit != KF_EMIT_SO ? "an object module (--emit obj) is not checked: it runs only once linked into a program"
                                    : "no module check was asked for (kfuse compile --no-verify-module, or a "
                                      "library caller without a checker)");
   }
