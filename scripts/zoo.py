@@ -31,6 +31,14 @@ default). Names: torchvision's constructor names; the transformers models are
 bert-base, llama-1b and so on. A unit of work is a model in a dtype, named
 MODEL/DTYPE (resnet50/bf16).
 
+Initialisation (realistic_init()): torchvision's random weights, with two
+changes that make the numerical check mean something: weights initialised
+to all zeros (ViT's head, its class token) are drawn N(0, 0.02), else the
+output is zeros and checks nothing; batch norms get running statistics from
+two training-mode passes on N(0, 1) inputs, as a trained network has (with
+the defaults the activations of a random network shrink layer by layer:
+mobilenet_v3_large's fp32 logits are ~1e-10, all zero in fp16).
+
 --dtype fp32,fp16,bf16: the model is built in fp32 (seeded: the same weights
 in every process) and cast with .to(dtype); floating inputs are drawn in fp32
 and cast, token ids stay int64. --small (for --cpu-check on a small machine)
@@ -50,7 +58,10 @@ fails that unit alone and is recorded with the stage it reached
      not export); the exported model is dropped;
   2. `kfuse compile` it (--compile-args passed through, --report; cold wall
      time recorded; on the GPU machine kfuse's judge times its candidates);
-     kfuse's `kfuse: error:` line is the record's error;
+     kfuse's `kfuse: error:` line is the record's error; the report's
+     whole-module check is recorded (module_check: passed, max_rel_err,
+     bound, fallback, first_failure; module_check_s against
+     compile_total_s);
   3. build the model again (same seed), move it to the GPU, draw two fresh
      input sets on the GPU, run eager on the first twice (eager_self: its
      own noise), run a float64 copy of it (model.double(), inputs .double():
@@ -66,10 +77,16 @@ fails that unit alone and is recorded with the stage it reached
         default, and so may kfuse's), 2e-2 for fp16 and bf16;
      eager's error gives no allowance when it is not finite. Without the fp64
      reference: kfuse_vs_eager <= 2 x base (rule "eager");
+     a check that checks little (eager's output all zeros, or eager itself
+     >= 0.5 from fp64) keeps its verdict and is listed ("degenerate");
   5. time eager, torch.compile (default mode; --modes adds others; warmed by
      --warm-jobs N workers before the timing, which fill Inductor's caches
      and with --warm-export also do step 1, CPU work, in parallel)
-     and kfuse in the same process with CUDA events: 3 warm-up calls, then
+     and kfuse in the same process with CUDA events (the warm phase and
+     the timing alternate in chunks of --warm-chunk units, default
+     --warm-jobs, so that a --deadline shorter than the whole warm phase
+     still leaves timed units; with --deadline a chunk is no larger than
+     the time left can time, by this run's seconds a unit so far): 3 warm-up calls, then
      runs until --budget seconds have passed and at least --min-runs were
      made (at most --max-runs); the median is the figure. A spin kernel sized
      from the host cost of one call is queued ahead of each timed call (GPU
@@ -91,7 +108,10 @@ compile-fail = refused, with kfuse's message.
 Selection: --tier core|all, --family resnet,bert, --only NAME,... and --skip
 NAME,... (model names, fnmatch patterns such as 'resnet*', or MODEL/DTYPE),
 --dtype, --shard K/N (round robin over the units; --shard-costs OLD.jsonl
-balances by the seconds each unit took in OLD, longest first). --list
+balances by the seconds each unit took in OLD, longest first), --priority
+NAME,... (those models first, in that order), --done OLD.jsonl,... (units
+an earlier results file records are left out before the shards are cut:
+resuming on another machine or with another number of GPUs). --list
 prints the units and stops. Rerunning with the same --out skips units already
 in results.jsonl (--redo: all again; --redo-status timeout,crash: those).
 
@@ -399,6 +419,35 @@ def select(models, args):
     if args.skip:
         skip = _names("--skip", args.skip, models, DTYPES)
         units = [u for u in units if (u["model"], u["dtype"]) not in skip]
+    prio = getattr(args, "priority", "") or ""
+    if prio:
+        # the models --priority names first, in its order (each pattern's
+        # matches in zoo order), the rest after them in zoo order
+        rank = {}
+        for i, x in enumerate(p.strip() for p in prio.split(",")):
+            if not x:
+                continue
+            hit = [m["name"] for m in models if fnmatch.fnmatchcase(m["name"], x)]
+            if not hit:
+                raise SystemExit(f"zoo: --priority: no model matches {x!r} (--list shows them)")
+            for n in hit:
+                rank.setdefault(n, i)
+        units = sorted(units, key=lambda u: rank.get(u["model"], 1 << 30))  # stable: zoo order within
+    done = getattr(args, "done", "") or ""
+    if done:
+        # units an earlier run (another machine, another shard count) already
+        # recorded: left out before the shards are cut, so that the shards
+        # share what is left
+        recs = []
+        for path in (p.strip() for p in done.split(",")):
+            if path and not os.path.exists(path):
+                raise SystemExit(f"zoo: --done: {path} does not exist")
+            if path:
+                recs += kb.read_jsonl(path)
+        seen = latest(recs, getattr(args, "done_mode", None) or ("cpu-check" if getattr(args, "cpu_check", False)
+                                                                   else "gpu"))
+        again = {s.strip() for s in (getattr(args, "redo_status", "") or "").split(",") if s.strip()}
+        units = [u for u in units if u["id"] not in seen or seen[u["id"]].get("status") in again]
     if args.shard:
         m = re.match(r"^(\d+)/(\d+)$", args.shard)
         if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
@@ -544,6 +593,8 @@ def summarize(records):
             c["correct"] += 1
             c["fast"] += 1 if (r.get("speedup_eager") or 0) > 1 else 0
             c["fast_compile"] += 1 if (r.get("speedup_compile") or 0) > 1 else 0
+    degenerate = [{"id": r["id"], "status": r.get("status"), "why": r["degenerate"]} for r in recs
+                  if r.get("degenerate")]
     slow = [r for r in recs if r.get("status") == "ok" and _finite(r.get("speedup_eager"))
             and r["speedup_eager"] < SLOW]
     fails = [r for r in recs if r.get("status") != "ok"]
@@ -558,7 +609,7 @@ def summarize(records):
             "below_eager": [{"id": r["id"], "speedup_eager": r["speedup_eager"],
                              "speedup_compile": r.get("speedup_compile")}
                             for r in sorted(slow, key=lambda r: r["speedup_eager"])],
-            "failure_groups": grouped,
+            "failure_groups": grouped, "degenerate": degenerate,
             "shared_gpu": [r["id"] for r in recs if (r.get("gpu_processes") or 0) > 1],
             "units": recs}
 
@@ -614,6 +665,11 @@ def summary_md(summ):
                          f"{_f(r['speedup_compile'], '{:.2f}x')} |")
         else:
             L.append("none")
+        if summ.get("degenerate"):
+            L += ["", "## Checks that check little (counted by their verdict, listed here)", "",
+                  "| unit | status | why |", "|---|---|---|"]
+            for d in summ["degenerate"]:
+                L.append(f"| {d['id']} | {d['status']} | {_cell(d['why'])} |")
         if summ["shared_gpu"]:
             L += ["", f"**Timed beside other processes on the same GPU** ({len(summ['shared_gpu'])}; their times "
                   "are suspect): " + ", ".join(summ["shared_gpu"])]
@@ -1001,10 +1057,32 @@ def gpu_run(args, units):
                                            "memory_bytes", "l2_bytes", "sm_count")}
         kb.append_jsonl(r.results, r.header(r.probe))
         print(f"device: {res.get('device')}; torch {res.get('torch')}", flush=True)
-        if args.warm_jobs > 0:
-            warm_phase(r, todo)
-        if run_units(r, todo, "model", 1):
-            print("zoo: deadline reached; rerun with the same --out to go on", flush=True)
+        # warm a chunk (--warm-chunk units, --warm-jobs at a time), then time
+        # it, then the next: a deadline shorter than the whole warm phase
+        # still leaves timed units behind (0: warm everything first)
+        # time (--deadline): a chunk no larger than what the time left can
+        # still time, from this run's seconds a unit and a warm phase so far
+        chunk = len(todo) if args.warm_jobs <= 0 or args.warm_chunk <= 0 else args.warm_chunk
+        c, unit_s, warm_s = 0, [], []
+        while c < len(todo):
+            n = chunk
+            left = r.left()
+            if left is not None and chunk < len(todo):
+                per = statistics.mean(unit_s) if unit_s else 60.0
+                n = max(1, min(chunk, int((left - (max(warm_s) if warm_s else 60.0)) / per)))
+            part = todo[c:c + n]
+            c += n
+            t0 = time.monotonic()
+            if args.warm_jobs > 0:
+                warm_phase(r, part)
+                warm_s.append(time.monotonic() - t0)
+            t1 = time.monotonic()
+            stopped = run_units(r, part, "model", 1)
+            if not stopped:
+                unit_s.append((time.monotonic() - t1) / len(part))
+            else:
+                print("zoo: deadline reached; rerun with the same --out to go on", flush=True)
+                break
     summ = write_summary(r.out)
     if summ["below_eager"]:
         print(f"below {SLOW}x eager: " + ", ".join(f"{x['id']} {x['speedup_eager']:.2f}x"
@@ -1072,8 +1150,56 @@ def build_module(torch, spec, small, dtype, seed):
                 out = out[out_key]
             return out if isinstance(out, tuple) else (out,)
 
+    if spec["src"] == "tv":
+        notes += realistic_init(torch, inner, spec, seed)
     m = Zoo(inner).to(_tdtype(torch, dtype)).eval()
     return m, notes
+
+
+def realistic_init(torch, inner, spec, seed):
+    """torchvision's random initialisation made usable for a numerical
+    check, in fp32 before the cast, deterministically (own generators):
+      - weights initialised to all zeros (ViT's classification head) are
+        drawn N(0, 0.02): an all-zero output checks nothing;
+      - batch norms get running statistics from two forward passes in
+        training mode on N(0, 1) inputs (the small size, batch >= 2),
+        as a trained network has; with the default statistics (mean 0,
+        variance 1) the activations of a random network shrink layer by
+        layer (mobilenet_v3_large's logits are ~1e-10 in fp32, all zero
+        in fp16: eager is then 100 % off and nothing is checked).
+    Returns notes for the record."""
+    notes = []
+    g = torch.Generator().manual_seed(seed + 7)
+    zeroed = []
+    with torch.no_grad():
+        for name, p in inner.named_parameters():
+            if p.dim() >= 2 and p.numel() and not bool(p.any()):
+                p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+                zeroed.append(name)
+    if zeroed:
+        notes.append("all-zero initial weights drawn N(0, 0.02): " + ", ".join(zeroed))
+    bns = [b for b in inner.modules() if isinstance(b, torch.nn.modules.batchnorm._BatchNorm)]
+    if bns:
+        for b in bns:
+            b.reset_running_stats()
+            b.momentum = None  # a cumulative average over the passes
+        inner.train()
+        torch.manual_seed(seed + 8)  # dropout and stochastic depth in training mode
+        # a fixed thread count: the same sums (so the same statistics) in
+        # every process, and no oversubscription with warm workers side by side
+        threads = torch.get_num_threads()
+        torch.set_num_threads(4)
+        try:
+            with torch.no_grad():
+                for _ in range(2):
+                    xs = [torch.randn([max(2, i["shape"][0])] + list(i["shape"][1:]), generator=g)
+                          for i in spec["small"]["inputs"]]
+                    inner(*xs)
+        finally:
+            torch.set_num_threads(threads)
+        inner.eval()
+        notes.append(f"batch-norm statistics from 2 training-mode passes ({len(bns)} layers)")
+    return notes
 
 
 def input_tensors(torch, spec, small, dtype, seed, device, fake=False):
@@ -1144,6 +1270,25 @@ def export_stage(w, torch):
 def compile_stage(w, pt2):
     w.stage("compile")
     so = kb.kfuse_compile(w, pt2)
+    rep = os.path.join(w.job["dir"], "kfuse.report.json")
+    if os.path.exists(rep):
+        # the whole-module check (kfuse compile with a GPU): passed, error,
+        # bound, the fallback taken, its seconds against the compile's
+        try:
+            with open(rep) as f:
+                r = json.load(f)
+            mc = r.get("module_check")
+            if isinstance(mc, dict):
+                w.res["module_check"] = {k: mc.get(k) for k in ("checked", "passed", "max_rel_err", "bound",
+                                                                "repeat_max_diff", "seconds", "fallback",
+                                                                "first_failure", "failure", "why")
+                                         if mc.get(k) is not None}
+            sec = r.get("seconds")
+            if isinstance(sec, dict):
+                w.res["module_check_s"] = sec.get("module_check")
+                w.res["compile_total_s"] = sec.get("total")
+        except (OSError, ValueError) as e:
+            w.res.setdefault("report_error", f"{type(e).__name__}: {e}"[:300])
     if not w.job.get("keep_work"):
         os.remove(pt2)
     w.res["compiled"] = so is not None
@@ -1296,6 +1441,16 @@ def worker_model(w):
         torch.cuda.empty_cache()
     else:
         w.res["fp64_error"] = "--no-fp64"
+    # a check that checks nothing: eager's output all zeros, or eager itself
+    # as far from fp64 as zeros would be (the model's values out of the
+    # dtype's range); recorded and listed in the summary, the verdict kept
+    zero = all(float(x.double().norm().item()) == 0.0 for x in kb.leaves(torch, want) if x.is_floating_point())
+    ev = w.res.get("eager_vs_fp64")
+    if zero:
+        w.res["degenerate"] = "eager's output is all zeros: the comparison checks nothing"
+    elif _finite(ev) and ev >= 0.5:
+        w.res["degenerate"] = (f"eager itself is {ev:.2f} from fp64 (relative error norm): the model's values "
+                               f"leave {dtype}'s range; the comparison checks little")
 
     kmod = None
     if so is not None:
@@ -1493,6 +1648,10 @@ def main(argv=None):
     ap.add_argument("--skip", default="", help="models to leave out (as --only)")
     ap.add_argument("--shard", default="", help="K/N: the K-th (from 1) of N round-robin parts of the units")
     ap.add_argument("--shard-costs", metavar="OLD.jsonl", help="--shard balanced by OLD's seconds a unit")
+    ap.add_argument("--priority", default="", help="models (names or patterns) to run first, in this order")
+    ap.add_argument("--done", default="",
+                    help="earlier results.jsonl files (comma-separated) whose units count as done: left out "
+                         "before --shard splits the rest (resuming on another machine or shard count)")
     ap.add_argument("--list", action="store_true", help="print the selected units and stop")
     ap.add_argument("--small", action="store_true", help="small batch, sequence and layer counts (CPU checks)")
     ap.add_argument("--redo", action="store_true", help="run units already in results.jsonl again")
@@ -1518,6 +1677,9 @@ def main(argv=None):
     ap.add_argument("--time-failed", action="store_true", help="time eager and torch.compile where kfuse failed")
     ap.add_argument("--warm-jobs", type=int, default=0,
                     help="N parallel workers run torch.compile once per unit before the timing (Inductor's caches)")
+    ap.add_argument("--warm-chunk", type=int, default=None,
+                    help="warm this many units, time them, then the next chunk (default: --warm-jobs; "
+                         "0: warm all units first)")
     ap.add_argument("--warm-export", action="store_true",
                     help="the warm workers also kfuse.export each unit (CPU work; the timing phase compiles)")
     ap.add_argument("--warm-export-max-gb", type=float, default=20.0,
@@ -1534,6 +1696,8 @@ def main(argv=None):
         summ = write_summary(args.out)
         print(f"wrote {args.out}/summary.md and summary.json ({len(summ['units'])} units)")
         return 0
+    if args.warm_chunk is None:
+        args.warm_chunk = args.warm_jobs
     if args.shard_costs and not args.shard:
         ap.error("--shard-costs balances --shard K/N: give --shard too")
     units = select(zoo_models(), args)

@@ -8,6 +8,8 @@ GPU or torch (scripts/zoo.py; its sharding through scripts/kb_gpus.sh):
   - selection: --dtype, --tier, --family (families and groups), --only and
     --skip by name, pattern and MODEL/DTYPE, unknown names refused; --shard
     K/N round robin and with --shard-costs: every unit in exactly one shard;
+    --priority (named models first) and --done (units an earlier results
+    file holds left out before the shards are cut);
   - the tolerance rule: tolerance() and verdict();
   - resume: pending() skips what this mode recorded, --redo, --redo-status;
   - the warm phase: each unit warmed once, --warm-export up to its disk cap;
@@ -140,6 +142,32 @@ def main():
         check(sorted(seen) == sorted(u["id"] for u in all_units), "--shard-costs: every unit exactly once")
         check(max(loads) - min(loads) <= 13, f"--shard-costs balances: {loads}")
         refused(lambda: zoo.shard_costs(os.path.join(d, "none.jsonl")), "--shard-costs with a missing file")
+
+    # --priority: the named models first, in its order; the rest in zoo order
+    r = sel(zoo, priority="bert-base,resnet5*", dtype="fp32")
+    check([u["id"] for u in r[:2]] == ["bert-base/fp32", "resnet50/fp32"] and r[2]["id"] == "resnet18/fp32"
+          and len(r) == len(models), f"--priority: {[u['id'] for u in r[:3]]}")
+    refused(lambda: sel(zoo, priority="resnet9000"), "--priority with an unknown model")
+    # --done: units an earlier results.jsonl holds (gpu mode) left out before the shards are cut,
+    # those with a --redo-status status kept
+    with tempfile.TemporaryDirectory() as d:
+        done = os.path.join(d, "done.jsonl")
+        with open(done, "w") as f:
+            f.write(json.dumps({"type": "run"}) + "\n")
+            for uid, st, mode in (("resnet18/fp32", "ok", "gpu"), ("resnet18/fp16", "timeout", "gpu"),
+                                  ("resnet18/bf16", "ok", "cpu-check")):
+                f.write(json.dumps({"type": "model", "id": uid, "status": st, "mode": mode}) + "\n")
+        r = sel(zoo, done=done, only="resnet18")
+        check([u["id"] for u in r] == ["resnet18/bf16"], f"--done (gpu records only): {[u['id'] for u in r]}")
+        r = sel(zoo, done=done, only="resnet18", redo_status="timeout")
+        check([u["id"] for u in r] == ["resnet18/fp16", "resnet18/bf16"], "--done with --redo-status")
+        seen = []
+        for k in (1, 2):
+            seen += [u["id"] for u in sel(zoo, done=done, only="resnet18,resnet50", shard=f"{k}/2")]
+        check(sorted(seen) == sorted(["resnet18/bf16", "resnet50/fp32", "resnet50/fp16", "resnet50/bf16"])
+              and len(sel(zoo, done=done, only="resnet18,resnet50", shard="1/2")) == 2,
+              "--done: the shards split what is left")
+        refused(lambda: sel(zoo, done=os.path.join(d, "none.jsonl")), "--done with a missing file")
 
     # 3. the tolerance rule
     check(zoo.tolerance("fp32", None) == 1e-3 and zoo.tolerance("bf16", None) == 2e-2, "tolerance bases")
