@@ -1,10 +1,13 @@
 /* agent/unit.c — kernel units: construction helpers for the policies,
- * kf_unit_destroy, and lookup of the embedded templates.
+ * kf_unit_destroy, and lookup of the embedded templates (and writing them
+ * out for a host compiler: kf_templates_write).
  *
  * A unit owns everything it points to (name, policy, source, steps with
  * their kernel names and arguments, scratch sizes, cubin, log); the
  * builders grow the step and scratch arrays one element at a time, which is
  * cheap at the sizes units have (a handful of steps). */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +17,22 @@ const kf_template *kf_template_find(const char *name) {
   for (int i = 0; i < kf_n_templates; i++)
     if (strcmp(kf_templates[i].name, name) == 0) return &kf_templates[i];
   return NULL;
+}
+
+kf_status kf_templates_write(const char *dir, kf_diag *diag) {
+  for (int i = 0; i < kf_n_templates; i++) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, kf_templates[i].name);
+    FILE *f = fopen(path, "w");
+    bool ok = f && fwrite(kf_templates[i].text, 1, kf_templates[i].len, f) == kf_templates[i].len;
+    int e = errno;
+    if (f && fclose(f)) ok = false;
+    if (!ok) {
+      kf_diag_error(diag, "cannot write the template %s into %s: %s", kf_templates[i].name, dir, strerror(e));
+      return KF_ERR_IO;
+    }
+  }
+  return KF_OK;
 }
 
 static char *dup(const char *s) {

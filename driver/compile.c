@@ -411,7 +411,7 @@ static void add_module_check(cJSON *r, const kf_module_check *mc) {
     cJSON_AddNumberToObject(c, "seconds", mc->seconds);
     cJSON_AddNumberToObject(c, "reference_seconds", mc->reference_s);
     cJSON_AddNumberToObject(c, "repeat_max_diff", mc->repeat_diff);
-    cJSON_AddStringToObject(c, "reference", "the per-op fp64 reference module (kfuse compile --reference)");
+    cJSON_AddStringToObject(c, "reference", mc->reference);
   }
   if (mc->why[0]) cJSON_AddStringToObject(c, mc->checked ? "failure" : "why", mc->why);
   if (mc->fallback[0]) {

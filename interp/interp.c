@@ -454,6 +454,11 @@ kf_status kf_interp_run(const kf_graph *g, const kf_tensor *inputs,
   for (const kf_op *op = g->first; op; op = op->next, k++) {
     c.op = op;
     if ((st = run_op(&c))) goto done;
+    if (opts && opts->on_value)
+      for (int i = 0; i < op->n_results; i++) {
+        const ki_val *r = &c.vals[op->results[i]->id];
+        if (r->live) opts->on_value(opts->user, op, i, r->rank, r->shape, r->d, r->n);
+      }
     for (int i = 0; i < op->n_operands; i++) {
       const kf_value *v = op->operands[i];
       if (v && last_use[v->id] == k && c.vals[v->id].live) free_val(&c.vals[v->id]);

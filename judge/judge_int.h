@@ -216,4 +216,15 @@ void kf_jproc_fate(const kf_jproc *p, const kf_judge_options *o, char *b, size_t
  * workers: how many ran. Errors as kf_jproc_run's. */
 kf_status kf_jjudge_units(const kf_jwork *w, kf_jreport *r, kf_jproc *p, int *workers, kf_diag *diag);
 
+/* ---- the module check (module_check.c), shared with its GPU worker ---- */
+
+/* ||a - b|| / ||b||; infinite where one has a NaN or infinity the other
+ * has not; the largest absolute difference when ||b|| is 0. */
+double kf_mc_rel_err(const double *a, const double *b, int64_t n);
+/* splitmix64 */
+uint64_t kf_mc_next(uint64_t *s);
+/* A float input's value in input set set_k: set 0 normal, set 1 uniform in
+ * [-1, 1), set 2 uniform in [0, 1), repeating. */
+double kf_mc_draw(int set_k, uint64_t *s);
+
 #endif

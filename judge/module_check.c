@@ -51,6 +51,7 @@
 
 #include "judge_int.h"
 #include "kfuse/frontend.h"
+#include "kfuse/interp.h"
 
 /* ---- bounds ---- */
 
@@ -75,6 +76,44 @@ static double bound_for(const kf_graph *g, const kf_compile_options *o) {
   if (f16 || o->precision == KF_PRECISION_FP16) b = b > 3e-2 ? b : 3e-2;
   if (bf16 || o->precision == KF_PRECISION_BF16) b = b > 6e-2 ? b : 6e-2;
   return b;
+}
+
+/* ---- shared with the GPU worker ---- */
+
+double kf_mc_rel_err(const double *a, const double *b, int64_t n) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < n; i++) {
+    bool fa = isfinite(a[i]), fb = isfinite(b[i]);
+    if (!fa || !fb) {
+      if (isnan(a[i]) && isnan(b[i])) continue;
+      if (a[i] == b[i]) continue; /* the same infinity */
+      return INFINITY;
+    }
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  if (den == 0) return sqrt(num);
+  return sqrt(num / den);
+}
+
+uint64_t kf_mc_next(uint64_t *s) { /* splitmix64 */
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static double u01(uint64_t *s) { return (double)(kf_mc_next(s) >> 11) / (double)(1ULL << 53); }
+
+double kf_mc_draw(int set_k, uint64_t *s) {
+  switch (set_k % 3) {
+  case 0: { /* normal (Box-Muller) */
+    double u = u01(s), v = u01(s);
+    return sqrt(-2 * log(u > 1e-300 ? u : 1e-300)) * cos(2 * M_PI * v);
+  }
+  case 1: return 2 * u01(s) - 1;
+  default: return u01(s);
+  }
 }
 
 /* ---- input ranges ---- */
@@ -163,6 +202,20 @@ static void describe_group(const kf_module_built *b, int gi, char *out, size_t n
   for (int k = 0; k < g->n_ops && o < n; k++)
     o += (size_t)snprintf(out + o, n - o, "%s%s (kf.%s)", k ? ", " : "", g->ops[k]->name,
                           kf_opcode_name(g->ops[k]->code));
+}
+
+/* Add the k-th of n groups that could not be compared before the first
+ * diverging one to its message (the first three named). */
+static void append_unchecked(kf_module_check *out, int k, int n, const char *what) {
+  size_t l = strlen(out->bad_what);
+  if (k == 0)
+    l += (size_t)snprintf(out->bad_what + l, l < sizeof out->bad_what ? sizeof out->bad_what - l : 0,
+                          "; before it, after the last group seen to match, %d group(s) whose outputs the reference "
+                          "does not name could not be compared, and the defect may be there: ", n);
+  if (k < 3 && l < sizeof out->bad_what)
+    snprintf(out->bad_what + l, sizeof out->bad_what - l, "%s%s", k ? "; " : "", what);
+  else if (k == 3 && l < sizeof out->bad_what)
+    snprintf(out->bad_what + l, sizeof out->bad_what - l, "; ...");
 }
 
 /* The module's spec: inputs, outputs, and per group the plan steps and
@@ -301,6 +354,463 @@ static void last_line(const char *log, char *out, size_t n) {
   free(t);
 }
 
+/* ---- without a GPU: the module emulated on the CPU ---- */
+
+/* The work of running g once, in multiply-adds as the emulation counts
+ * them: a matrix product or convolution its products, attention its two
+ * products, every other op the larger of its results and operands. */
+static double emu_cost(const kf_graph *g) {
+  double w = 0;
+  for (const kf_op *op = g->first; op; op = op->next) {
+    kf_op_kind kind = kf_op_info_get(op->code)->kind;
+    if (kind == KF_KIND_VIEW || kind == KF_KIND_SOURCE) continue;
+    double out = 0, in = 0;
+    for (int r = 0; r < op->n_results; r++)
+      if (op->results[r]->type.kind == KF_TYPE_TENSOR) out += (double)kf_type_numel(&op->results[r]->type);
+    for (int i = 0; i < op->n_operands; i++)
+      if (op->operands[i] && op->operands[i]->type.kind == KF_TYPE_TENSOR)
+        in += (double)kf_type_numel(&op->operands[i]->type);
+    double c = out > in ? out : in;
+    const kf_value *x = op->n_operands > 0 ? op->operands[0] : NULL;
+    const kf_value *y = op->n_operands > 1 ? op->operands[1] : NULL;
+    if (kind == KF_KIND_MATMUL && op->n_operands >= 2) {
+      const kf_value *a = op->code == KF_OP_ADDMM ? op->operands[1] : x;
+      if (a && a->type.rank >= 1) c = out * (double)a->type.shape[a->type.rank - 1];
+    } else if (kind == KF_KIND_CONV && y && y->type.rank >= 2 && y->type.shape[0] > 0) {
+      c = out * (double)kf_type_numel(&y->type) / (double)y->type.shape[0];
+      if (x && x->type.rank >= 2 && out < (double)kf_type_numel(&x->type)) /* transposed */
+        c = (double)kf_type_numel(&x->type) * (double)kf_type_numel(&y->type) / (double)y->type.shape[0];
+    } else if (kind == KF_KIND_ATTENTION && y && y->type.rank >= 2) {
+      c = 2 * out * (double)y->type.shape[y->type.rank - 2];
+    }
+    w += c;
+  }
+  return w;
+}
+
+/* What the emulating child reports through its pipe. */
+typedef struct emu_result {
+  int checked, passed, sets, bad_group;
+  double max_rel_err, bad_rel_err;
+  int n_unchecked;  /* groups between the last one seen to match and the
+                       bad one that could not be compared */
+  int unchecked[8]; /* the first of them */
+  char why[1024];
+} emu_result;
+
+typedef struct ref_keep {
+  const kf_graph *want; /* the compiled graph: the names of its group outputs */
+  const kf_partition *p;
+  int n;
+  char **name;
+  double **data;
+  int64_t *numel;
+} ref_keep;
+
+/* The interpreter's values that a group output of the compiled module has
+ * the name of (single-result ops: a name is then one value). */
+static void keep_value(void *user, const kf_op *op, int r, int rank, const int64_t *shape, const double *data,
+                       int64_t numel) {
+  (void)rank;
+  (void)shape;
+  ref_keep *k = user;
+  if (op->n_results != 1 || r != 0 || !op->name) return;
+  bool wanted = false;
+  for (int gi = 0; gi < k->p->n_groups && !wanted; gi++) {
+    const kf_group *g = &k->p->groups[gi];
+    if (g->kind == KF_GROUP_VIEW) continue;
+    for (int j = 0; j < g->n_outputs && !wanted; j++)
+      wanted = g->outputs[j]->def && g->outputs[j]->def->name && strcmp(g->outputs[j]->def->name, op->name) == 0;
+  }
+  if (!wanted) return;
+  char **nn = realloc(k->name, sizeof *nn * (size_t)(k->n + 1));
+  if (nn) k->name = nn;
+  double **nd = realloc(k->data, sizeof *nd * (size_t)(k->n + 1));
+  if (nd) k->data = nd;
+  int64_t *ne = realloc(k->numel, sizeof *ne * (size_t)(k->n + 1));
+  if (ne) k->numel = ne;
+  double *copy = malloc(sizeof(double) * (size_t)(numel > 0 ? numel : 1));
+  char *name = strdup(op->name);
+  if (!nn || !nd || !ne || !copy || !name) {
+    free(copy);
+    free(name);
+    return; /* not kept: that group is then not compared */
+  }
+  memcpy(copy, data, sizeof(double) * (size_t)numel);
+  k->name[k->n] = name;
+  k->data[k->n] = copy;
+  k->numel[k->n] = numel;
+  k->n++;
+}
+
+static void ref_keep_fini(ref_keep *k) {
+  for (int i = 0; i < k->n; i++) {
+    free(k->name[i]);
+    free(k->data[i]);
+  }
+  free(k->name);
+  free(k->data);
+  free(k->numel);
+}
+
+/* A value of the emulated module as logical row-major doubles, read
+ * through its strides. */
+static double *gather(const kf_value *v, const void *first) {
+  int64_t n = kf_type_numel(&v->type), idx[KF_MAX_RANK] = {0};
+  double *o = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+  if (!o) return NULL;
+  kf_tensor t;
+  memset(&t, 0, sizeof t);
+  t.dtype = v->type.dtype;
+  t.rank = 1;
+  t.data = (void *)first;
+  for (int64_t e = 0; e < n; e++) {
+    int64_t off = 0;
+    for (int k = 0; k < v->type.rank; k++) off += idx[k] * v->type.strides[k];
+    t.shape[0] = off + 1;
+    o[e] = kf_tensor_get(&t, off);
+    for (int k = v->type.rank - 1; k >= 0; k--) {
+      if (++idx[k] < v->type.shape[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return o;
+}
+
+/* One run of the module as it was planned (its arena, outputs and weights
+ * where the memory plan puts them; the arena poisoned, so a value read
+ * before it is written is NaN), group by group. With keep, each group's
+ * outputs are compared with the reference's values of the same name as
+ * soon as the group has run; the first beyond the bound is the result's
+ * bad group. outs[i] gets graph output i as doubles. */
+static kf_status emu_run(const kf_module_built *b, kf_emu *e, const kf_tensor *ins, const ref_keep *keep,
+                         double bound, double **outs, emu_result *res, kf_diag *diag) {
+  const kf_graph *g = b->graph;
+  const kf_memplan *mp = b->memplan;
+  kf_status st = KF_OK;
+  void **ptr = calloc((size_t)g->next_value_id + 1, sizeof *ptr);
+  void **obuf = calloc((size_t)g->n_outputs + 1, sizeof *obuf);
+  unsigned char *arena = malloc(mp->arena_bytes > 0 ? (size_t)mp->arena_bytes : 1);
+  if (!ptr || !obuf || !arena) {
+    st = KF_ERR_NOMEM;
+    goto done;
+  }
+  memset(arena, 0xff, mp->arena_bytes > 0 ? (size_t)mp->arena_bytes : 1);
+  for (uint32_t id = 0; id < g->next_value_id && !st; id++) {
+    const kf_storage *s = &mp->storage[id];
+    const kf_value *v = s->base;
+    if (s->kind == KF_STORAGE_NONE || !v) continue;
+    unsigned char *base = NULL;
+    if (s->kind == KF_STORAGE_ARENA) {
+      base = arena + s->offset;
+    } else if (s->kind == KF_STORAGE_INPUT) {
+      base = s->index >= 0 && s->index < g->n_inputs ? ins[s->index].data : NULL;
+    } else if (s->kind == KF_STORAGE_OUTPUT) {
+      if (s->index < 0 || s->index >= g->n_outputs) continue;
+      if (!obuf[s->index]) {
+        obuf[s->index] = malloc(s->nbytes > 0 ? (size_t)s->nbytes : 1);
+        if (!obuf[s->index]) {
+          st = KF_ERR_NOMEM;
+          break;
+        }
+        memset(obuf[s->index], 0xff, s->nbytes > 0 ? (size_t)s->nbytes : 1);
+      }
+      base = obuf[s->index];
+    } else if (s->kind == KF_STORAGE_WEIGHT && v->def && v->def->code == KF_OP_PARAM) {
+      const void *data = NULL;
+      int64_t nb = 0;
+      if ((st = g->store.get(g->store.impl, kf_op_get_str(v->def, "fqn"), &data, &nb, diag))) break;
+      base = (unsigned char *)data;
+    }
+    ptr[id] = base; /* the region's start */
+  }
+  if (st) goto done;
+  /* ptr[id] is the region's start; each value's first element is past its offset */
+  {
+    void **first = calloc((size_t)g->next_value_id + 1, sizeof *first);
+    if (!first) {
+      st = KF_ERR_NOMEM;
+      goto done;
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+      const kf_value *v = g->inputs[i];
+      if (ptr[v->id]) first[v->id] = (char *)ptr[v->id] + v->type.offset * (int64_t)kf_dtype_size(v->type.dtype);
+    }
+    for (const kf_op *op = g->first; op; op = op->next)
+      for (int r = 0; r < op->n_results; r++) {
+        const kf_value *v = op->results[r];
+        if (ptr[v->id] && v->type.kind == KF_TYPE_TENSOR)
+          first[v->id] = (char *)ptr[v->id] + v->type.offset * (int64_t)kf_dtype_size(v->type.dtype);
+      }
+    free(ptr);
+    ptr = first;
+  }
+  for (int gi = 0; gi < b->partition->n_groups && !st; gi++) {
+    const kf_group *grp = &b->partition->groups[gi];
+    if (grp->kind == KF_GROUP_VIEW || !b->units[gi]) continue;
+    if ((st = kf_emu_run_unit(e, grp, b->units[gi], ptr, diag))) break;
+    if (!keep || res->bad_group >= 0) continue;
+    bool compared = false;
+    for (int j = 0; j < grp->n_outputs && res->bad_group < 0; j++) {
+      const kf_value *v = grp->outputs[j];
+      if (!v->def || !v->def->name || !ptr[v->id] || v->type.kind != KF_TYPE_TENSOR) continue;
+      for (int k = 0; k < keep->n; k++) {
+        if (strcmp(keep->name[k], v->def->name) || keep->numel[k] != kf_type_numel(&v->type)) continue;
+        double *got = gather(v, ptr[v->id]);
+        if (!got) {
+          st = KF_ERR_NOMEM;
+          break;
+        }
+        double err = kf_mc_rel_err(got, keep->data[k], keep->numel[k]);
+        free(got);
+        compared = true;
+        if (!(err <= bound)) {
+          res->bad_group = gi;
+          res->bad_rel_err = isfinite(err) ? err : 1e308;
+        }
+        break;
+      }
+    }
+    if (compared && res->bad_group < 0) {
+      res->n_unchecked = 0; /* matched: the suspects start after it */
+    } else if (!compared) {
+      if (res->n_unchecked < (int)(sizeof res->unchecked / sizeof res->unchecked[0]))
+        res->unchecked[res->n_unchecked] = gi;
+      res->n_unchecked++;
+    }
+  }
+  for (int i = 0; i < g->n_outputs && !st; i++) {
+    const kf_value *v = g->outputs[i];
+    if (!ptr[v->id]) {
+      kf_diag_error(diag, "output %d has no storage in the memory plan", i);
+      st = KF_ERR_INTERNAL;
+      break;
+    }
+    if (!(outs[i] = gather(v, ptr[v->id]))) st = KF_ERR_NOMEM;
+  }
+done:
+  for (int i = 0; obuf && i < g->n_outputs; i++) free(obuf[i]);
+  free(obuf);
+  free(ptr);
+  free(arena);
+  return st;
+}
+
+/* The emulating child's work: the units built for the CPU, the reference
+ * model loaded again, `sets` input sets through both. */
+static void emu_child(const kf_judge_module_checker *c, const kf_module_built *b, double bound, uint64_t seed,
+                      const char *dir, emu_result *res) {
+  first_err fe = {""};
+  kf_diag q;
+  kf_diag_init(&q, keep_first, &fe);
+  kf_emu *e = NULL;
+  kf_graph *rg = NULL;
+  const kf_graph *g = b->graph;
+  kf_tensor *ins = calloc((size_t)g->n_inputs + 1, sizeof *ins);
+  kf_tensor *refo = calloc((size_t)g->n_outputs + 1, sizeof *refo);
+  double **outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
+  ref_keep keep = {g, b->partition, 0, NULL, NULL, NULL};
+  res->bad_group = -1;
+  if (!ins || !refo || !outs) {
+    snprintf(res->why, sizeof res->why, "out of memory");
+    goto done;
+  }
+  if (kf_emu_build(b->units, b->partition->n_groups, dir, &e, &q)) {
+    snprintf(res->why, sizeof res->why, "no GPU, and the module cannot be emulated on the CPU: %s", fe.msg);
+    goto done;
+  }
+  kf_load_options lo;
+  kf_load_options_init(&lo);
+  if (kf_model_load(c->model_path, &lo, &rg, &q)) {
+    snprintf(res->why, sizeof res->why, "the reference model could not be loaded: %s", fe.msg);
+    goto done;
+  }
+  if (rg->n_inputs != g->n_inputs || rg->n_outputs != g->n_outputs) {
+    snprintf(res->why, sizeof res->why, "the model loaded again has %d inputs and %d outputs, the compiled one %d and %d",
+             rg->n_inputs, rg->n_outputs, g->n_inputs, g->n_outputs);
+    goto done;
+  }
+  for (int i = 0; i < g->n_inputs; i++) {
+    const kf_type *t = &g->inputs[i]->type;
+    ins[i].dtype = t->dtype;
+    ins[i].rank = t->rank;
+    memcpy(ins[i].shape, t->shape, sizeof ins[i].shape);
+    if (kf_tensor_alloc(&ins[i])) {
+      snprintf(res->why, sizeof res->why, "out of memory for input %d", i);
+      goto done;
+    }
+  }
+  int sets = c->sets > 0 ? c->sets : 3, bad_set = -1;
+  res->max_rel_err = 0;
+  for (int k = 0; k <= sets; k++) {
+    bool localize = k == sets;
+    if (localize && bad_set < 0) break;
+    int set_k = localize ? bad_set : k;
+    uint64_t s = seed + 0x9e37ull * (uint64_t)set_k;
+    for (int i = 0; i < g->n_inputs; i++) {
+      const kf_value *v = g->inputs[i];
+      int64_t hi = 0;
+      if (!kf_dtype_is_float(v->type.dtype)) {
+        int64_t lim = v->type.dtype == KF_DTYPE_BOOL ? -1 : index_limit(g, v, 0);
+        hi = lim > 0 ? lim : 2;
+      }
+      for (int64_t x = 0; x < kf_tensor_numel(&ins[i]); x++)
+        kf_tensor_set(&ins[i], x, hi > 0 ? (double)(int64_t)(kf_mc_next(&s) % (uint64_t)hi) : kf_mc_draw(set_k, &s));
+    }
+    kf_interp_options io;
+    memset(&io, 0, sizeof io);
+    if (localize) {
+      io.on_value = keep_value;
+      io.user = &keep;
+    }
+    if (kf_interp_run(rg, ins, g->n_inputs, refo, &io, &q)) {
+      snprintf(res->why, sizeof res->why, "the interpreter could not run the model: %s", fe.msg);
+      goto done;
+    }
+    if (emu_run(b, e, ins, localize ? &keep : NULL, bound, outs, res, &q)) {
+      snprintf(res->why, sizeof res->why, "the emulated module failed: %s", fe.msg);
+      goto done;
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+      double err = kf_mc_rel_err(outs[i], refo[i].data, kf_tensor_numel(&refo[i]));
+      if (!localize && !(err <= res->max_rel_err)) res->max_rel_err = isfinite(err) ? err : 1e308;
+      if (!localize && !(err <= bound) && bad_set < 0) {
+        bad_set = k;
+        snprintf(res->why, sizeof res->why, "output %d is %.3g from the fp64 interpreter (bound %.1e) on input set %d",
+                 i, isfinite(err) ? err : INFINITY, bound, k);
+      }
+      free(outs[i]);
+      outs[i] = NULL;
+      kf_tensor_fini(&refo[i]);
+    }
+    if (!localize) res->sets = k + 1;
+  }
+  if (kf_emu_index_error(e)) {
+    snprintf(res->why, sizeof res->why, "a kernel flagged an index out of range on in-range inputs");
+    bad_set = bad_set < 0 ? 0 : bad_set;
+  }
+  res->checked = 1;
+  res->passed = bad_set < 0;
+done:
+  for (int i = 0; ins && i < g->n_inputs; i++) kf_tensor_fini(&ins[i]);
+  for (int i = 0; refo && i < g->n_outputs; i++) kf_tensor_fini(&refo[i]);
+  for (int i = 0; outs && i < g->n_outputs; i++) free(outs[i]);
+  free(ins);
+  free(refo);
+  free(outs);
+  ref_keep_fini(&keep);
+  kf_emu_destroy(e);
+  kf_graph_destroy(rg);
+}
+
+/* The module emulated on the CPU in a child process (a unit that faults
+ * takes only the child down), with the worker's wall-time limit. */
+static kf_status cpu_check(const kf_judge_module_checker *c, const kf_module_built *b, const kf_compile_options *o,
+                           const char *dir, const char *no_gpu, kf_module_check *out, kf_diag *diag) {
+  double cost = emu_cost(b->graph);
+  if (c->cpu_limit <= 0 || cost > c->cpu_limit) {
+    snprintf(out->why, sizeof out->why,
+             "%s; the CPU emulation %s (%.3g multiply-adds a run, limit %.3g: KFUSE_MODULE_CHECK_CPU_LIMIT)", no_gpu,
+             c->cpu_limit <= 0 ? "is off" : "is for smaller models", cost, c->cpu_limit);
+    return KF_OK;
+  }
+  if (o->progress)
+    fprintf(stderr, "kfuse: module check: no GPU; emulating the module on the CPU (%.3g multiply-adds a run)\n", cost);
+  uint64_t seed = c->seed;
+  if (!seed && getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) seed = (uint64_t)time(NULL);
+  int fd[2];
+  if (pipe(fd)) {
+    snprintf(out->why, sizeof out->why, "%s; the CPU emulation could not start: pipe: %s", no_gpu, strerror(errno));
+    return KF_OK;
+  }
+  fflush(NULL);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fd[0]);
+    close(fd[1]);
+    snprintf(out->why, sizeof out->why, "%s; the CPU emulation could not start: fork: %s", no_gpu, strerror(errno));
+    return KF_OK;
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    close(fd[0]);
+    emu_result r;
+    memset(&r, 0, sizeof r);
+    emu_child(c, b, out->bound, seed, dir, &r);
+    ssize_t w = write(fd[1], &r, sizeof r);
+    _exit(w == (ssize_t)sizeof r ? 0 : 1);
+  }
+  close(fd[1]);
+  emu_result r;
+  memset(&r, 0, sizeof r);
+  size_t got = 0;
+  double t0 = kf_now_s(), limit = c->timeout_s > 0 ? c->timeout_s : 600;
+  bool timed_out = false;
+  fcntl(fd[0], F_SETFL, O_NONBLOCK);
+  for (;;) {
+    ssize_t k = read(fd[0], (char *)&r + got, sizeof r - got);
+    if (k > 0) {
+      got += (size_t)k;
+      if (got == sizeof r) break;
+      continue;
+    }
+    if (k == 0) break; /* the child closed its end: done or dead */
+    if (errno != EAGAIN && errno != EINTR) break;
+    if (kf_now_s() - t0 > limit) {
+      timed_out = true;
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      break;
+    }
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  close(fd[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (got != sizeof r) {
+    if (timed_out)
+      snprintf(out->why, sizeof out->why, "%s; the CPU emulation ran past %.0f s and was stopped", no_gpu, limit);
+    else if (WIFSIGNALED(status))
+      snprintf(out->why, sizeof out->why, "%s; the CPU emulation died of signal %d (a unit faulted on the CPU)",
+               no_gpu, WTERMSIG(status));
+    else
+      snprintf(out->why, sizeof out->why, "%s; the CPU emulation gave no result", no_gpu);
+    /* the check itself failed: the module is not known to be wrong */
+    return KF_OK;
+  }
+  snprintf(out->device, sizeof out->device, "CPU (the module emulated, kernels as host C++)");
+  if (!r.checked) {
+    snprintf(out->why, sizeof out->why, "%s", r.why);
+    return KF_OK;
+  }
+  out->checked = true;
+  snprintf(out->reference, sizeof out->reference, "the fp64 interpreter (the model as loaded)");
+  out->passed = r.passed;
+  out->sets = r.sets;
+  out->max_rel_err = r.max_rel_err;
+  snprintf(out->why, sizeof out->why, "%s", r.passed ? "" : r.why);
+  if (r.bad_group >= 0 && r.bad_group < b->partition->n_groups) {
+    char what[1024];
+    describe_group(b, r.bad_group, what, sizeof what);
+    out->bad_group = r.bad_group;
+    out->bad_rel_err = r.bad_rel_err;
+    snprintf(out->bad_what, sizeof out->bad_what, "%.900s (relative error %.2e)", what, r.bad_rel_err);
+    int kept = (int)(sizeof r.unchecked / sizeof r.unchecked[0]);
+    for (int k = 0; k < r.n_unchecked && k < kept; k++) {
+      if (r.unchecked[k] < 0 || r.unchecked[k] >= b->partition->n_groups) continue;
+      describe_group(b, r.unchecked[k], what, sizeof what);
+      append_unchecked(out, k, r.n_unchecked, what);
+    }
+  }
+  (void)diag;
+  return r.passed ? KF_OK : KF_ERR_MISMATCH;
+}
+
 static kf_status check(void *user, const kf_module_built *b, const kf_compile_options *o, kf_module_check *out,
                        kf_diag *diag) {
   kf_judge_module_checker *c = user;
@@ -343,7 +853,9 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
   }
   char why[600] = "";
   if (run_worker(c, path, res, logp, 60, why, sizeof why)) {
-    snprintf(out->why, sizeof out->why, "no GPU check: %s", why);
+    char ng[700];
+    snprintf(ng, sizeof ng, "no GPU check: %s", why);
+    st = cpu_check(c, b, o, dir, ng, out, diag);
     goto done;
   }
   {
@@ -355,9 +867,11 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
       cJSON *w = cJSON_GetObjectItem(r, "why");
       char ll[400];
       last_line(logp, ll, sizeof ll);
-      snprintf(out->why, sizeof out->why, "no GPU to check the module on: %s",
+      char ng[700];
+      snprintf(ng, sizeof ng, "no GPU to check the module on: %s",
                cJSON_IsString(w) ? w->valuestring : ll[0] ? ll : "the probe gave no answer");
       cJSON_Delete(r);
+      st = cpu_check(c, b, o, dir, ng, out, diag);
       goto done;
     }
     cJSON *dv = cJSON_GetObjectItem(r, "device");
@@ -473,6 +987,7 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
       goto done;
     }
     out->checked = true;
+    snprintf(out->reference, sizeof out->reference, "the per-op fp64 reference module (kfuse compile --reference)");
     out->sets = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "sets"));
     out->max_rel_err = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "max_rel_err"));
     out->passed = cJSON_IsTrue(cJSON_GetObjectItem(r, "passed"));
@@ -491,6 +1006,11 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
       cJSON *bw = cJSON_GetObjectItem(bad, "what");
       snprintf(out->bad_what, sizeof out->bad_what, "%s (relative error %.2e)",
                cJSON_IsString(bw) ? bw->valuestring : "?", out->bad_rel_err);
+      const cJSON *u, *unc = cJSON_GetObjectItem(bad, "unchecked_before");
+      int k = 0;
+      cJSON_ArrayForEach(u, unc) {
+        if (cJSON_IsString(u)) append_unchecked(out, k++, cJSON_GetArraySize(unc), u->valuestring);
+      }
     }
     cJSON_Delete(r);
     if (!out->passed) st = KF_ERR_MISMATCH;
@@ -512,6 +1032,13 @@ void kf_judge_module_checker_init(kf_judge_module_checker *c, const char *model_
   c->model_path = model_path;
   c->sets = 3;
   c->timeout_s = 600;
+  c->cpu_limit = 3e8;
+  const char *lim = secure_getenv("KFUSE_MODULE_CHECK_CPU_LIMIT");
+  if (lim && *lim) {
+    char *end = NULL;
+    double v = strtod(lim, &end);
+    if (end && !*end && v >= 0) c->cpu_limit = v;
+  }
   const char *k = secure_getenv("KFUSE_MODULE_CHECK_KEEP");
   c->keep_files = k && *k == '1';
 }

@@ -18,7 +18,9 @@
  * plan's steps up to that group (kfuse_model_debug_run) and its outputs
  * read from the arena. The result is JSON: {"gpu", "device", "sets",
  * "max_rel_err", "passed", "why", "outputs": [...], "first_bad_group":
- * {"group", "what", "value", "rel_err"}, "repeat_max_diff": the largest
+ * {"group", "what", "value", "rel_err", "unchecked_before": the groups
+ * between the last one seen to match and this one that could not be
+ * compared}, "repeat_max_diff": the largest
  * difference between two runs of the module on the first set, which a
  * module without a race has 0} or {"error": "..."}. The bisection assumes
  * the error grows along the plan; a racing module can mislead it (the
@@ -233,46 +235,6 @@ static double *read_value(const drv *d, CUdeviceptr p, const tdesc *t) {
   return out;
 }
 
-/* ||a - b|| / ||b||; infinite where one has a NaN or infinity the other
- * has not; the largest absolute difference when ||b|| is 0. */
-static double rel_err(const double *a, const double *b, int64_t n) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < n; i++) {
-    bool fa = isfinite(a[i]), fb = isfinite(b[i]);
-    if (!fa || !fb) {
-      if (isnan(a[i]) && isnan(b[i])) continue;
-      if (a[i] == b[i]) continue; /* the same infinity */
-      return INFINITY;
-    }
-    num += (a[i] - b[i]) * (a[i] - b[i]);
-    den += b[i] * b[i];
-  }
-  if (den == 0) return sqrt(num);
-  return sqrt(num / den);
-}
-
-/* ---- inputs ---- */
-
-static uint64_t next(uint64_t *s) { /* splitmix64 */
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-static double u01(uint64_t *s) { return (double)(next(s) >> 11) / (double)(1ULL << 53); }
-
-static double draw(int set_k, uint64_t *s) {
-  switch (set_k % 3) {
-  case 0: { /* normal (Box-Muller) */
-    double u = u01(s), v = u01(s);
-    return sqrt(-2 * log(u > 1e-300 ? u : 1e-300)) * cos(2 * M_PI * v);
-  }
-  case 1: return 2 * u01(s) - 1;
-  default: return u01(s);
-  }
-}
-
 typedef struct input {
   tdesc t;
   int64_t int_hi; /* 0 for floats */
@@ -283,7 +245,7 @@ typedef struct input {
 
 static void fill(input *in, int set_k, uint64_t *s) {
   for (int64_t e = 0; e < in->t.numel; e++) {
-    double v = in->int_hi > 0 ? (double)(int64_t)(next(s) % (uint64_t)in->int_hi) : draw(set_k, s);
+    double v = in->int_hi > 0 ? (double)(int64_t)(kf_mc_next(s) % (uint64_t)in->int_hi) : kf_mc_draw(set_k, s);
     set(in->t.dtype, in->host, e, v);
   }
 }
@@ -364,7 +326,7 @@ static double probe(ctx *c, const cJSON *grp, bool run) {
       free(yr);
       return NAN;
     }
-    double e = rel_err(ya, yr, ta.numel);
+    double e = kf_mc_rel_err(ya, yr, ta.numel);
     free(ya);
     free(yr);
     if (e > worst) {
@@ -527,7 +489,7 @@ int kf_judge_module_check_main(int argc, char **argv) {
       ya[i] = read_value(&d, a.out[i], &otd[i]);
       yr[i] = ya[i] ? read_value(&d, r.out[i], &otd[i]) : NULL;
       if (!ya[i] || !yr[i]) goto done;
-      double e = rel_err(ya[i], yr[i], otd[i].numel);
+      double e = kf_mc_rel_err(ya[i], yr[i], otd[i].numel);
       if (e > out_worst[i]) out_worst[i] = e;
       if (e > worst) worst = e;
       if (!(e <= bound) && bad_set < 0) {
@@ -657,6 +619,14 @@ int kf_judge_module_check_main(int argc, char **argv) {
   cJSON_AddStringToObject(fb, "value", hi_name);
   cJSON_AddNumberToObject(fb, "rel_err", isfinite(e_hi) ? e_hi : 1e308);
   cJSON_AddNumberToObject(fb, "probes", probes);
+  /* the groups between the last one seen to match and this one whose
+   * outputs the reference names none of (a rewritten or fused value): the
+   * defect may be in one of them */
+  cJSON *unc = cJSON_AddArrayToObject(fb, "unchecked_before");
+  for (int j = lo >= 0 ? cand[lo] + 1 : 0; unc && j < cand[hi]; j++) {
+    const cJSON *w = cJSON_GetObjectItem(cJSON_GetArrayItem(c.groups, j), "what");
+    if (cJSON_IsString(w)) cJSON_AddItemToArray(unc, cJSON_CreateString(w->valuestring));
+  }
   free(cand);
 done:
   if (g_err[0]) cJSON_AddStringToObject(res, "error", g_err);

@@ -5,7 +5,9 @@
 #   so:  `kfuse compile` succeeds; the module exports exactly the module API
 #        and binds its own symbols (DF_SYMBOLIC); it needs nothing beyond
 #        libc at load time; the weights sidecar exists
-#        and the report says the kernels were not verified here; with
+#        and the report says the kernels were not verified here; the
+#        whole-module check (the CPU emulation here) passed without a
+#        fallback, or the report says why it did not run; with
 #        KFUSE_CREATE_CHECK and KFUSE_LIBCUDA (tests/fake), the module is
 #        created and run once on the fake CUDA driver, cuBLASLt and cuDNN.
 #   obj: `--emit obj` writes an object and a header; a C program using the
@@ -31,6 +33,17 @@ if [ "$mode" = so ]; then
   [ -s "$dir/m.so.weights" ] || [ "$(python3 -c "import json;print(json.load(open('$dir/r.json'))['weights_bytes'])")" = 0 ] \
     || fail "no weights sidecar"
   grep -q '"verified":[[:space:]]*false' "$dir/r.json" || fail "the report must say the kernels were not verified"
+  # the whole-module check: here (no GPU) the CPU emulation against the
+  # fp64 interpreter, which must pass without a fallback; where it could
+  # not run, the report must say why
+  mc=$(python3 -c "
+import json, sys
+m = json.load(open(sys.argv[1]))['module_check']
+if m.get('checked'):
+    print('ok' if m.get('passed') and not m.get('fallback') else 'FAILED: %s (fallback %r)' % (m.get('first_failure') or m.get('failure'), m.get('fallback')))
+else:
+    print('ok' if m.get('why') else 'not checked, and no reason given')" "$dir/r.json")
+  [ "$mc" = ok ] || fail "module check: $mc"
   # create and run once on the fake CUDA driver, cuBLASLt and cuDNN
   # (tests/fake, one library): the weights file checks out, every launch's
   # arguments match the parameters its cubin declares, GEMM and CONV steps

@@ -127,6 +127,11 @@ typedef struct kf_target {
  * diagnostic. Units without source succeed trivially. */
 KF_API kf_status kf_unit_compile(kf_unit *u, const kf_target *t, kf_diag *diag);
 
+/* Write the embedded templates (agent/templates: the .cu/.cuh files and the
+ * CPU emulation header kf_emu.h) into the existing directory dir, for a
+ * host compiler (the module check's CPU emulation). */
+KF_API kf_status kf_templates_write(const char *dir, kf_diag *diag);
+
 /* Whether NVRTC can be loaded (dlopen); when not, why (into why[n]). */
 KF_API bool kf_nvrtc_available(char *why, size_t n);
 /* The toolkit units are compiled with, as the kernel cache keys it:

@@ -93,6 +93,7 @@ typedef struct kf_module_check {
   bool passed;
   char why[1024];       /* not checked, or what failed */
   char device[96];
+  char reference[96];   /* what it was compared with */
   int sets;             /* input sets compared */
   double max_rel_err;   /* the worst output's relative error norm */
   double bound;         /* what it was held to (from the precision policy) */

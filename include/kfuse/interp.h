@@ -41,6 +41,13 @@ KF_API void kf_tensor_set(kf_tensor *t, int64_t i, double v);
 
 typedef struct kf_interp_options {
   int64_t max_elements; /* per value; 0 = default (16M) */
+  /* Called with each op's results as soon as they are computed (NULL: not
+   * called): result r of op, its logical shape and its numel doubles in
+   * row-major order, valid only during the call (the module check's
+   * reference keeps the values it will compare by name). */
+  void (*on_value)(void *user, const kf_op *op, int r, int rank, const int64_t *shape, const double *data,
+                   int64_t numel);
+  void *user;
 } kf_interp_options;
 
 /* Run g on the CPU. inputs: g->n_inputs tensors matching the input types

@@ -122,7 +122,9 @@ KF_API void kf_judge_queue_give_cb(void *q, int device);
  * judge/module_check.c): the linked module run on fresh input sets
  * against the per-op fp64 reference module built from the model at
  * model_path, in a worker process; the first diverging group found on a
- * mismatch. Not run without a GPU (the result says so). */
+ * mismatch. Without a GPU, a model under cpu_limit is emulated on the CPU
+ * (kf_emu_*) against the fp64 interpreter; larger ones are not checked
+ * (the result says so). */
 typedef struct kf_judge_module_checker {
   kf_module_checker checker; /* what kf_compile_options.checker points to */
   const char *model_path;    /* loaded again for the reference */
@@ -133,12 +135,35 @@ typedef struct kf_judge_module_checker {
   bool keep_files;           /* keep the temporary directory (the spec, the
                                 reference, the worker's log):
                                 KFUSE_MODULE_CHECK_KEEP=1 */
+  double cpu_limit;          /* without a GPU: the module emulated on the CPU
+                                against the fp64 interpreter when one run
+                                is at most this many multiply-adds (3e8,
+                                KFUSE_MODULE_CHECK_CPU_LIMIT); 0: never */
 } kf_judge_module_checker;
 
 KF_API void kf_judge_module_checker_init(kf_judge_module_checker *c, const char *model_path);
 /* `kfuse module-check-worker SPEC RESULT` (started by the check; not for
  * use by hand). Returns the process exit status. */
 KF_API int kf_judge_module_check_main(int argc, char **argv);
+
+/* ---- kernel units run on the CPU (judge/emu.c) ----
+ * The module check without a GPU and the emulator tests: the units'
+ * sources compiled as host C++ over the CUDA emulation of the templates
+ * (agent/templates/kf_emu.h, by $KFUSE_EMU_CXX, default g++), library
+ * steps computed in double after the runtime's contracts. */
+typedef struct kf_emu kf_emu;
+/* Compile and load the sources of units[0..n) (NULL entries and units
+ * without source skipped, a unit given twice compiled once) in the existing
+ * directory dir. KF_ERR_UNSUPPORTED when there is no host compiler or a
+ * unit does not compile for the emulation (the diagnostic names it). */
+KF_API kf_status kf_emu_build(kf_unit *const *units, int n, const char *dir, kf_emu **out, kf_diag *diag);
+/* Run unit u (built by e) for group grp: ptr, indexed by value id, holds
+ * the address of the first element of every value the group reads and
+ * writes; scratch buffers are the emulation's own (poisoned). */
+KF_API kf_status kf_emu_run_unit(kf_emu *e, const kf_group *grp, const kf_unit *u, void *const *ptr, kf_diag *diag);
+/* The kernels' out-of-range index flag (kf_index_error), over every library. */
+KF_API unsigned kf_emu_index_error(const kf_emu *e);
+KF_API void kf_emu_destroy(kf_emu *e);
 
 /* The worker's entry (`kfuse judge-worker`, which kf_judge_unit starts;
  * not for use by hand): reads its work from fd 4, reports on fd 3. Returns

@@ -11,7 +11,7 @@ graph is fixed by its seed (Python's random.Random, stable across Python 3
 versions), so a failure reproduces with
 
     python3 tests/emu/random_graphs.py write SEED g.mlir
-    build/tests/emu_check g.mlir - agent/templates tests/emu/kf_emu.h /tmp/w fused
+    build/tests/emu_check g.mlir - WORKDIR fused
 
 and the reference is the fp64 CPU interpreter on emu_check's pseudo-random
 inputs. Values stay bounded (products and exponentials only of values in

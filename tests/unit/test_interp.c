@@ -113,7 +113,7 @@ static kf_status run(kf_value **outs, int n_out, kf_tensor *ins, int n_in, kf_te
   kf_graph_set_outputs(g, outs, n_out);
   kf_status st = kf_graph_verify(g, &diag);
   if (st != KF_OK) fail_msg("verifier: %s", last_msg);
-  kf_interp_options o = {max_elements};
+  kf_interp_options o = {.max_elements = max_elements};
   return kf_interp_run(g, ins, n_in, res, &o, &diag);
 }
 

@@ -1,5 +1,7 @@
-// tests/emu/kf_emu.h — runs kfuse's CUDA templates on the CPU, for tests on
-// machines without a GPU (tests/emu/emu_check.c).
+// agent/templates/kf_emu.h — runs kfuse's CUDA templates on the CPU: kfuse
+// compile's module check without a GPU and the emulator tests
+// (judge/emu.c, tests/emu/emu_check.c). Embedded with the templates, never
+// given to NVRTC.
 //
 // Included first (g++ -include) when a unit's source is compiled as host
 // C++ with -DKF_EMU. It maps CUDA's keywords and intrinsics onto C++17 and
