@@ -489,7 +489,8 @@ static kf_status emu_run(const kf_module_built *b, kf_emu *e, const kf_tensor *i
   const kf_memplan *mp = b->memplan;
   kf_status st = KF_OK;
   void **ptr = calloc((size_t)g->next_value_id + 1, sizeof *ptr);
-  void **obuf = calloc((size_t)g->n_outputs + 1, sizeof *obuf);
+  void **obuf = calloc((size_t)g->n_outputs + 1, sizeof *obuf), **zeros = NULL;
+  int n_zeros = 0;
   unsigned char *arena = malloc(mp->arena_bytes > 0 ? (size_t)mp->arena_bytes : 1);
   if (!ptr || !obuf || !arena) {
     st = KF_ERR_NOMEM;
@@ -520,6 +521,18 @@ static kf_status emu_run(const kf_module_built *b, kf_emu *e, const kf_tensor *i
       const void *data = NULL;
       int64_t nb = 0;
       if ((st = g->store.get(g->store.impl, kf_op_get_str(v->def, "fqn"), &data, &nb, diag))) break;
+      if (!data || nb == 0) { /* an empty weight: zeros, as the module holds them */
+        void **more = realloc(zeros, sizeof *zeros * (size_t)(n_zeros + 1));
+        void *z = calloc(1, s->nbytes > 0 ? (size_t)s->nbytes : 1);
+        if (more) zeros = more;
+        if (!more || !z) {
+          free(z);
+          st = KF_ERR_NOMEM;
+          break;
+        }
+        zeros[n_zeros++] = z;
+        data = z;
+      }
       base = (unsigned char *)data;
     }
     ptr[id] = base; /* the region's start */
@@ -591,6 +604,8 @@ static kf_status emu_run(const kf_module_built *b, kf_emu *e, const kf_tensor *i
 done:
   for (int i = 0; obuf && i < g->n_outputs; i++) free(obuf[i]);
   free(obuf);
+  for (int i = 0; i < n_zeros; i++) free(zeros[i]);
+  free(zeros);
   free(ptr);
   free(arena);
   return st;
