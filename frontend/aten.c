@@ -654,7 +654,10 @@ static kf_status check_range(at_ctx *c, const at_sarg *sa, const kf_aten_arg *a)
   return KF_OK;
 }
 
-static kf_status match_args(at_ctx *c) {
+/* inplace: the node is the in-place form of the schema's op (relu_ for
+ * relu), whose first argument is named self where the functional one may
+ * name it otherwise (dropout_(self) for dropout(input)). */
+static kf_status match_args(at_ctx *c, bool inplace) {
   const at_schema *s = c->s;
   bool given[AT_MAX_ARGS] = {0};
   int pos = 0;
@@ -664,6 +667,7 @@ static kf_status match_args(at_ctx *c) {
     if (in->name) {
       for (int i = 0; i < s->n_args; i++)
         if (strcmp(s->args[i].name, in->name) == 0) idx = i;
+      if (idx < 0 && inplace && j == 0 && strcmp(in->name, "self") == 0 && s->n_args > 0) idx = 0;
       if (idx < 0)
         return at_err(c, KF_ERR_FORMAT, "unknown argument '%s'", in->name);
     } else {
@@ -1149,7 +1153,7 @@ kf_status kf_aten_lower(kf_graph *g, const kf_aten_call *call, kf_value **outs,
   c.row = &kf_aten_rows[row];
   c.s = schema_of(row);
   kf_op *mark = g->last;
-  kf_status st = match_args(&c);
+  kf_status st = match_args(&c, t.inplace);
   if (st == KF_OK) {
     st = c.row->fn(&c);
     if (st == KF_OK && c.st) st = c.st;

@@ -11,6 +11,9 @@ least 2^16 elements and they chain, so a default `kfuse compile` lays them
 out channels-last (pass/layout.c's size floor), and one run is about 8e7
 multiply-adds, inside the module check's CPU emulation limit. The module
 check's CPU path and its mutation test (tests/module_cpu_check.sh) use it.
+
+inplace_ops: in-place modules as torchvision writes them, in the default
+IR (ctest module.inplace-ops: compiled, and its module checked on the CPU).
 """
 import argparse
 import os
@@ -34,7 +37,17 @@ def tv_bottleneck_cl():
     return m.eval(), (torch.randn(1, 128, 48, 48),)
 
 
-MODELS = {"tv_bottleneck_cl": tv_bottleneck_cl}
+def inplace_ops():
+    """torchvision's habit of in-place modules (nn.ReLU(inplace=True),
+    nn.Dropout(inplace=True), nn.Hardswish(inplace=True)) exported with
+    torch.export as it comes, eval mode: the default IR keeps
+    aten.dropout_ (whose argument is self where dropout's is input)."""
+    m = nn.Sequential(nn.Linear(16, 32), nn.ReLU(inplace=True), nn.Dropout(0.2, inplace=True),
+                      nn.Linear(32, 16), nn.Hardswish(inplace=True), nn.Dropout(0.1, inplace=True))
+    return m.eval(), (torch.randn(4, 16),)
+
+
+MODELS = {"tv_bottleneck_cl": tv_bottleneck_cl, "inplace_ops": inplace_ops}
 
 
 def main():
