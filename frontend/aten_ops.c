@@ -1083,6 +1083,47 @@ static kf_status L_roll(at_ctx *c) {
   return done(c, v);
 }
 
+/* diff: prepend and append joined along dim, then n times the slice from 1
+ * minus the slice to -1 (bool: their inequality, torch's logical_xor);
+ * transformers' causal-mask helpers use it on position ids. */
+static kf_status L_diff(at_ctx *c) {
+  kf_value *x = need_tensor(c, "self");
+  AT_CHECK(c, x);
+  const kf_type *t = &x->type;
+  if (t->rank == 0) return at_err(c, KF_ERR_INVALID, "diff expects input to be at least one-dimensional");
+  int64_t n = at_int(c, "n"), d;
+  if (n < 0) return at_err(c, KF_ERR_INVALID, "order must be non-negative but got %lld", (long long)n);
+  if (!at_wrap_dim(c, at_int(c, "dim"), t->rank, "dim", &d)) return c->st;
+  kf_value *parts[3];
+  int np = 0;
+  const char *names[3] = {"prepend", NULL, "append"};
+  for (int i = 0; i < 3; i++) {
+    kf_value *p = names[i] ? at_tensor(c, names[i]) : x;
+    if (c->st) return c->st;
+    if (!p) continue;
+    if (p->type.rank != t->rank || p->type.dtype != t->dtype)
+      return at_err(c, KF_ERR_UNSUPPORTED, "%s must have the input's rank and dtype", names[i]);
+    for (int k = 0; k < t->rank; k++)
+      if (k != d && p->type.shape[k] != t->shape[k])
+        return at_err(c, KF_ERR_INVALID, "%s's shape differs from the input's outside dim", names[i]);
+    parts[np++] = p;
+  }
+  kf_value *v = np > 1 ? cat_values(c, parts, np, d) : x;
+  AT_CHECK(c, v);
+  bool is_bool = t->dtype == KF_DTYPE_BOOL;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t len = v->type.shape[d];
+    if (len == 0) break;
+    kf_value *hi = slice_value(c, v, d, 1, len, 1), *lo = slice_value(c, v, d, 0, len - 1, 1);
+    AT_CHECK(c, hi);
+    AT_CHECK(c, lo);
+    v = at_binary(c, is_bool ? KF_OP_NE : KF_OP_SUB, hi, lo);
+    AT_CHECK(c, v);
+  }
+  if (v == x) v = at_unary(c, KF_OP_COPY, x);
+  return done(c, v);
+}
+
 /* tril/triu: keep where (col - row) <= / >= diagonal, else zero. */
 static kf_status L_tri(at_ctx *c) {
   kf_value *x = need_tensor(c, "self");
@@ -2087,6 +2128,8 @@ const at_row kf_aten_rows[] = {
     {"repeat(Tensor self, SymInt[] repeats) -> Tensor", L_repeat, 0, "kf.reshape + kf.expand + kf.reshape"},
     {"flip(Tensor self, int[] dims) -> Tensor", L_flip, 0, "kf.index_select with a reversed kf.arange"},
     {"roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", L_roll, 0, "kf.cat of two kf.slice per dim"},
+    {"diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor", L_diff, 0,
+     "kf.cat, then kf.sub (bool: kf.ne) of two kf.slice per order"},
     {"tril(Tensor self, SymInt diagonal=0) -> Tensor", L_tri, KF_OP_LE, "kf.where over a kf.arange mask"},
     {"triu(Tensor self, SymInt diagonal=0) -> Tensor", L_tri, KF_OP_GE, "kf.where over a kf.arange mask"},
 

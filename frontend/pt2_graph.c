@@ -27,6 +27,7 @@ typedef struct slot {
   const char *key;
   kf_value *v;
   const char *producer; /* node that made it, for messages */
+  const char *written;  /* v NULL: a view an in-place node (this one) wrote through */
   const cJSON *meta;    /* in the tensor_values index: the value's entry */
 } slot;
 
@@ -54,6 +55,7 @@ static bool vmap_put(vmap *m, const char *k, kf_value *v, const char *producer) 
   if (e) {
     e->v = v;
     e->producer = producer;
+    e->written = NULL;
     return true;
   }
   if ((m->n + 1) * 2 > m->cap) {
@@ -472,6 +474,10 @@ static kf_status lookup_tensor(node_ctx *n, const char *arg, const cJSON *ref, k
   if (!name) return nerr(n, KF_ERR_FORMAT, "argument '%s': tensor reference without a name", arg);
   slot *s = vmap_find(&n->c->values, name);
   if (!s) return nerr(n, KF_ERR_FORMAT, "argument '%s' refers to unknown value '%s'", arg, name);
+  if (!s->v && s->written)
+    return nerr(n, KF_ERR_UNSUPPORTED,
+                "unsupported: argument '%s' reads '%s', a view that node '%s' wrote in place (a write through "
+                "slices is kept only where the views it went through are not used again)", arg, name, s->written);
   if (!s->v)
     return nerr(n, KF_ERR_UNSUPPORTED,
                 "argument '%s' uses '%s', a result of node '%s' that kfuse does not compute", arg, name,
@@ -694,12 +700,128 @@ static kf_status mutation_without_state(ctx *c, const char *buffer, kf_value *co
   return KF_OK;
 }
 
+static bool bound(const ctx *c, const kf_value *v) {
+  for (size_t i = 0; i < c->values.cap; i++)
+    if (c->values.s[i].key && c->values.s[i].v == v) return true;
+  return false;
+}
+
+static bool slice_view(const kf_value *v) {
+  return v->def && (v->def->code == KF_OP_SLICE || v->def->code == KF_OP_SELECT);
+}
+
+static kf_op *append(ctx *c, kf_opcode code, const char *node, kf_value **ops, int n, const kf_type *declared) {
+  char name[300];
+  snprintf(name, sizeof name, "%s.wb%d", node, kf_graph_count_ops(c->g));
+  kf_type t;
+  if (declared)
+    t = *declared;
+  else
+    memset(&t, 0, sizeof t);
+  return kf_graph_append_op(c->g, code, name, ops, n, &t, 1);
+}
+
+static kf_value *finish(ctx *c, kf_op *op) {
+  kf_type t = op->results[0]->type;
+  if (kf_infer_types(op, &t, c->diag) != KF_OK) return NULL;
+  op->results[0]->type = t;
+  return op->results[0];
+}
+
+/* An in-place write through kf.slice / kf.select views of a tensor the
+ * graph computed (x[a:b, c:d] = v: the default IR's fill_ or copy_ into
+ * slices of a new_zeros or a clone; torchvision's shifted-window attention
+ * mask is built so) is functionalized as PyTorch's core decomposition
+ * spells it: the new value scattered back into each parent, innermost
+ * first (kf.slice_scatter; a select's dim put back as size 1), and the
+ * base's names bound to the result. The views the write went through are
+ * not derived again: their names (and the in-place node's result, *mark_out)
+ * are marked, and a later node reading one is refused. A view of the base
+ * or of the chain that some name still holds would see the write in
+ * PyTorch and not here: refused. */
+static kf_status write_through(node_ctx *n, kf_value *old, kf_value *nv, kf_op *mark, bool *mark_out) {
+  ctx *c = n->c;
+  kf_value *chain[KF_MAX_RANK * 8 + 1];
+  int len = 0;
+  kf_value *base = old;
+  while (slice_view(base)) {
+    if (len == (int)(sizeof chain / sizeof chain[0]))
+      return nerr(n, KF_ERR_UNSUPPORTED, "unsupported: in-place update through too many views");
+    chain[len++] = base;
+    base = base->def->operands[0];
+  }
+  const kf_op_info *bi = base->def ? kf_op_info_get(base->def->code) : NULL;
+  if (!base->def || base->def->code == KF_OP_PARAM || bi->kind == KF_KIND_VIEW || base->def->code == KF_OP_SPLIT)
+    return nerr(n, KF_ERR_UNSUPPORTED, "unsupported: in-place update of a view of another tensor");
+  if (nv->type.dtype != old->type.dtype || nv->type.rank != old->type.rank ||
+      memcmp(nv->type.shape, old->type.shape, sizeof(int64_t) * (size_t)old->type.rank) != 0)
+    return nerr(n, KF_ERR_UNSUPPORTED, "unsupported: in-place update of a view that changes its type");
+  for (kf_op *op = c->g->first; op && op != (mark ? mark->next : c->g->first); op = op->next) {
+    const kf_op_info *oi = kf_op_info_get(op->code);
+    if ((oi->kind != KF_KIND_VIEW && op->code != KF_OP_SPLIT) || !op->n_operands) continue;
+    bool of_chain = op->operands[0] == base;
+    for (int k = 0; k < len && !of_chain; k++) of_chain = op->operands[0] == chain[k];
+    if (!of_chain) continue;
+    for (int r = 0; r < op->n_results; r++) {
+      bool member = false;
+      for (int k = 0; k < len && !member; k++) member = op->results[r] == chain[k];
+      if (!member && bound(c, op->results[r]))
+        return nerr(n, KF_ERR_UNSUPPORTED, "unsupported: in-place update of a tensor that has views");
+    }
+  }
+  kf_value *cur = nv;
+  for (int k = 0; k < len; k++) {
+    const kf_op *vop = chain[k]->def;
+    kf_value *parent = vop->operands[0];
+    int64_t d = kf_op_get_int(vop, "dim"), s, e, step = 1;
+    if (vop->code == KF_OP_SELECT) {
+      s = kf_op_get_int(vop, "index");
+      e = s + 1;
+      kf_type rt;
+      int64_t sh[KF_MAX_RANK];
+      for (int i = 0; i < parent->type.rank; i++) sh[i] = i == d ? 1 : parent->type.shape[i];
+      kf_type_init_tensor(&rt, cur->type.dtype, parent->type.rank, sh);
+      cur = finish(c, append(c, KF_OP_RESHAPE, n->name, &cur, 1, &rt));
+      if (!cur) return KF_ERR_INVALID;
+    } else {
+      s = kf_op_get_int(vop, "start");
+      e = kf_op_get_int(vop, "end");
+      step = kf_op_get_int(vop, "step");
+    }
+    kf_value *ops[2] = {parent, cur};
+    kf_op *sc = append(c, KF_OP_SLICE_SCATTER, n->name, ops, 2, NULL);
+    kf_op_set_int(sc, "dim", d);
+    kf_op_set_int(sc, "start", s);
+    kf_op_set_int(sc, "end", e);
+    kf_op_set_int(sc, "step", step);
+    cur = finish(c, sc);
+    if (!cur) return KF_ERR_INVALID;
+  }
+  for (size_t i = 0; i < c->values.cap; i++) {
+    slot *sl = &c->values.s[i];
+    if (!sl->key || !sl->v) continue;
+    if (sl->v == base) {
+      sl->v = cur;
+      continue;
+    }
+    for (int k = 0; k < len; k++)
+      if (sl->v == chain[k]) {
+        sl->v = NULL;
+        sl->written = n->name;
+      }
+  }
+  *mark_out = true;
+  return KF_OK;
+}
+
 /* After an in-place op, every name bound to the old tensor means the new
  * value; mutating a weight, an input, a buffer read before the write or a
- * tensor that has views cannot be expressed that way and is refused. */
-static kf_status rebind(node_ctx *n, kf_value *old, kf_value *nv, kf_op *mark) {
+ * tensor that has views cannot be expressed that way and is refused (writes
+ * through slices of a computed tensor: write_through). */
+static kf_status rebind(node_ctx *n, kf_value *old, kf_value *nv, kf_op *mark, bool *mark_out) {
   ctx *c = n->c;
   if (!old || !nv || old == nv) return KF_OK;
+  if (slice_view(old)) return write_through(n, old, nv, mark, mark_out);
   if (!old->def) return nerr(n, KF_ERR_UNSUPPORTED, "unsupported: the model mutates its input '%s' in place",
                              c->g->input_names[old->index]);
   const char *pkind = old->def->code == KF_OP_PARAM ? kf_op_get_str(old->def, "kind") : NULL;
@@ -793,10 +915,13 @@ static kf_status add_node(ctx *c, const cJSON *node, int index) {
   call.dtype_numbering = KF_DTYPE_NUMBERING_EXPORT;
   kf_op *mark = c->g->last;
   if ((st = kf_aten_lower(c->g, &call, ovals, c->diag))) return st;
+  bool written = false;
   if (kf_aten_is_inplace(target) && na > 0 && args[0].kind == KF_ARG_TENSOR && no > 0)
-    if ((st = rebind(&n, args[0].value, ovals[0], mark))) return st;
+    if ((st = rebind(&n, args[0].value, ovals[0], mark, &written))) return st;
   for (int k = 0; k < no; k++)
-    if (onames[k] && !vmap_put(&c->values, onames[k], ovals[k], n.name)) return KF_ERR_NOMEM;
+    if (onames[k] && !vmap_put(&c->values, onames[k], written && k == 0 ? NULL : ovals[k], n.name))
+      return KF_ERR_NOMEM;
+  if (written && onames[0]) vmap_find(&c->values, onames[0])->written = n.name;
   return KF_OK;
 }
 
@@ -819,6 +944,9 @@ static kf_status add_outputs(ctx *c, const cJSON *specs) {
       const char *name = get_str(a, "name");
       slot *s = name ? vmap_find(&c->values, name) : NULL;
       if (!s) return err(c, KF_ERR_FORMAT, "output %d refers to unknown value '%s'", i, name ? name : "?");
+      if (!s->v && s->written)
+        return err(c, KF_ERR_UNSUPPORTED, "unsupported: output %d is '%s', a view that node '%s' wrote in place",
+                   i, name, s->written);
       if (!s->v)
         return err(c, KF_ERR_UNSUPPORTED, "output %d is '%s', a result of node '%s' that kfuse does not compute",
                    i, name, s->producer);
