@@ -26,8 +26,29 @@ float64 (model.double() on the same inputs, widened exactly) and fails if the
 fp32 outputs are not within a quarter of the tolerance of that fp64 reference.
 A tolerance is loosened only where that check needs it, with the reason
 written next to the model.
+
+Half precision (the HALF table: llama_layer_bf16). A model deployed in bf16
+or fp16 is recorded in that precision: its weights, buffers and floating
+inputs are converted (model.to(dtype)) and the .kfio holds the eager half
+outputs. The fp32-vs-fp64 check above cannot serve: it asks half-typed
+results to agree exactly after rounding, which holds for a lone cast but not
+for a whole layer, where PyTorch rounds every op's result to the half type.
+So the reference is the same model widened to fp64 from its half weights
+(exact; the model's own fp32 islands, such as transformers' RMSNorm
+statistics and rotary angles, stay fp32, ~1e-7), and check_half_tolerance
+requires the eager half output's relative error norm against it to stay
+within a few unit roundoffs of the type, and its element-wise error within
+half of the recorded atol/rtol. The tolerance is that of the type
+(HALF_ATOL/HALF_RTOL: a few bf16 ulps at the outputs' magnitude), because
+kfuse cannot reproduce PyTorch's roundings: it computes in fp32 inside a
+group and rounds to the half type at group boundaries (its interpreter and
+per-op fp64 emulation round after every op, as PyTorch does, but compute
+each op exactly). The same model widened to fp32 with one rounding at the
+end, the far end of what a fused kfuse module does, must be within half of
+the tolerance of the eager output as well.
 """
 import argparse
+import copy
 import inspect
 import json
 import os
@@ -172,6 +193,57 @@ def TvVideoBlocks():
     from torchvision.models.video.resnet import BasicBlock, Conv3DSimple
     ds = nn.Sequential(nn.Conv3d(4, 8, 1, 2, bias=False), nn.BatchNorm3d(8))
     return nn.Sequential(BasicBlock(4, 8, Conv3DSimple, 2, ds), BasicBlock(8, 8, Conv3DSimple))
+
+
+def SwinBlocks():
+    """torchvision's Swin transformer blocks as swin_t builds them (layer
+    norm, window attention with the relative position bias, MLP, residuals;
+    input [B, H, W, C] channels-last), twice in an nn.Sequential: one with
+    unshifted windows, one shifted by half a window, which rolls the image
+    and masks the attention across the wrapped-around windows (the mask is
+    built in the graph by writes into slices of a zero tensor). The bias
+    table is drawn larger than its 0.02 initialisation, so the bias is
+    visible in the scores."""
+    from torchvision.models.swin_transformer import SwinTransformerBlock
+    m = nn.Sequential(SwinTransformerBlock(16, 2, [4, 4], [0, 0]),
+                      SwinTransformerBlock(16, 2, [4, 4], [2, 2]))
+    with torch.no_grad():
+        for b in m:
+            b.attn.relative_position_bias_table.normal_(0.0, 0.5)
+    return m
+
+
+class LlamaLayer(nn.Module):
+    """A Llama model of one decoder layer from transformers (LlamaConfig,
+    random weights, no download): token embedding, RMSNorm, attention with
+    rotary embeddings and grouped-query attention (4 query heads over 2
+    key/value heads, SDPA with the causal mask), SwiGLU MLP, final RMSNorm;
+    the last hidden state is the output. Recorded in bf16 (see HALF).
+    Weights are redrawn so that the layer matters: transformers' 0.02
+    initialisation leaves the attention and MLP branches ~1e-3 of the
+    residual stream at this width; N(0, 1/fan_in) linear weights, N(0, 1)
+    embeddings and RMSNorm gains in [0.5, 1.5) make the layer ~75 % of
+    the output."""
+
+    def __init__(self):
+        super().__init__()
+        from transformers import LlamaConfig, LlamaModel
+        cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64,
+                          num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2,
+                          max_position_embeddings=32, use_cache=False,
+                          attn_implementation="sdpa")
+        self.model = LlamaModel(cfg)
+        with torch.no_grad():
+            for m in self.model.modules():
+                if isinstance(m, nn.Linear):
+                    nn.init.normal_(m.weight, std=m.in_features ** -0.5)
+                elif isinstance(m, nn.Embedding):
+                    nn.init.normal_(m.weight)
+                elif type(m).__name__.endswith("RMSNorm"):
+                    m.weight.copy_(torch.rand_like(m.weight) + 0.5)
+
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids, use_cache=False).last_hidden_state
 
 
 class VGGBlock(nn.Module):
@@ -709,6 +781,19 @@ class Attn(nn.Module):
 
 # ---------------------------------------------------------------------------
 # the fixture list: name -> (module factory, input factory, atol, rtol, note)
+# Half-precision fixtures: name -> the dtype the model (weights, buffers and
+# floating inputs) is converted to before it is run and exported; checked by
+# check_half_tolerance instead of check_tolerance (see the docstring).
+HALF = {"llama_layer_bf16": torch.bfloat16}
+# unit roundoff of each half type (2^-p, p the significand's bits)
+HALF_U = {torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}
+# the bound on a half fixture's relative error norm ||eager - fp64|| / ||fp64||,
+# in unit roundoffs of its type
+HALF_NORM_U = 4
+# their element-wise tolerance (bf16: 1 ulp at 2..4 is 1.6e-2; the eager
+# bf16 layer is up to ~2 ulps from the fp64 model)
+HALF_ATOL = 5e-2
+HALF_RTOL = 5e-2
 # Fixtures written in the core IR only: their default IR updates views in
 # place (copy_ into a slice of a clone), which kfuse's frontend refuses.
 CORE_ONLY = {"scatter_writes"}
@@ -805,6 +890,9 @@ FIXTURES = {
     "vgg_block": (VGGBlock, lambda: dict(x=randn(2, 3, 15, 15)), ATOL, RTOL, ""),
     "tv_bottleneck": (TvBottlenecks, lambda: dict(input=randn(2, 8, 8, 8)), ATOL, RTOL, ""),
     "tv_video_block": (TvVideoBlocks, lambda: dict(input=randn(2, 4, 4, 6, 6)), ATOL, RTOL, ""),
+    "swin_block": (SwinBlocks, lambda: dict(input=randn(2, 8, 8, 16)), ATOL, RTOL, ""),
+    "llama_layer_bf16": (LlamaLayer, lambda: dict(input_ids=torch.randint(0, 64, (2, 8))),
+                         HALF_ATOL, HALF_RTOL, "bf16 model: eager bf16 vs fp64 (HALF)"),
     "mobilenetv2_block": (InvertedResidual, lambda: dict(x=randn(2, 8, 12, 12)), ATOL, RTOL, ""),
     "efficientnet_mbconv": (MBConv, lambda: dict(x=randn(2, 8, 12, 12)), ATOL, RTOL, ""),
     "densenet_layer": (DenseLayer, lambda: dict(x=randn(2, 8, 8, 8)), ATOL, RTOL, ""),
@@ -969,6 +1057,50 @@ def check_tolerance(name, got32, ref64, atol, rtol):
     return worst
 
 
+def check_half_tolerance(name, got, ref64, wide32, atol, rtol, dtype):
+    """A half-precision fixture (HALF): `got` is the eager run in that
+    precision (what the .kfio records), `ref64` the same model widened to
+    fp64 from its half weights, `wide32` the same widened to fp32 with its
+    results rounded once to the half type. Exact agreement after rounding,
+    which check_tolerance asks of a lone cast, cannot hold for a whole layer:
+    PyTorch rounds every op's result to the half type, so its output carries
+    the rounding of every intermediate. Required instead, per float output:
+    the relative error norm ||got - ref64|| / ||ref64|| at most HALF_NORM_U
+    unit roundoffs of the type; |got - ref64| within half the element-wise
+    tolerance (not a quarter: a kfuse result no further from the exact one
+    than eager is then within the tolerance of eager); and |wide32 - got|
+    within half of it too. wide32 stands for the other end of what kfuse
+    may do: kfuse computes in fp32 inside a group and rounds to the half
+    type at group boundaries, the interpreter and the per-op fp64 mode
+    round after every op as PyTorch does. Returns the worst of these
+    element-wise ratios (the manifest's fp64 err column)."""
+    bound = HALF_NORM_U * HALF_U[dtype]
+    worst = 0.0
+    for (oname, a), (_, b), (_, c) in zip(got, ref64, wide32):
+        if a.shape != b.shape or a.shape != c.shape:
+            raise SystemExit(f"{name}: {oname}: shape differs between the {dtype} and fp64 runs")
+        if not a.is_floating_point():
+            if not torch.equal(a, b):
+                raise SystemExit(f"{name}: {oname}: integer/bool result differs between runs")
+            continue
+        a64, b64, c64 = a.double(), b.double(), c.to(a.dtype).double()
+        if not (a64.isfinite().all() and b64.isfinite().all()):
+            raise SystemExit(f"{name}: {oname}: non-finite values in a half-precision fixture")
+        norm = ((a64 - b64).norm() / b64.norm().clamp_min(1e-30)).item()
+        if norm > bound:
+            raise SystemExit(f"{name}: {oname}: {dtype} vs fp64 relative error norm {norm:.2e} "
+                             f"exceeds {HALF_NORM_U} unit roundoffs ({bound:.2e})")
+        r64 = ((a64 - b64).abs() / (atol + rtol * b64.abs())).max().item()
+        r32 = ((c64 - a64).abs() / (atol + rtol * a64.abs())).max().item()
+        worst = max(worst, r64, r32)
+        if max(r64, r32) > 0.5:
+            raise SystemExit(f"{name}: {oname}: {dtype} vs fp64 error is {r64:.2f}, vs the fp32 run "
+                             f"{r32:.2f} of the tolerance (atol {atol}, rtol {rtol}); need <= 0.5")
+        print(f"  {name}: {oname}: {dtype} vs fp64 relative error norm {norm:.2e} "
+              f"(bound {bound:.2e}); element-wise {r64:.2f} (fp64), {r32:.2f} (fp32 run)")
+    return worst
+
+
 def targets_in(path):
     with zipfile.ZipFile(path) as z:
         rec = [n for n in z.namelist() if n.endswith("models/model.json")]
@@ -986,6 +1118,10 @@ def make_one(name, spec, outdir):
         randomize_norms(model)
     model.eval()
     kw = make_inputs()
+    half = HALF.get(name)
+    if half is not None:  # weights, buffers and floating inputs in the half type
+        model.to(half)
+        kw = {k: v.to(half) if v.is_floating_point() else v for k, v in kw.items()}
     params = list(inspect.signature(model.forward).parameters)
     if sorted(params) != sorted(kw):
         raise SystemExit(f"{name}: inputs {sorted(kw)} do not match forward{tuple(params)}")
@@ -995,9 +1131,15 @@ def make_one(name, spec, outdir):
         out32 = flatten_outputs(model(*args))
         # the float64 reference: the same model and inputs, widened exactly
         args64 = tuple(a.double() if a.is_floating_point() else a for a in args)
-        out64 = flatten_outputs(model.double()(*args64))
-        model.float()
-        worst = check_tolerance(name, out32, out64, atol, rtol)
+        if half is None:
+            out64 = flatten_outputs(model.double()(*args64))
+            model.float()
+            worst = check_tolerance(name, out32, out64, atol, rtol)
+        else:
+            out64 = flatten_outputs(copy.deepcopy(model).double()(*args64))
+            args32 = tuple(a.float() if a.is_floating_point() else a for a in args)
+            wide32 = flatten_outputs(copy.deepcopy(model).float()(*args32))
+            worst = check_half_tolerance(name, out32, out64, wide32, atol, rtol, half)
 
         try:
             ep = torch.export.export(model, args)
@@ -1114,7 +1256,13 @@ def write_manifest(outdir, infos, merge=False):
              "Each model has `<name>.default.pt2` (torch.export default IR), `<name>.core.pt2`",
              "(core ATen, SDPA kept whole) and `<name>.kfio` (inputs and eager fp32 outputs).",
              "Tolerance: `|interp - eager| <= atol + rtol * |eager|`; the generator checked",
-             "that PyTorch's own float64 run is within a quarter of it (column *fp64 err*).", ""]
+             "that PyTorch's own float64 run is within a quarter of it (column *fp64 err*).",
+             "Half-precision models (bf16/fp16 weights and activations; the script's HALF",
+             "table) record their eager half outputs; the reference is the same model widened",
+             "to fp64 from the half weights: relative error norm within 4 unit roundoffs of the",
+             "type, element-wise within half the tolerance, as is the model run in fp32 (the",
+             "far end of kfuse's fp32-inside-a-group arithmetic). Their tolerance is the type's",
+             "(PyTorch rounds after every op, kfuse at group boundaries).", ""]
     lines.append("| model | inputs | outputs | atol | rtol | fp64 err | PyTorch | why loosened |")
     lines.append("|---|---|---|---|---|---|---|---|")
     lines += [parts[n][0] for n in order]
