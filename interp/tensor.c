@@ -150,10 +150,14 @@ double kf_tensor_get(const kf_tensor *t, int64_t i) {
   return ki_load(t->dtype, t->data, i);
 }
 
-void kf_tensor_set(kf_tensor *t, int64_t i, double v) {
-  unsigned char *p = (unsigned char *)t->data + (size_t)i * kf_dtype_size(t->dtype);
-  double r = ki_round_to(t->dtype, v);
-  switch (t->dtype) {
+void kf_tensor_set(kf_tensor *t, int64_t i, double v) { kf_elem_set(t->dtype, t->data, i, v); }
+
+double kf_elem_get(kf_dtype dt, const void *data, int64_t i) { return ki_load(dt, data, i); }
+
+void kf_elem_set(kf_dtype dt, void *data, int64_t i, double v) {
+  unsigned char *p = (unsigned char *)data + (size_t)i * kf_dtype_size(dt);
+  double r = ki_round_to(dt, v);
+  switch (dt) {
   case KF_DTYPE_F64: memcpy(p, &r, 8); return;
   case KF_DTYPE_F32: { float x = (float)r; memcpy(p, &x, 4); return; }
   case KF_DTYPE_F16: { uint16_t x = encode16(r, 10, -14, 15, 0x7e00); memcpy(p, &x, 2); return; }

@@ -47,39 +47,13 @@ struct kf_emu {
 
 /* ---- values as doubles ---- */
 
-static double get(kf_dtype dt, const void *p, int64_t i) {
-  kf_tensor t;
-  memset(&t, 0, sizeof t);
-  t.dtype = dt;
-  t.rank = 1;
-  t.shape[0] = i + 1;
-  t.data = (void *)p;
-  return kf_tensor_get(&t, i);
-}
-
-static void set(kf_dtype dt, void *p, int64_t i, double v) {
-  kf_tensor t;
-  memset(&t, 0, sizeof t);
-  t.dtype = dt;
-  t.rank = 1;
-  t.shape[0] = i + 1;
-  t.data = p;
-  kf_tensor_set(&t, i, v);
-}
-
 static double gelu_tanh(double x) { return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
 
 /* n elements of dtype dt at p as doubles (NULL when out of memory) */
 static double *to_f64(kf_dtype dt, const void *p, int64_t n) {
   double *d = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
   if (!d) return NULL;
-  kf_tensor t;
-  memset(&t, 0, sizeof t);
-  t.dtype = dt;
-  t.rank = 1;
-  t.shape[0] = n;
-  t.data = (void *)p;
-  for (int64_t i = 0; i < n; i++) d[i] = kf_tensor_get(&t, i);
+  for (int64_t i = 0; i < n; i++) d[i] = kf_elem_get(dt, p, i);
   return d;
 }
 
@@ -105,12 +79,12 @@ static kf_status cpu_gemm(const kf_unit_gemm *q, const void *A, const void *B, c
         int64_t sa = q->trans_a ? q->lda : 1, sb = q->trans_b ? 1 : q->ldb;
         for (int64_t k = 0; k < q->k; k++) acc += ap[k * sa] * bp[k * sb];
         double v = q->alpha * acc;
-        if (q->has_c && C) v += q->beta * get(q->dtype, C, bt * q->stride_c + i * q->ldc + j);
+        if (q->has_c && C) v += q->beta * kf_elem_get(q->dtype, C, bt * q->stride_c + i * q->ldc + j);
         if (q->epilogue == KFR_EPI_BIAS || q->epilogue == KFR_EPI_RELU_BIAS || q->epilogue == KFR_EPI_GELU_BIAS)
-          v += get(bias_dt, bias, j);
+          v += kf_elem_get(bias_dt, bias, j);
         if (q->epilogue == KFR_EPI_RELU_BIAS || q->epilogue == KFR_EPI_RELU) v = v > 0 ? v : 0;
         if (q->epilogue == KFR_EPI_GELU_BIAS || q->epilogue == KFR_EPI_GELU) v = gelu_tanh(v);
-        set(q->dtype, D, bt * q->stride_d + i * q->ldd + j, v);
+        kf_elem_set(q->dtype, D, bt * q->stride_d + i * q->ldd + j, v);
       }
   free(a);
   free(b);
@@ -212,11 +186,11 @@ static kf_status cpu_conv(const kf_unit_conv *q, const void *X, const void *W, c
         int64_t yi = n * ys[0] + k * ys[1] + o0 * ys[2] + o1 * ys[3] + o2 * ys[4];
         double v = q->alpha1 * acc[o];
         if (!q->transposed) {
-          if (q->has_z) v += q->alpha2 * get(dt, Z, yi);
-          if (q->has_bias) v += get(dt, bias, k);
+          if (q->has_z) v += q->alpha2 * kf_elem_get(dt, Z, yi);
+          if (q->has_bias) v += kf_elem_get(dt, bias, k);
           if (q->activation == KFR_ACT_RELU) v = v > 0 || isnan(v) ? v : 0;
         }
-        set(dt, Y, yi, v);
+        kf_elem_set(dt, Y, yi, v);
       }
     }
 done:

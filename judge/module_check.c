@@ -459,16 +459,10 @@ static double *gather(const kf_value *v, const void *first) {
   int64_t n = kf_type_numel(&v->type), idx[KF_MAX_RANK] = {0};
   double *o = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
   if (!o) return NULL;
-  kf_tensor t;
-  memset(&t, 0, sizeof t);
-  t.dtype = v->type.dtype;
-  t.rank = 1;
-  t.data = (void *)first;
   for (int64_t e = 0; e < n; e++) {
     int64_t off = 0;
     for (int k = 0; k < v->type.rank; k++) off += idx[k] * v->type.strides[k];
-    t.shape[0] = off + 1;
-    o[e] = kf_tensor_get(&t, off);
+    o[e] = kf_elem_get(v->type.dtype, first, off);
     for (int k = v->type.rank - 1; k >= 0; k--) {
       if (++idx[k] < v->type.shape[k]) break;
       idx[k] = 0;

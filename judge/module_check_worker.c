@@ -177,26 +177,6 @@ static bool same_shape(const tdesc *a, const tdesc *b) {
   return true;
 }
 
-static double get(kf_dtype dt, const void *p, int64_t i) {
-  kf_tensor t;
-  memset(&t, 0, sizeof t);
-  t.dtype = dt;
-  t.rank = 1;
-  t.shape[0] = i + 1;
-  t.data = (void *)p;
-  return kf_tensor_get(&t, i);
-}
-
-static void set(kf_dtype dt, void *p, int64_t i, double v) {
-  kf_tensor t;
-  memset(&t, 0, sizeof t);
-  t.dtype = dt;
-  t.rank = 1;
-  t.shape[0] = i + 1;
-  t.data = p;
-  kf_tensor_set(&t, i, v);
-}
-
 /* The value at device address p with t's strides, in logical order, as
  * doubles (malloc'd), or NULL (g_err says why). */
 static double *read_value(const drv *d, CUdeviceptr p, const tdesc *t) {
@@ -225,7 +205,7 @@ static double *read_value(const drv *d, CUdeviceptr p, const tdesc *t) {
   for (int64_t e = 0; e < t->numel; e++) {
     int64_t off = 0;
     for (int k = 0; k < t->rank; k++) off += idx[k] * t->strides[k];
-    out[e] = get(t->dtype, raw, off);
+    out[e] = kf_elem_get(t->dtype, raw, off);
     for (int k = t->rank - 1; k >= 0; k--) {
       if (++idx[k] < t->shape[k]) break;
       idx[k] = 0;
@@ -246,7 +226,7 @@ typedef struct input {
 static void fill(input *in, int set_k, uint64_t *s) {
   for (int64_t e = 0; e < in->t.numel; e++) {
     double v = in->int_hi > 0 ? (double)(int64_t)(kf_mc_next(s) % (uint64_t)in->int_hi) : kf_mc_draw(set_k, s);
-    set(in->t.dtype, in->host, e, v);
+    kf_elem_set(in->t.dtype, in->host, e, v);
   }
 }
 

@@ -38,6 +38,10 @@ KF_API double kf_tensor_get(const kf_tensor *t, int64_t i);
 /* Store v into element i, converting to the tensor's dtype as PyTorch's
  * cast would (float -> int truncates, f16/bf16 round to nearest even). */
 KF_API void kf_tensor_set(kf_tensor *t, int64_t i, double v);
+/* The same on raw memory: element i of an array of dtype dt at data (a
+ * module's buffers, read through their own strides). */
+KF_API double kf_elem_get(kf_dtype dt, const void *data, int64_t i);
+KF_API void kf_elem_set(kf_dtype dt, void *data, int64_t i, double v);
 
 typedef struct kf_interp_options {
   int64_t max_elements; /* per value; 0 = default (16M) */

@@ -55,16 +55,6 @@ static int64_t extent(const kf_type *t) {
   return e;
 }
 
-static double get(kf_dtype dt, const void *p, int64_t i) {
-  kf_tensor t;
-  memset(&t, 0, sizeof t);
-  t.dtype = dt;
-  t.rank = 1;
-  t.shape[0] = i + 1;
-  t.data = (void *)p;
-  return kf_tensor_get(&t, i);
-}
-
 
 typedef struct vstore {
   void **ptr;   /* by value id: first element */
@@ -315,7 +305,7 @@ static int run(const char *model, const char *kfio, const char *work, const char
     for (int64_t e = 0; e < n; e++) {
       int64_t off = 0;
       for (int k = 0; k < got.rank; k++) off += idx[k] * v->type.strides[k];
-      kf_tensor_set(&got, e, get(v->type.dtype, vs.ptr[v->id], off));
+      kf_tensor_set(&got, e, kf_elem_get(v->type.dtype, vs.ptr[v->id], off));
       for (int k = got.rank - 1; k >= 0; k--) {
         if (++idx[k] < got.shape[k]) break;
         idx[k] = 0;
