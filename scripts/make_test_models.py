@@ -23,6 +23,8 @@ import torch
 import torch.nn as nn
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+from make_fixtures import scrub_paths  # noqa: E402  (stack traces without this machine's paths)
 
 
 def tv_bottleneck_cl():
@@ -67,6 +69,7 @@ def main():
         # the example input is not needed (shapes are in the graph) and
         # would be most of the file
         ep._example_inputs = None
+        scrub_paths(ep)
         path = os.path.join(a.out, name + ".pt2")
         torch.export.save(ep, path)
         print(f"{path}: {os.path.getsize(path)} bytes (torch {torch.__version__})")
