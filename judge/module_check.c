@@ -29,8 +29,11 @@
  *   4. the result: passed, or KF_ERR_MISMATCH with the group, its ops and
  *      what was done to them (fusion, channels-last, a library step).
  *
- * Without a GPU the check is not run and the report says so (the worker
- * says there is none before the reference is built). */
+ * Without a GPU (the worker says there is none before the reference is
+ * built), a model of at most cpu_limit multiply-adds a run is emulated on
+ * the CPU instead (cpu_check: judge/emu.c's units as host C++, the memory
+ * plan's arena, against the fp64 interpreter of the model as loaded, in a
+ * forked child); a larger one is not checked and the report says why. */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <fcntl.h>
