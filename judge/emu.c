@@ -98,6 +98,21 @@ static kf_status cpu_gemm(const kf_unit_gemm *q, const void *A, const void *B, c
  * c, in], w [c, k/groups, filter] (KRSC: [c, filter..., k/groups]), y at
  * i*s - p + f*d. Strides by layout, then one output plane accumulated at
  * a time. */
+/* The input position output position o reads through filter tap f along
+ * spatial dim d, or -1 where there is none (padding; for a transposed
+ * convolution, a position between strides). */
+static int64_t in_pos(const kf_unit_conv *q, int d, int64_t o, int64_t f) {
+  int64_t i;
+  if (q->transposed) {
+    int64_t t = o + q->pad[d] - f * q->dilation[d];
+    if (t < 0 || t % q->stride[d]) return -1;
+    i = t / q->stride[d];
+  } else {
+    i = o * q->stride[d] - q->pad[d] + f * q->dilation[d];
+  }
+  return i >= 0 && i < q->in[d] ? i : -1;
+}
+
 static kf_status cpu_conv(const kf_unit_conv *q, const void *X, const void *W, const void *bias, const void *Z,
                           void *Y) {
   kf_dtype dt = q->dtype;
@@ -130,7 +145,6 @@ static kf_status cpu_conv(const kf_unit_conv *q, const void *X, const void *W, c
     st = KF_ERR_NOMEM;
     goto done;
   }
-  (void)wo;
   for (int64_t n = 0; n < q->n; n++)
     for (int64_t k = 0; k < q->k; k++) {
       int64_t g = k / kg;
@@ -144,37 +158,16 @@ static kf_status cpu_conv(const kf_unit_conv *q, const void *X, const void *W, c
             for (int64_t f2 = 0; f2 < F[2]; f2++) {
               double wv = wk[f0 * ws[2] + f1 * ws[3] + f2 * ws[4]];
               for (int64_t o0 = 0; o0 < O[0]; o0++) {
-                int64_t i0;
-                if (q->transposed) {
-                  int64_t t = o0 + q->pad[0] - f0 * q->dilation[0];
-                  if (t < 0 || t % q->stride[0]) continue;
-                  i0 = t / q->stride[0];
-                } else {
-                  i0 = o0 * q->stride[0] - q->pad[0] + f0 * q->dilation[0];
-                }
-                if (i0 < 0 || i0 >= I[0]) continue;
+                int64_t i0 = in_pos(q, 0, o0, f0);
+                if (i0 < 0) continue;
                 for (int64_t o1 = 0; o1 < O[1]; o1++) {
-                  int64_t i1;
-                  if (q->transposed) {
-                    int64_t t = o1 + q->pad[1] - f1 * q->dilation[1];
-                    if (t < 0 || t % q->stride[1]) continue;
-                    i1 = t / q->stride[1];
-                  } else {
-                    i1 = o1 * q->stride[1] - q->pad[1] + f1 * q->dilation[1];
-                  }
-                  if (i1 < 0 || i1 >= I[1]) continue;
+                  int64_t i1 = in_pos(q, 1, o1, f1);
+                  if (i1 < 0) continue;
                   const double *xr = xc + i0 * xs[2] + i1 * xs[3];
                   double *ar = acc + (o0 * O[1] + o1) * O[2];
                   for (int64_t o2 = 0; o2 < O[2]; o2++) {
-                    int64_t i2;
-                    if (q->transposed) {
-                      int64_t t = o2 + q->pad[2] - f2 * q->dilation[2];
-                      if (t < 0 || t % q->stride[2]) continue;
-                      i2 = t / q->stride[2];
-                    } else {
-                      i2 = o2 * q->stride[2] - q->pad[2] + f2 * q->dilation[2];
-                    }
-                    if (i2 < 0 || i2 >= I[2]) continue;
+                    int64_t i2 = in_pos(q, 2, o2, f2);
+                    if (i2 < 0) continue;
                     ar[o2] += wv * xr[i2 * xs[4]];
                   }
                 }

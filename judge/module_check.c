@@ -380,9 +380,9 @@ static double emu_cost(const kf_graph *g) {
       const kf_value *a = op->code == KF_OP_ADDMM ? op->operands[1] : x;
       if (a && a->type.rank >= 1) c = out * (double)a->type.shape[a->type.rank - 1];
     } else if (kind == KF_KIND_CONV && y && y->type.rank >= 2 && y->type.shape[0] > 0) {
-      c = out * (double)kf_type_numel(&y->type) / (double)y->type.shape[0];
-      if (x && x->type.rank >= 2 && out < (double)kf_type_numel(&x->type)) /* transposed */
-        c = (double)kf_type_numel(&x->type) * (double)kf_type_numel(&y->type) / (double)y->type.shape[0];
+      /* each output (each input, transposed) meets one weight row */
+      double per = (double)kf_type_numel(&y->type) / (double)y->type.shape[0];
+      c = (kf_op_get_bool(op, "transposed") && x ? (double)kf_type_numel(&x->type) : out) * per;
     } else if (kind == KF_KIND_ATTENTION && y && y->type.rank >= 2) {
       c = 2 * out * (double)y->type.shape[y->type.rank - 2];
     }
@@ -718,7 +718,7 @@ done:
 /* The module emulated on the CPU in a child process (a unit that faults
  * takes only the child down), with the worker's wall-time limit. */
 static kf_status cpu_check(const kf_judge_module_checker *c, const kf_module_built *b, const kf_compile_options *o,
-                           const char *dir, const char *no_gpu, kf_module_check *out, kf_diag *diag) {
+                           const char *dir, const char *no_gpu, kf_module_check *out) {
   double cost = emu_cost(b->graph);
   if (c->cpu_limit <= 0 || cost > c->cpu_limit) {
     snprintf(out->why, sizeof out->why,
@@ -819,7 +819,6 @@ static kf_status cpu_check(const kf_judge_module_checker *c, const kf_module_bui
       append_unchecked(out, k, r.n_unchecked, what);
     }
   }
-  (void)diag;
   return r.passed ? KF_OK : KF_ERR_MISMATCH;
 }
 
@@ -867,7 +866,7 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
   if (run_worker(c, path, res, logp, 60, why, sizeof why)) {
     char ng[700];
     snprintf(ng, sizeof ng, "no GPU check: %s", why);
-    st = cpu_check(c, b, o, dir, ng, out, diag);
+    st = cpu_check(c, b, o, dir, ng, out);
     goto done;
   }
   {
@@ -883,7 +882,7 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
       snprintf(ng, sizeof ng, "no GPU to check the module on: %s",
                cJSON_IsString(w) ? w->valuestring : ll[0] ? ll : "the probe gave no answer");
       cJSON_Delete(r);
-      st = cpu_check(c, b, o, dir, ng, out, diag);
+      st = cpu_check(c, b, o, dir, ng, out);
       goto done;
     }
     cJSON *dv = cJSON_GetObjectItem(r, "device");
