@@ -226,5 +226,11 @@ uint64_t kf_mc_next(uint64_t *s);
 /* A float input's value in input set set_k: set 0 normal, set 1 uniform in
  * [-1, 1), set 2 uniform in [0, 1), repeating. */
 double kf_mc_draw(int set_k, uint64_t *s);
+/* The per-op fp64 reference (kfuse compile --reference) of the model at
+ * model_path built into so_path (and so_path.weights): its spec for the
+ * worker (the module's groups and where their values live, its outputs),
+ * or NULL with why. */
+struct cJSON *kf_mc_build_reference(const char *model_path, kf_target target, kf_precision precision,
+                                    const char *so_path, char *why, size_t n);
 
 #endif

@@ -11,16 +11,18 @@
  *   1. the reference: the model loaded again and compiled as `kfuse compile
  *      --reference` compiles it (one group per op, every kernel computing in
  *      fp64, no cuDNN, no channels-last, no fusion), with no arena reuse so
- *      that every value it computes can be read after a run; into a
- *      temporary directory, removed after;
+ *      that every value it computes can be read after a run; built and
+ *      loaded by the check's worker process (`kfuse module-check-worker`,
+ *      judge/module_check_worker.c), which kfuse compile starts when it
+ *      starts (kf_judge_module_checker_start), so this runs alongside the
+ *      compile, and which serves every check of that compile;
  *   2. a spec (JSON) of both modules: inputs with the value range of each
  *      (integer inputs below the size of every dim they index, else 0 or
  *      1), outputs, the compiled module's groups with the plan steps that
  *      compute them and where each group output lives, the reference's
  *      values by name;
- *   3. a worker process (`kfuse module-check-worker SPEC RESULT`, a fresh
- *      image as the judge's workers: judge/module_check_worker.c) runs both
- *      modules on `sets` input sets and compares every output by its
+ *   3. the worker (a fresh image as the judge's workers) loads the module
+ *      and runs both on `sets` input sets and compares every output by its
  *      relative error norm against the bound the precision policy gives;
  *      on a mismatch it finds the first group whose outputs (given the
  *      module's own inputs up to there) diverge from the reference's values
@@ -29,8 +31,8 @@
  *   4. the result: passed, or KF_ERR_MISMATCH with the group, its ops and
  *      what was done to them (fusion, channels-last, a library step).
  *
- * Without a GPU (the worker says there is none before the reference is
- * built), a model of at most cpu_limit multiply-adds a run is emulated on
+ * Without a GPU (the worker says there is none before it builds the
+ * reference, and ends), a model of at most cpu_limit multiply-adds a run is emulated on
  * the CPU instead (cpu_check: judge/emu.c's units as host C++, the memory
  * plan's arena, against the fp64 interpreter of the model as loaded, in a
  * forked child); a larger one is not checked and the report says why. */
@@ -45,6 +47,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -261,7 +264,16 @@ static kf_status capture(void *user, const kf_module_built *b, const kf_compile_
   ref_capture *rc = user;
   out->checked = false;
   rc->spec = module_spec(b);
-  return rc->spec ? KF_OK : KF_ERR_NOMEM;
+  if (!rc->spec) return KF_ERR_NOMEM;
+  cJSON *outs = cJSON_AddArrayToObject(rc->spec, "outputs");
+  for (int i = 0; outs && i < b->graph->n_outputs; i++) {
+    const kf_value *v = b->graph->outputs[i];
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddNumberToObject(e, "dtype", v->type.dtype);
+    cJSON_AddItemToObject(e, "shape", ints(v->type.shape, v->type.rank));
+    cJSON_AddItemToArray(outs, e);
+  }
+  return KF_OK;
 }
 
 typedef struct first_err {
@@ -273,6 +285,44 @@ static void keep_first(void *user, kf_diag_level level, const char *msg) {
   if (level == KF_DIAG_ERROR && !e->msg[0]) snprintf(e->msg, sizeof e->msg, "%s", msg);
 }
 
+cJSON *kf_mc_build_reference(const char *model_path, kf_target target, kf_precision precision, const char *so_path,
+                             char *why, size_t n) {
+  ref_capture rc = {NULL};
+  kf_graph *rg = NULL;
+  first_err fe = {""};
+  kf_diag q;
+  kf_diag_init(&q, keep_first, &fe);
+  kf_load_options lo;
+  kf_load_options_init(&lo);
+  kf_compile_options ro;
+  kf_compile_options_init(&ro);
+  ro.reference = true;
+  ro.fuse = false;
+  ro.keep_values = true;
+  ro.target = target;
+  ro.precision = precision;
+  ro.no_tune = true;
+  kf_module_checker cap = {capture, &rc};
+  ro.checker = &cap;
+  kf_status st = kf_model_load(model_path, &lo, &rg, &q);
+  if (!st) st = kf_compile_graph(rg, &ro, so_path, &q);
+  kf_graph_destroy(rg);
+  if (st || !rc.spec) {
+    snprintf(why, n, "the reference module could not be built: %s",
+             fe.msg[0] ? fe.msg : kf_status_str(st ? st : KF_ERR_INTERNAL));
+    cJSON_Delete(rc.spec);
+    return NULL;
+  }
+  /* its files have their final names now */
+  char rw[4300];
+  snprintf(rw, sizeof rw, "%s.weights", so_path);
+  cJSON_DeleteItemFromObject(rc.spec, "path");
+  cJSON_DeleteItemFromObject(rc.spec, "weights");
+  cJSON_AddStringToObject(rc.spec, "path", so_path);
+  cJSON_AddStringToObject(rc.spec, "weights", rw);
+  return rc.spec;
+}
+
 /* ---- the worker ---- */
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -280,58 +330,6 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
   (void)flag;
   (void)ftw;
   (void)remove(path);
-  return 0;
-}
-
-/* Run `kfuse module-check-worker spec result` with a wall-time limit; its
- * output goes to log. 0, or why in why[n]. */
-static int run_worker(const kf_judge_module_checker *c, const char *spec, const char *result, const char *log,
-                      double limit_s, char *why, size_t n) {
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    snprintf(why, n, "fork failed: %s", strerror(errno));
-    return -1;
-  }
-  if (pid == 0) {
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int nul = open("/dev/null", O_RDONLY);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    if (nul >= 0) dup2(nul, 0);
-    const char *exe = c->worker_exe ? c->worker_exe : "/proc/self/exe";
-    char *argv[] = {(char *)"kfuse", (char *)"module-check-worker", (char *)spec, (char *)result, NULL};
-    execv(exe, argv);
-    _exit(127);
-  }
-  double t0 = kf_now_s();
-  int status = 0;
-  for (;;) {
-    pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) {
-      snprintf(why, n, "waitpid failed: %s", strerror(errno));
-      return -1;
-    }
-    if (kf_now_s() - t0 > limit_s) {
-      kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      snprintf(why, n, "the check's worker ran past %.0f s and was killed", limit_s);
-      return -1;
-    }
-    struct timespec ts = {0, 20 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-  }
-  if (WIFSIGNALED(status)) {
-    snprintf(why, n, "the check's worker died of signal %d", WTERMSIG(status));
-    return -1;
-  }
   return 0;
 }
 
@@ -355,6 +353,194 @@ static void last_line(const char *log, char *out, size_t n) {
   char *s = strrchr(t, '\n');
   snprintf(out, n, "%s", s ? s + 1 : t);
   free(t);
+}
+
+/* A number of o, or 0 */
+static double num0(const cJSON *o, const char *key) {
+  double v = cJSON_GetNumberValue(cJSON_GetObjectItem(o, key));
+  return isfinite(v) ? v : 0;
+}
+
+/* The worker: one process for every check of a compile (kfuse compile's
+ * fallbacks check again), started ahead of the compile by
+ * kf_judge_module_checker_start so that finding the GPU, building the
+ * reference and loading it happen while the module is being compiled.
+ * `kfuse module-check-worker MODEL DIR SM ARCH PRECISION` writes
+ * DIR/ready.json once it knows ({"gpu": false, "why"}, or {"gpu": true,
+ * "device", "reference_s"} with the reference loaded, or {"error"}); then
+ * per line "SPEC\tRESULT\n" on its stdin (a socket) it checks the module
+ * SPEC names and writes RESULT; at the end of its stdin it exits. Its
+ * files are written under a temporary name and renamed, so a file that
+ * exists is whole. */
+enum { W_STARTING, W_READY, W_NO_GPU, W_NO_REFERENCE, W_GONE };
+
+typedef struct kf_mc_worker kf_mc_worker;
+struct kf_mc_worker {
+  pid_t pid;          /* 0 once it has ended */
+  int fd;             /* its stdin; -1 when closed */
+  int state;          /* W_* */
+  int checks;         /* checks sent, for the files' names */
+  char dir[4096];     /* the temporary directory: reference, specs, results, log */
+  char log[4200];
+  char why[700];      /* W_NO_GPU, W_NO_REFERENCE, W_GONE: why */
+  char device[96];
+  double reference_s; /* finding the GPU, building and loading the reference */
+  double started_s;
+};
+
+static void worker_gone(kf_mc_worker *w, const char *what) {
+  char ll[400];
+  last_line(w->log, ll, sizeof ll);
+  snprintf(w->why, sizeof w->why, "%s%s%s", what, ll[0] ? ": " : "", ll);
+  w->state = W_GONE;
+}
+
+/* Reap the worker if it has ended (1), else 0. */
+static int reaped(kf_mc_worker *w, int *status) {
+  if (!w->pid) return 1;
+  pid_t r = waitpid(w->pid, status, WNOHANG);
+  if (r == w->pid || (r < 0 && errno == ECHILD)) {
+    w->pid = 0;
+    return 1;
+  }
+  return 0;
+}
+
+static void worker_kill(kf_mc_worker *w) {
+  if (w->fd >= 0) close(w->fd);
+  w->fd = -1;
+  if (!w->pid) return;
+  kill(-w->pid, SIGKILL);
+  kill(w->pid, SIGKILL);
+  waitpid(w->pid, NULL, 0);
+  w->pid = 0;
+}
+
+void kf_judge_module_checker_start(kf_judge_module_checker *c, const kf_compile_options *o) {
+  if (c->worker) return;
+  kf_mc_worker *w = calloc(1, sizeof *w);
+  if (!w) return; /* the check says so when it cannot start one either */
+  c->worker = w;
+  w->fd = -1;
+  w->started_s = kf_now_s();
+  const char *tmp = getenv("TMPDIR");
+  snprintf(w->dir, sizeof w->dir, "%s/kfuse-mcheck-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(w->dir)) {
+    snprintf(w->why, sizeof w->why, "no temporary directory for the check: %s", strerror(errno));
+    w->dir[0] = 0;
+    w->state = W_GONE;
+    return;
+  }
+  snprintf(w->log, sizeof w->log, "%s/worker.log", w->dir);
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+    snprintf(w->why, sizeof w->why, "the check's worker could not start: socketpair: %s", strerror(errno));
+    w->state = W_GONE;
+    return;
+  }
+  char sm[16], arch[4], prec[16];
+  snprintf(sm, sizeof sm, "%d", o->target.sm);
+  snprintf(arch, sizeof arch, "%d", o->target.arch_specific ? 1 : 0);
+  snprintf(prec, sizeof prec, "%d", (int)o->precision);
+  fflush(NULL);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(sv[0]);
+    close(sv[1]);
+    snprintf(w->why, sizeof w->why, "the check's worker could not start: fork: %s", strerror(errno));
+    w->state = W_GONE;
+    return;
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    int fd = open(w->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    dup2(sv[1], 0);
+    const char *exe = c->worker_exe ? c->worker_exe : "/proc/self/exe";
+    char *argv[] = {(char *)"kfuse", (char *)"module-check-worker", (char *)c->model_path, w->dir, sm, arch, prec,
+                    NULL};
+    execv(exe, argv);
+    _exit(127);
+  }
+  close(sv[1]);
+  w->pid = pid;
+  w->fd = sv[0];
+}
+
+void kf_judge_module_checker_fini(kf_judge_module_checker *c) {
+  kf_mc_worker *w = c->worker;
+  if (!w) return;
+  /* nothing of the worker's outlives the compile: killed at once, whether
+   * waiting for a check or still building a reference a failed compile
+   * never needed */
+  worker_kill(w);
+  if (w->dir[0] && !c->keep_files) nftw(w->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+  free(w);
+  c->worker = NULL;
+}
+
+/* Wait until path exists, the worker ends or limit_s passes: 0 when it
+ * exists, else -1 with the worker marked gone (killed on a timeout). */
+static int await_file(kf_mc_worker *w, const char *path, double limit_s) {
+  double t0 = kf_now_s();
+  for (;;) {
+    struct stat sb;
+    if (stat(path, &sb) == 0) return 0;
+    int status = 0;
+    if (reaped(w, &status)) {
+      if (stat(path, &sb) == 0) return 0;
+      char what[160];
+      if (WIFSIGNALED(status))
+        snprintf(what, sizeof what, "the check's worker died of signal %d", WTERMSIG(status));
+      else
+        snprintf(what, sizeof what, "the check's worker ended (exit status %d) without a result",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+      worker_gone(w, what);
+      return -1;
+    }
+    if (kf_now_s() - t0 > limit_s) {
+      worker_kill(w);
+      char what[160];
+      snprintf(what, sizeof what, "the check's worker ran past %.0f s and was killed", limit_s);
+      worker_gone(w, what);
+      return -1;
+    }
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* Wait for the worker's ready.json and take its state from it. */
+static void await_ready(const kf_judge_module_checker *c, kf_mc_worker *w) {
+  char path[4300];
+  snprintf(path, sizeof path, "%s/ready.json", w->dir);
+  if (await_file(w, path, c->timeout_s > 0 ? c->timeout_s : 600)) return;
+  char *t = slurp(path, 1 << 16);
+  cJSON *r = t ? cJSON_Parse(t) : NULL;
+  free(t);
+  const char *err = cJSON_GetStringValue(cJSON_GetObjectItem(r, "error"));
+  const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(r, "why"));
+  const char *dev = cJSON_GetStringValue(cJSON_GetObjectItem(r, "device"));
+  if (!r) {
+    worker_gone(w, "the check's worker wrote no readable ready.json");
+  } else if (!cJSON_IsTrue(cJSON_GetObjectItem(r, "gpu"))) {
+    snprintf(w->why, sizeof w->why, "no GPU to check the module on: %s", why ? why : "the worker found none");
+    w->state = W_NO_GPU;
+  } else if (err) {
+    snprintf(w->why, sizeof w->why, "%s", err);
+    w->state = W_NO_REFERENCE;
+  } else {
+    w->state = W_READY;
+  }
+  if (dev) snprintf(w->device, sizeof w->device, "%s", dev);
+  w->reference_s = num0(r, "reference_s");
+  cJSON_Delete(r);
 }
 
 /* ---- without a GPU: the module emulated on the CPU ---- */
@@ -828,105 +1014,43 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
   double t0 = kf_now_s();
   kf_status st = KF_OK;
   cJSON *spec = NULL;
-  ref_capture rc = {NULL};
-  kf_graph *rg = NULL;
-  char dir[4096] = "", path[4200], res[4200], logp[4200], refso[4200];
-  const char *tmp = getenv("TMPDIR");
-  snprintf(dir, sizeof dir, "%s/kfuse-mcheck-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(dir)) {
-    snprintf(out->why, sizeof out->why, "no temporary directory for the check: %s", strerror(errno));
-    dir[0] = 0;
-    return KF_OK;
-  }
-  snprintf(path, sizeof path, "%s/spec.json", dir);
-  snprintf(res, sizeof res, "%s/result.json", dir);
-  snprintf(logp, sizeof logp, "%s/worker.log", dir);
-  snprintf(refso, sizeof refso, "%s/reference.so", dir);
   out->bound = bound_for(b->graph, o);
-
-  /* a GPU first: without one nothing is built */
-  spec = cJSON_CreateObject();
-  if (!spec) {
-    st = KF_ERR_NOMEM;
+  if (c->bad_cpu_limit)
+    kf_diag_warn(diag, "KFUSE_MODULE_CHECK_CPU_LIMIT is not a non-negative number; the default %.3g is used",
+                 c->cpu_limit);
+  if (!c->worker) kf_judge_module_checker_start(c, o);
+  kf_mc_worker *w = c->worker;
+  if (!w) {
+    snprintf(out->why, sizeof out->why, "out of memory starting the check");
+    return KF_ERR_NOMEM;
+  }
+  if (w->state == W_STARTING) await_ready(c, w);
+  out->wait_s = kf_now_s() - t0;
+  int k = w->checks++;
+  char path[4400], res[4400], sub[4400];
+  snprintf(path, sizeof path, "%s/spec-%d.json", w->dir, k);
+  snprintf(res, sizeof res, "%s/result-%d.json", w->dir, k);
+  switch (w->state) {
+  case W_NO_GPU:
+    snprintf(sub, sizeof sub, "%s/cpu-%d", w->dir, k);
+    if (mkdir(sub, 0700)) {
+      snprintf(out->why, sizeof out->why, "%s; the CPU emulation has no directory: %s", w->why, strerror(errno));
+      goto done;
+    }
+    st = cpu_check(c, b, o, sub, w->why, out);
     goto done;
-  }
-  cJSON_AddBoolToObject(spec, "probe", true);
-  {
-    char *text = cJSON_PrintUnformatted(spec);
-    FILE *f = text ? fopen(path, "w") : NULL;
-    bool ok = f && fputs(text, f) >= 0;
-    if (f && fclose(f)) ok = false;
-    free(text);
-    if (!ok) {
-      snprintf(out->why, sizeof out->why, "cannot write the check's spec in %s", dir);
-      goto done;
-    }
-  }
-  char why[600] = "";
-  if (run_worker(c, path, res, logp, 60, why, sizeof why)) {
-    char ng[700];
-    snprintf(ng, sizeof ng, "no GPU check: %s", why);
-    st = cpu_check(c, b, o, dir, ng, out);
+  case W_NO_REFERENCE:
+    snprintf(out->why, sizeof out->why, "%s", w->why);
     goto done;
+  case W_GONE:
+    snprintf(out->why, sizeof out->why, "%s", w->why);
+    st = KF_ERR_INTERNAL;
+    goto done;
+  default:
+    break;
   }
-  {
-    char *t = slurp(res, 1 << 20);
-    cJSON *r = t ? cJSON_Parse(t) : NULL;
-    free(t);
-    cJSON *gpu = cJSON_GetObjectItem(r, "gpu");
-    if (!cJSON_IsTrue(gpu)) {
-      cJSON *w = cJSON_GetObjectItem(r, "why");
-      char ll[400];
-      last_line(logp, ll, sizeof ll);
-      char ng[700];
-      snprintf(ng, sizeof ng, "no GPU to check the module on: %s",
-               cJSON_IsString(w) ? w->valuestring : ll[0] ? ll : "the probe gave no answer");
-      cJSON_Delete(r);
-      st = cpu_check(c, b, o, dir, ng, out);
-      goto done;
-    }
-    cJSON *dv = cJSON_GetObjectItem(r, "device");
-    if (cJSON_IsString(dv)) snprintf(out->device, sizeof out->device, "%s", dv->valuestring);
-    cJSON_Delete(r);
-  }
-  cJSON_Delete(spec);
-  spec = NULL;
-
-  /* the reference */
-  double tr = kf_now_s();
-  {
-    first_err fe = {""};
-    kf_diag q;
-    kf_diag_init(&q, keep_first, &fe);
-    kf_load_options lo;
-    kf_load_options_init(&lo);
-    kf_compile_options ro;
-    kf_compile_options_init(&ro);
-    ro.reference = true;
-    ro.fuse = false;
-    ro.keep_values = true;
-    ro.target = o->target;
-    ro.precision = o->precision;
-    ro.no_tune = true;
-    kf_module_checker cap = {capture, &rc};
-    ro.checker = &cap;
-    st = kf_model_load(c->model_path, &lo, &rg, &q);
-    if (!st) st = kf_compile_graph(rg, &ro, refso, &q);
-    if (st) {
-      snprintf(out->why, sizeof out->why, "the reference module could not be built: %s",
-               fe.msg[0] ? fe.msg : kf_status_str(st));
-      st = st == KF_ERR_NOMEM ? st : KF_OK;
-      goto done;
-    }
-    /* its files have their final names now */
-    cJSON_DeleteItemFromObject(rc.spec, "path");
-    cJSON_DeleteItemFromObject(rc.spec, "weights");
-    cJSON_AddStringToObject(rc.spec, "path", refso);
-    char rw[4300];
-    snprintf(rw, sizeof rw, "%s.weights", refso);
-    cJSON_AddStringToObject(rc.spec, "weights", rw);
-  }
-  out->reference_s = kf_now_s() - tr;
+  snprintf(out->device, sizeof out->device, "%s", w->device);
+  out->reference_s = w->reference_s;
 
   /* the spec */
   spec = cJSON_CreateObject();
@@ -937,8 +1061,6 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
     goto done;
   }
   cJSON_AddItemToObject(spec, "module", mod);
-  cJSON_AddItemToObject(spec, "reference", rc.spec);
-  rc.spec = NULL;
   cJSON_AddNumberToObject(spec, "sets", c->sets > 0 ? c->sets : 3);
   cJSON_AddNumberToObject(spec, "bound", out->bound);
   uint64_t seed = c->seed;
@@ -972,14 +1094,24 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
     if (f && fclose(f)) ok = false;
     free(text);
     if (!ok) {
-      snprintf(out->why, sizeof out->why, "cannot write the check's spec in %s", dir);
+      snprintf(out->why, sizeof out->why, "cannot write the check's spec %.900s", path);
       goto done;
     }
   }
-  if (run_worker(c, path, res, logp, c->timeout_s > 0 ? c->timeout_s : 600, why, sizeof why)) {
-    char ll[400];
-    last_line(logp, ll, sizeof ll);
-    snprintf(out->why, sizeof out->why, "%s%s%s", why, ll[0] ? ": " : "", ll);
+  {
+    char line[9000];
+    int n = snprintf(line, sizeof line, "%s\t%s\n", path, res);
+    ssize_t sent = n > 0 && (size_t)n < sizeof line ? send(w->fd, line, (size_t)n, MSG_NOSIGNAL) : -1;
+    if (sent != n) {
+      worker_gone(w, "the check's worker does not take its work");
+      worker_kill(w);
+      snprintf(out->why, sizeof out->why, "%s", w->why);
+      st = KF_ERR_INTERNAL;
+      goto done;
+    }
+  }
+  if (await_file(w, res, c->timeout_s > 0 ? c->timeout_s : 600)) {
+    snprintf(out->why, sizeof out->why, "%s", w->why);
     st = KF_ERR_INTERNAL;
     goto done;
   }
@@ -990,7 +1122,7 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
     cJSON *err = cJSON_GetObjectItem(r, "error");
     if (!r || cJSON_IsString(err)) {
       char ll[400];
-      last_line(logp, ll, sizeof ll);
+      last_line(w->log, ll, sizeof ll);
       snprintf(out->why, sizeof out->why, "the check's worker failed: %s",
                cJSON_IsString(err) ? err->valuestring : ll[0] ? ll : "no result");
       cJSON_Delete(r);
@@ -1002,8 +1134,13 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
     out->sets = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "sets"));
     out->max_rel_err = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "max_rel_err"));
     out->passed = cJSON_IsTrue(cJSON_GetObjectItem(r, "passed"));
-    cJSON *w = cJSON_GetObjectItem(r, "why");
-    if (cJSON_IsString(w)) snprintf(out->why, sizeof out->why, "%s", w->valuestring);
+    const cJSON *tm = cJSON_GetObjectItem(r, "seconds");
+    out->create_s = num0(tm, "create");
+    out->run_s = num0(tm, "runs");
+    out->ref_run_s = num0(tm, "reference_runs");
+    out->search_s = num0(tm, "search");
+    cJSON *wy = cJSON_GetObjectItem(r, "why");
+    if (cJSON_IsString(wy)) snprintf(out->why, sizeof out->why, "%s", wy->valuestring);
     out->repeat_diff = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "repeat_max_diff"));
     if (out->repeat_diff > 0) {
       size_t l = strlen(out->why);
@@ -1018,9 +1155,9 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
       snprintf(out->bad_what, sizeof out->bad_what, "%s (relative error %.2e)",
                cJSON_IsString(bw) ? bw->valuestring : "?", out->bad_rel_err);
       const cJSON *u, *unc = cJSON_GetObjectItem(bad, "unchecked_before");
-      int k = 0;
+      int j = 0;
       cJSON_ArrayForEach(u, unc) {
-        if (cJSON_IsString(u)) append_unchecked(out, k++, cJSON_GetArraySize(unc), u->valuestring);
+        if (cJSON_IsString(u)) append_unchecked(out, j++, cJSON_GetArraySize(unc), u->valuestring);
       }
     }
     cJSON_Delete(r);
@@ -1029,10 +1166,7 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
 done:
   out->seconds = kf_now_s() - t0;
   cJSON_Delete(spec);
-  cJSON_Delete(rc.spec);
-  kf_graph_destroy(rg);
-  if (dir[0] && !c->keep_files) nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-  else if (dir[0]) kf_diag_note(diag, "module check files kept in %s", dir);
+  if (c->keep_files && w->dir[0]) kf_diag_note(diag, "module check files kept in %s", w->dir);
   return st;
 }
 
@@ -1048,7 +1182,10 @@ void kf_judge_module_checker_init(kf_judge_module_checker *c, const char *model_
   if (lim && *lim) {
     char *end = NULL;
     double v = strtod(lim, &end);
-    if (end && !*end && v >= 0) c->cpu_limit = v;
+    if (end && !*end && v >= 0)
+      c->cpu_limit = v;
+    else
+      c->bad_cpu_limit = true;
   }
   const char *k = secure_getenv("KFUSE_MODULE_CHECK_KEEP");
   c->keep_files = k && *k == '1';

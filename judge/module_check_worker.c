@@ -1,12 +1,18 @@
-/* judge/module_check_worker.c — `kfuse module-check-worker SPEC RESULT`:
- * the GPU side of kfuse compile's module check (judge/module_check.c says
- * what the spec holds and why). A fresh process image: the compiling
- * process has run NVRTC, after which CUDA does not start in a forked child
+/* judge/module_check_worker.c — `kfuse module-check-worker MODEL DIR SM ARCH
+ * PRECISION`: the GPU side of kfuse compile's module check (judge/module_check.c
+ * says why and starts it). A fresh process image: the compiling process
+ * has run NVRTC, after which CUDA does not start in a forked child
  * (judge/worker.c).
  *
- * With {"probe": true} it only says whether there is a GPU. Otherwise it
- * loads the compiled module and the reference module (dlopen, each with
- * its own copy of the runtime), draws `sets` input sets (floats: set 0
+ * It finds the GPU (none: DIR/ready.json says so and it ends), builds the
+ * per-op fp64 reference of MODEL for that target and precision into DIR
+ * and loads it, and writes DIR/ready.json; then, for each line
+ * "SPEC<TAB>RESULT" on its stdin, checks the module SPEC names and writes
+ * RESULT, until its stdin ends. Files are written under a temporary name
+ * and renamed.
+ *
+ * A check loads the compiled module (dlopen, with its own copy of the
+ * runtime, unloaded after), draws `sets` input sets (floats: set 0
  * normal, set 1 uniform in [-1, 1), set 2 uniform in [0, 1), repeating;
  * integers uniform in [0, int_hi)), runs both and compares every output by
  * its relative error norm ||y - ref|| / ||ref|| (a NaN or infinity where
@@ -26,6 +32,7 @@
  * the error grows along the plan; a racing module can mislead it (the
  * probes are in the result). */
 #include <dlfcn.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,6 +60,7 @@ typedef struct drv {
   CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
   CUresult (*StreamCreate)(CUstream *, unsigned);
   CUresult (*StreamSynchronize)(CUstream);
+  CUresult (*StreamDestroy)(CUstream);
   CUresult (*GetErrorString)(CUresult, const char **);
 } drv;
 
@@ -68,6 +76,10 @@ typedef struct mod {
   const char *(*error)(const kfuse_model *);
   const char *(*last_error)(void);
   CUdeviceptr *out; /* its output buffers */
+  /* the reference only: its spec, outputs */
+  cJSON *spec;
+  int n_out;
+  struct tdesc *otd;
 } mod;
 
 static char g_err[2048];
@@ -100,6 +112,7 @@ static bool drv_load(drv *d) {
            {(void **)&d->MemcpyDtoH, "cuMemcpyDtoH_v2"},
            {(void **)&d->StreamCreate, "cuStreamCreate"},
            {(void **)&d->StreamSynchronize, "cuStreamSynchronize"},
+           {(void **)&d->StreamDestroy, "cuStreamDestroy_v2"},
            {(void **)&d->GetErrorString, "cuGetErrorString"}};
   for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
     if (!(*s[i].p = dlsym(d->lib, s[i].n))) {
@@ -259,7 +272,8 @@ static const cJSON *ref_value(const cJSON *ref_groups, const char *name) {
 typedef struct ctx {
   const drv *d;
   CUstream stream;
-  mod *a, *r;
+  mod *a;
+  const mod *r;
   input *ins;
   int n_in, n_out;
   const void **in_ptrs;
@@ -342,72 +356,21 @@ static bool create(const drv *d, mod *m, const cJSON *spec, int n_out, const tde
   return true;
 }
 
-static int write_result(const char *path, cJSON *r) {
-  char *t = cJSON_Print(r);
-  FILE *f = t ? fopen(path, "w") : NULL;
-  int rc = f && fputs(t, f) >= 0 ? 0 : 1;
-  if (f && fclose(f)) rc = 1;
-  free(t);
-  return rc;
-}
-
-int kf_judge_module_check_main(int argc, char **argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: kfuse module-check-worker SPEC RESULT (started by kfuse compile's module check)\n");
-    return 2;
-  }
-  const char *spec_path = argv[2], *res_path = argv[3];
-  cJSON *res = cJSON_CreateObject(), *spec = NULL;
-  drv d;
-  mod a, r;
+/* One check: the module SPEC names against the loaded reference r; the
+ * result into res. */
+static void check_one(const drv *d, const mod *r, const cJSON *spec, cJSON *res) {
+  mod a;
   memset(&a, 0, sizeof a);
-  memset(&r, 0, sizeof r);
   input *ins = NULL;
   tdesc *otd = NULL;
   double **ya = NULL, **yr = NULL;
   const void **in_ptrs = NULL;
   void **out_a = NULL, **out_r = NULL;
   int n_in = 0, n_out = 0;
+  CUresult cr;
+  CUstream stream = NULL;
+  double t_create = 0, t_runs = 0, t_ref = 0, t_search = 0;
   g_err[0] = 0;
-  {
-    FILE *f = fopen(spec_path, "rb");
-    char *text = NULL;
-    if (f) {
-      fseek(f, 0, SEEK_END);
-      long n = ftell(f);
-      fseek(f, 0, SEEK_SET);
-      text = n >= 0 ? malloc((size_t)n + 1) : NULL;
-      if (text) text[fread(text, 1, (size_t)n, f)] = 0;
-      fclose(f);
-    }
-    spec = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    if (!spec) FAIL("cannot read the spec %s", spec_path);
-  }
-  if (!drv_load(&d)) {
-    cJSON_AddBoolToObject(res, "gpu", false);
-    cJSON_AddStringToObject(res, "why", g_err);
-    g_err[0] = 0;
-    goto done;
-  }
-  CUresult cr = d.Init(0);
-  int count = 0;
-  if (cr == CUDA_SUCCESS) cr = d.DeviceGetCount(&count);
-  if (cr != CUDA_SUCCESS || count < 1) {
-    cJSON_AddBoolToObject(res, "gpu", false);
-    cJSON_AddStringToObject(res, "why", cr != CUDA_SUCCESS ? cu_str(&d, cr) : "no CUDA device");
-    goto done;
-  }
-  CUdevice dev;
-  CUcontext cx;
-  char name[96] = "";
-  if ((cr = d.DeviceGet(&dev, 0)) || (cr = d.DeviceGetName(name, sizeof name, dev)) ||
-      (cr = d.PrimaryCtxRetain(&cx, dev)) || (cr = d.CtxSetCurrent(cx)))
-    FAIL("opening the GPU: %s", cu_str(&d, cr));
-  cJSON_AddBoolToObject(res, "gpu", true);
-  cJSON_AddStringToObject(res, "device", name);
-  if (cJSON_IsTrue(cJSON_GetObjectItem(spec, "probe"))) goto done;
-
   /* inputs and outputs */
   const cJSON *jin = cJSON_GetObjectItem(spec, "inputs"), *jout = cJSON_GetObjectItem(spec, "outputs");
   n_in = cJSON_GetArraySize(jin);
@@ -429,20 +392,24 @@ int kf_judge_module_check_main(int argc, char **argv) {
     ins[i].bytes = (size_t)ins[i].t.numel * kf_dtype_size(ins[i].t.dtype);
     ins[i].host = malloc(ins[i].bytes + 1);
     if (!ins[i].host) FAIL("out of host memory for input %d", i);
-    if ((cr = d.MemAlloc(&ins[i].dev, ins[i].bytes ? ins[i].bytes : 1)))
-      FAIL("cuMemAlloc of input %d (%zu bytes): %s", i, ins[i].bytes, cu_str(&d, cr));
+    if ((cr = d->MemAlloc(&ins[i].dev, ins[i].bytes ? ins[i].bytes : 1)))
+      FAIL("cuMemAlloc of input %d (%zu bytes): %s", i, ins[i].bytes, cu_str(d, cr));
     in_ptrs[i] = (const void *)(uintptr_t)ins[i].dev;
   }
   for (int i = 0; i < n_out; i++)
     if (!desc_of(cJSON_GetArrayItem(jout, i), &otd[i])) FAIL("output %d: rank over %d", i, KF_MAX_RANK);
-  const cJSON *jm = cJSON_GetObjectItem(spec, "module"), *jr = cJSON_GetObjectItem(spec, "reference");
-  if (!create(&d, &a, jm, n_out, otd) || !create(&d, &r, jr, n_out, otd)) goto done;
+  const cJSON *jm = cJSON_GetObjectItem(spec, "module");
+  if (n_out != r->n_out) FAIL("the module has %d outputs, the reference %d", n_out, r->n_out);
+  for (int i = 0; i < n_out; i++)
+    if (!same_shape(&otd[i], &r->otd[i])) FAIL("output %d of the module is not the reference's (dtype or shape)", i);
+  double tc = kf_now_s();
+  if (!create(d, &a, jm, n_out, otd)) goto done;
+  t_create = kf_now_s() - tc;
   for (int i = 0; i < n_out; i++) {
     out_a[i] = (void *)(uintptr_t)a.out[i];
-    out_r[i] = (void *)(uintptr_t)r.out[i];
+    out_r[i] = (void *)(uintptr_t)r->out[i];
   }
-  CUstream stream = NULL;
-  if ((cr = d.StreamCreate(&stream, CU_STREAM_NON_BLOCKING))) FAIL("cuStreamCreate: %s", cu_str(&d, cr));
+  if ((cr = d->StreamCreate(&stream, CU_STREAM_NON_BLOCKING))) FAIL("cuStreamCreate: %s", cu_str(d, cr));
 
   /* the sets */
   int sets = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(spec, "sets"));
@@ -457,17 +424,22 @@ int kf_judge_module_check_main(int argc, char **argv) {
     uint64_t s = seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(k + 1));
     for (int i = 0; i < n_in; i++) {
       fill(&ins[i], k, &s);
-      if ((cr = d.MemcpyHtoD(ins[i].dev, ins[i].host, ins[i].bytes)))
-        FAIL("cuMemcpyHtoD of input %d: %s", i, cu_str(&d, cr));
+      if ((cr = d->MemcpyHtoD(ins[i].dev, ins[i].host, ins[i].bytes)))
+        FAIL("cuMemcpyHtoD of input %d: %s", i, cu_str(d, cr));
     }
+    double tr = kf_now_s();
     if (a.run(a.m, stream, in_ptrs, (void *const *)out_a)) FAIL("running the module: %s", a.error(a.m));
-    if (r.run(r.m, stream, in_ptrs, (void *const *)out_r)) FAIL("running the reference: %s", r.error(r.m));
-    if ((cr = d.StreamSynchronize(stream))) FAIL("the runs failed on the GPU: %s", cu_str(&d, cr));
+    if ((cr = d->StreamSynchronize(stream))) FAIL("the module's run failed on the GPU: %s", cu_str(d, cr));
+    t_runs += kf_now_s() - tr;
+    tr = kf_now_s();
+    if (r->run(r->m, stream, in_ptrs, (void *const *)out_r)) FAIL("running the reference: %s", r->error(r->m));
+    if ((cr = d->StreamSynchronize(stream))) FAIL("the reference's run failed on the GPU: %s", cu_str(d, cr));
+    t_ref += kf_now_s() - tr;
     for (int i = 0; i < n_out; i++) {
       free(ya[i]);
       free(yr[i]);
-      ya[i] = read_value(&d, a.out[i], &otd[i]);
-      yr[i] = ya[i] ? read_value(&d, r.out[i], &otd[i]) : NULL;
+      ya[i] = read_value(d, a.out[i], &otd[i]);
+      yr[i] = ya[i] ? read_value(d, r->out[i], &otd[i]) : NULL;
       if (!ya[i] || !yr[i]) goto done;
       double e = kf_mc_rel_err(ya[i], yr[i], otd[i].numel);
       if (e > out_worst[i]) out_worst[i] = e;
@@ -482,9 +454,9 @@ int kf_judge_module_check_main(int argc, char **argv) {
        * somewhere (said in the result; within the bound it passes) */
       double diff = 0;
       if (a.run(a.m, stream, in_ptrs, (void *const *)out_a)) FAIL("running the module: %s", a.error(a.m));
-      if ((cr = d.StreamSynchronize(stream))) FAIL("the runs failed on the GPU: %s", cu_str(&d, cr));
+      if ((cr = d->StreamSynchronize(stream))) FAIL("the runs failed on the GPU: %s", cu_str(d, cr));
       for (int i = 0; i < n_out; i++) {
-        double *y2 = read_value(&d, a.out[i], &otd[i]);
+        double *y2 = read_value(d, a.out[i], &otd[i]);
         if (!y2) goto done;
         for (int64_t e = 0; e < otd[i].numel; e++) {
           double dd = fabs(y2[e] - ya[i][e]);
@@ -510,25 +482,26 @@ int kf_judge_module_check_main(int argc, char **argv) {
   }
 
   /* the first diverging group: the reference keeps every value */
+  t_search = kf_now_s();
   ctx c;
   memset(&c, 0, sizeof c);
-  c.d = &d;
+  c.d = d;
   c.stream = stream;
   c.a = &a;
-  c.r = &r;
+  c.r = r;
   c.ins = ins;
   c.n_in = n_in;
   c.n_out = n_out;
   c.in_ptrs = in_ptrs;
   c.out_a = out_a;
   c.oa = a.out;
-  c.or_ = r.out;
+  c.or_ = r->out;
   c.groups = cJSON_GetObjectItem(jm, "groups");
-  c.ref_groups = cJSON_GetObjectItem(jr, "groups");
+  c.ref_groups = cJSON_GetObjectItem(r->spec, "groups");
   c.bound = bound;
   uint64_t bytes;
   uint32_t steps;
-  if (a.debug_arena(a.m, &c.arena_a, &bytes, &steps) || r.debug_arena(r.m, &c.arena_r, &bytes, &steps))
+  if (a.debug_arena(a.m, &c.arena_a, &bytes, &steps) || r->debug_arena(r->m, &c.arena_r, &bytes, &steps))
     FAIL("kfuse_model_debug_arena failed");
   int ng = cJSON_GetArraySize(c.groups);
   /* the groups with a value to compare */
@@ -609,13 +582,25 @@ int kf_judge_module_check_main(int argc, char **argv) {
   }
   free(cand);
 done:
+  if (t_search > 0) t_search = kf_now_s() - t_search;
+  {
+    cJSON *tm = cJSON_AddObjectToObject(res, "seconds");
+    cJSON_AddNumberToObject(tm, "create", t_create);
+    cJSON_AddNumberToObject(tm, "runs", t_runs);
+    cJSON_AddNumberToObject(tm, "reference_runs", t_ref);
+    cJSON_AddNumberToObject(tm, "search", t_search);
+  }
   if (g_err[0]) cJSON_AddStringToObject(res, "error", g_err);
-  int rc = write_result(res_path, res);
   if (a.m) a.destroy(a.m);
-  if (r.m) r.destroy(r.m);
-  cJSON_Delete(res);
-  cJSON_Delete(spec);
-  for (int i = 0; ins && i < n_in; i++) free(ins[i].host);
+  for (int i = 0; a.out && i < n_out; i++)
+    if (a.out[i]) d->MemFree(a.out[i]);
+  if (stream) d->StreamDestroy(stream);
+  /* unloaded: a fallback compile's module has the same temporary name */
+  if (a.lib) dlclose(a.lib);
+  for (int i = 0; ins && i < n_in; i++) {
+    free(ins[i].host);
+    if (ins[i].dev) d->MemFree(ins[i].dev);
+  }
   free(ins);
   free(otd);
   for (int i = 0; ya && i < n_out; i++) free(ya[i]);
@@ -623,9 +608,161 @@ done:
   free(ya);
   free(yr);
   free(a.out);
-  free(r.out);
   free(in_ptrs);
   free(out_a);
   free(out_r);
+}
+
+/* path written whole: under a temporary name, then renamed */
+static int write_json(const char *path, const cJSON *r) {
+  char tmp[4400];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  char *t = cJSON_Print(r);
+  FILE *f = t ? fopen(tmp, "w") : NULL;
+  int rc = f && fputs(t, f) >= 0 ? 0 : 1;
+  if (f && fclose(f)) rc = 1;
+  free(t);
+  if (!rc && rename(tmp, path)) rc = 1;
+  if (rc) fprintf(stderr, "module-check-worker: cannot write %s\n", path);
+  return rc;
+}
+
+static bool parse_int(const char *s, long lo, long hi, long *v) {
+  char *end = NULL;
+  errno = 0;
+  *v = strtol(s, &end, 10);
+  return s[0] && end && !*end && !errno && *v >= lo && *v <= hi;
+}
+
+int kf_judge_module_check_main(int argc, char **argv) {
+  long sm = 0, arch = 0, prec = 0;
+  if (argc != 7 || !parse_int(argv[4], 1, 1000, &sm) || !parse_int(argv[5], 0, 1, &arch) ||
+      !parse_int(argv[6], 0, KF_PRECISION_FP16, &prec)) {
+    fprintf(stderr, "usage: kfuse module-check-worker MODEL DIR SM ARCH PRECISION (started by kfuse compile's "
+                    "module check; the checks come as lines SPEC<TAB>RESULT on stdin)\n");
+    return 2;
+  }
+  const char *model = argv[2], *dir = argv[3];
+  char ready[4300], refso[4300];
+  snprintf(ready, sizeof ready, "%s/ready.json", dir);
+  snprintf(refso, sizeof refso, "%s/reference.so", dir);
+  double t0 = kf_now_s();
+  cJSON *rdy = cJSON_CreateObject();
+  drv d;
+  mod r;
+  memset(&r, 0, sizeof r);
+  char *line = NULL;
+  size_t cap = 0;
+  int rc = 1;
+  g_err[0] = 0;
+  if (!rdy) return 1;
+
+  /* the GPU */
+  if (!drv_load(&d)) {
+    cJSON_AddBoolToObject(rdy, "gpu", false);
+    cJSON_AddStringToObject(rdy, "why", g_err);
+    rc = write_json(ready, rdy);
+    goto out;
+  }
+  CUresult cr = d.Init(0);
+  int count = 0;
+  if (cr == CUDA_SUCCESS) cr = d.DeviceGetCount(&count);
+  if (cr != CUDA_SUCCESS || count < 1) {
+    cJSON_AddBoolToObject(rdy, "gpu", false);
+    cJSON_AddStringToObject(rdy, "why", cr != CUDA_SUCCESS ? cu_str(&d, cr) : "no CUDA device");
+    rc = write_json(ready, rdy);
+    goto out;
+  }
+  CUdevice dev;
+  CUcontext cx;
+  char name[96] = "";
+  cJSON_AddBoolToObject(rdy, "gpu", true);
+  if ((cr = d.DeviceGet(&dev, 0)) || (cr = d.DeviceGetName(name, sizeof name, dev)) ||
+      (cr = d.PrimaryCtxRetain(&cx, dev)) || (cr = d.CtxSetCurrent(cx))) {
+    snprintf(g_err, sizeof g_err, "opening the GPU: %s", cu_str(&d, cr));
+    cJSON_AddStringToObject(rdy, "error", g_err);
+    rc = write_json(ready, rdy);
+    goto out;
+  }
+  cJSON_AddStringToObject(rdy, "device", name);
+
+  /* the reference, built and loaded */
+  {
+    kf_target tg = {.sm = (int)sm, .arch_specific = arch != 0};
+    char why[700];
+    r.spec = kf_mc_build_reference(model, tg, (kf_precision)prec, refso, why, sizeof why);
+    if (!r.spec) {
+      cJSON_AddStringToObject(rdy, "error", why);
+      rc = write_json(ready, rdy);
+      goto out;
+    }
+    const cJSON *jo = cJSON_GetObjectItem(r.spec, "outputs");
+    r.n_out = cJSON_GetArraySize(jo);
+    r.otd = calloc((size_t)r.n_out + 1, sizeof *r.otd);
+    bool ok = r.otd != NULL;
+    for (int i = 0; ok && i < r.n_out; i++) ok = desc_of(cJSON_GetArrayItem(jo, i), &r.otd[i]);
+    if (!ok || !create(&d, &r, r.spec, r.n_out, r.otd)) {
+      char e[2300];
+      snprintf(e, sizeof e, "the reference module could not be loaded: %s", g_err[0] ? g_err : "out of host memory");
+      cJSON_AddStringToObject(rdy, "error", e);
+      rc = write_json(ready, rdy);
+      goto out;
+    }
+  }
+  cJSON_AddNumberToObject(rdy, "reference_s", kf_now_s() - t0);
+  if (write_json(ready, rdy)) goto out;
+
+  /* the checks, one a line */
+  rc = 0;
+  for (;;) {
+    ssize_t n = getline(&line, &cap, stdin);
+    if (n <= 0) break; /* the compile is over */
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+    char *tab = strchr(line, '\t');
+    if (!tab) {
+      fprintf(stderr, "module-check-worker: a line without SPEC<TAB>RESULT\n");
+      rc = 1;
+      break;
+    }
+    *tab = 0;
+    const char *spec_path = line, *res_path = tab + 1;
+    cJSON *res = cJSON_CreateObject(), *spec = NULL;
+    FILE *f = fopen(spec_path, "rb");
+    char *text = NULL;
+    if (f) {
+      fseek(f, 0, SEEK_END);
+      long sz = ftell(f);
+      fseek(f, 0, SEEK_SET);
+      text = sz >= 0 ? malloc((size_t)sz + 1) : NULL;
+      if (text) text[fread(text, 1, (size_t)sz, f)] = 0;
+      fclose(f);
+    }
+    spec = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (!res) {
+      rc = 1;
+      break;
+    }
+    cJSON_AddBoolToObject(res, "gpu", true);
+    cJSON_AddStringToObject(res, "device", name);
+    if (!spec)
+      cJSON_AddStringToObject(res, "error", "cannot read the check's spec");
+    else
+      check_one(&d, &r, spec, res);
+    cJSON_Delete(spec);
+    int wr = write_json(res_path, res);
+    cJSON_Delete(res);
+    if (wr) {
+      rc = 1;
+      break;
+    }
+  }
+out:
+  free(line);
+  if (r.m) r.destroy(r.m);
+  free(r.out);
+  free(r.otd);
+  cJSON_Delete(r.spec);
+  cJSON_Delete(rdy);
   return rc;
 }

@@ -311,9 +311,11 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   kf_judge_module_checker_init(&mck, in);
   kf_module_check mres;
   memset(&mres, 0, sizeof mres);
-  if (!no_verify_module && o.emit == KF_EMIT_SO && !o.reference) {
+  if (!no_verify_module && o.emit == KF_EMIT_SO && !o.reference && st == KF_OK) {
     o.checker = &mck.checker;
     o.check_out = &mres;
+    /* the reference is built while the module is compiled */
+    kf_judge_module_checker_start(&mck, &o);
   }
   kf_load_options lo;
   kf_load_options_init(&lo);
@@ -352,6 +354,7 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
     kf_diag_warn(diag, "%s: compiling again with %s, and checking that", in, next);
     st = KF_OK;
   }
+  kf_judge_module_checker_fini(&mck);
   /* the sessions into the report; the module stands whatever happens here */
   if (st == KF_OK && agent && o.report_path && kf_compile_agent_report(agent_dir, o.report_path, o.progress, diag))
     kf_diag_warn(diag, "the agent sessions are not in the report %s (see %s/agent.json)", o.report_path, agent_dir);

@@ -97,8 +97,14 @@ typedef struct kf_module_check {
   int sets;             /* input sets compared */
   double max_rel_err;   /* the worst output's relative error norm */
   double bound;         /* what it was held to (from the precision policy) */
-  double seconds;       /* the whole check, the reference's build included */
-  double reference_s;   /* building the reference module */
+  double seconds;       /* the check's wall time in the compile */
+  double reference_s;   /* finding the GPU, building and loading the reference
+                           module: alongside the compile when started ahead */
+  double wait_s;        /* of seconds: waiting for the reference */
+  double create_s;      /* of seconds: loading the compiled module */
+  double run_s;         /* of seconds: its runs */
+  double ref_run_s;     /* of seconds: the reference's runs */
+  double search_s;      /* of seconds: finding the first diverging group */
   int bad_group;        /* on failure: the first group whose outputs
                            diverge from the reference's, or -1 */
   double bad_rel_err;

@@ -121,7 +121,8 @@ KF_API void kf_judge_queue_give_cb(void *q, int device);
 /* kfuse compile's module check (kf_module_checker, include/kfuse/compile.h;
  * judge/module_check.c): the linked module run on fresh input sets
  * against the per-op fp64 reference module built from the model at
- * model_path, in a worker process; the first diverging group found on a
+ * model_path, in one worker process for all of a compile's checks; the
+ * first diverging group found on a
  * mismatch. Without a GPU, a model under cpu_limit is emulated on the CPU
  * (kf_emu_*) against the fp64 interpreter; larger ones are not checked
  * (the result says so). */
@@ -139,11 +140,20 @@ typedef struct kf_judge_module_checker {
                                 against the fp64 interpreter when one run
                                 is at most this many multiply-adds (3e8,
                                 KFUSE_MODULE_CHECK_CPU_LIMIT); 0: never */
+  bool bad_cpu_limit;        /* KFUSE_MODULE_CHECK_CPU_LIMIT did not parse */
+  struct kf_mc_worker *worker; /* private: the check's worker process */
 } kf_judge_module_checker;
 
 KF_API void kf_judge_module_checker_init(kf_judge_module_checker *c, const char *model_path);
-/* `kfuse module-check-worker SPEC RESULT` (started by the check; not for
- * use by hand). Returns the process exit status. */
+/* Start the check's worker ahead of the compile: it finds the GPU, builds
+ * the fp64 reference for o's target and precision and loads it while the
+ * module is being compiled (the check starts it itself when this was not
+ * called). A worker that could not start is reported by the check. */
+KF_API void kf_judge_module_checker_start(kf_judge_module_checker *c, const kf_compile_options *o);
+/* Stop the worker, if any, and remove its files. */
+KF_API void kf_judge_module_checker_fini(kf_judge_module_checker *c);
+/* `kfuse module-check-worker MODEL DIR SM ARCH PRECISION` (started by the
+ * check; not for use by hand). Returns the process exit status. */
 KF_API int kf_judge_module_check_main(int argc, char **argv);
 
 /* ---- kernel units run on the CPU (judge/emu.c) ----
