@@ -129,7 +129,14 @@ static const char *cu_str(const drv *d, CUresult r) {
 }
 
 static bool mod_load(mod *m, const char *path) {
+  /* the reference's spec and outputs stay */
+  cJSON *spec = m->spec;
+  int n_out = m->n_out;
+  struct tdesc *otd = m->otd;
   memset(m, 0, sizeof *m);
+  m->spec = spec;
+  m->n_out = n_out;
+  m->otd = otd;
   m->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!m->lib) {
     snprintf(g_err, sizeof g_err, "cannot load %s: %s", path, dlerror());
