@@ -124,6 +124,21 @@ double kf_mc_draw(int set_k, uint64_t *s) {
 
 /* ---- input ranges ---- */
 
+/* Whether v, or a view of it, is a divisor (kf.div, kf.remainder,
+ * kf.fmod): an integer divisor must not be 0 (PyTorch refuses it). */
+static bool divides(const kf_graph *g, const kf_value *v, int depth) {
+  if (depth > 16) return false;
+  for (const kf_op *op = g->first; op; op = op->next)
+    for (int i = 0; i < op->n_operands; i++) {
+      if (op->operands[i] != v) continue;
+      if (i == 1 && (op->code == KF_OP_DIV || op->code == KF_OP_REMAINDER || op->code == KF_OP_FMOD)) return true;
+      if (kf_op_info_get(op->code)->kind == KF_KIND_VIEW && op->n_results == 1 &&
+          divides(g, op->results[0], depth + 1))
+        return true;
+    }
+  return false;
+}
+
 /* The largest value an integer input may take and stay in range for every
  * dim it indexes (through views), or -1 when it indexes none. */
 static int64_t index_limit(const kf_graph *g, const kf_value *v, int depth) {
@@ -149,6 +164,18 @@ static int64_t index_limit(const kf_graph *g, const kf_value *v, int depth) {
       if (l >= 0 && (lim < 0 || l < lim)) lim = l;
     }
   return lim;
+}
+
+/* An integer input's values: lo .. hi - 1 (a bool's 0 and 1; below the
+ * size of every dim it indexes; a divisor's from 1). */
+static void int_range(const kf_graph *g, const kf_value *v, int64_t *lo, int64_t *hi) {
+  int64_t lim = v->type.dtype == KF_DTYPE_BOOL ? -1 : index_limit(g, v, 0);
+  *lo = 0;
+  *hi = lim > 0 ? lim : 2;
+  if (v->type.dtype != KF_DTYPE_BOOL && divides(g, v, 0)) {
+    *lo = 1;
+    if (*hi < 3) *hi = 3;
+  }
 }
 
 /* ---- where values live ---- */
@@ -847,13 +874,11 @@ static void emu_child(const kf_judge_module_checker *c, const kf_module_built *b
     uint64_t s = seed + 0x9e37ull * (uint64_t)set_k;
     for (int i = 0; i < g->n_inputs; i++) {
       const kf_value *v = g->inputs[i];
-      int64_t hi = 0;
-      if (!kf_dtype_is_float(v->type.dtype)) {
-        int64_t lim = v->type.dtype == KF_DTYPE_BOOL ? -1 : index_limit(g, v, 0);
-        hi = lim > 0 ? lim : 2;
-      }
+      int64_t lo = 0, hi = 0;
+      if (!kf_dtype_is_float(v->type.dtype)) int_range(g, v, &lo, &hi);
       for (int64_t x = 0; x < kf_tensor_numel(&ins[i]); x++)
-        kf_tensor_set(&ins[i], x, hi > 0 ? (double)(int64_t)(kf_mc_next(&s) % (uint64_t)hi) : kf_mc_draw(set_k, &s));
+        kf_tensor_set(&ins[i], x,
+                      hi > 0 ? (double)(lo + (int64_t)(kf_mc_next(&s) % (uint64_t)(hi - lo))) : kf_mc_draw(set_k, &s));
     }
     kf_interp_options io;
     memset(&io, 0, sizeof io);
@@ -1074,8 +1099,10 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
     cJSON_AddNumberToObject(e, "dtype", v->type.dtype);
     cJSON_AddItemToObject(e, "shape", ints(v->type.shape, v->type.rank));
     if (!kf_dtype_is_float(v->type.dtype)) {
-      int64_t lim = v->type.dtype == KF_DTYPE_BOOL ? -1 : index_limit(b->graph, v, 0);
-      cJSON_AddNumberToObject(e, "int_hi", (double)(lim > 0 ? lim : 2)); /* values 0 .. int_hi - 1 */
+      int64_t lo, hi;
+      int_range(b->graph, v, &lo, &hi);
+      cJSON_AddNumberToObject(e, "int_lo", (double)lo); /* values int_lo .. int_hi - 1 */
+      cJSON_AddNumberToObject(e, "int_hi", (double)hi);
     }
     cJSON_AddItemToArray(ins, e);
   }
@@ -1141,6 +1168,11 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
     out->search_s = num0(tm, "search");
     cJSON *wy = cJSON_GetObjectItem(r, "why");
     if (cJSON_IsString(wy)) snprintf(out->why, sizeof out->why, "%s", wy->valuestring);
+    const char *search = cJSON_GetStringValue(cJSON_GetObjectItem(r, "search"));
+    if (search && !out->passed) {
+      size_t l = strlen(out->why);
+      snprintf(out->why + l, sizeof out->why - l, "%sno first diverging group: %s", l ? "; " : "", search);
+    }
     out->repeat_diff = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "repeat_max_diff"));
     if (out->repeat_diff > 0) {
       size_t l = strlen(out->why);
