@@ -195,6 +195,8 @@ kf_status kf_compile_passes(kf_graph *g, const kf_compile_options *o, kf_diag *d
    * fp64 reference) read row-major tensors */
   if (st == KF_OK && !o->no_channels_last && !o->no_cudnn && !o->reference)
     st = kf_pass_run_pipeline(g, o->channels_last_all ? "channels-last-unchained" : "channels-last", true, diag);
+  /* what cuDNN cannot read as it is, after the layouts are chosen */
+  if (st == KF_OK && !o->no_cudnn && !o->reference) st = kf_pass_run_pipeline(g, "dense-conv-inputs", true, diag);
   return st;
 }
 

@@ -15,6 +15,7 @@ kf_status kf_pass_scan_forms(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_recurrences(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_channels_last(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_split_conv_bias(kf_graph *g, kf_diag *diag);
+kf_status kf_pass_dense_conv_inputs(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_channels_last_all(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_channels_last_unchained(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_fold_reductions(kf_graph *g, kf_diag *diag);

@@ -25,6 +25,9 @@ static const kf_pass_info passes[] = {
      kf_pass_recurrences},
     {"split-conv-bias", "a convolution's bias as an element-wise add where a reduction reads its result "
                         "(the reduction's prologue then takes the epilogue)", kf_pass_split_conv_bias},
+    {"dense-conv-inputs", "a convolution reads a strided view of its input (neither row-major nor "
+                          "channels-last) through a row-major copy, which cuDNN takes",
+     kf_pass_dense_conv_inputs},
     {"sink-reshapes", "move contiguous reshapes below element-wise ops (epilogues meet producers)",
      kf_pass_sink_reshapes},
     {"channels-last", "NHWC / NDHWC activations and dim-1-innermost weights for 2-d and 3-d "
