@@ -410,6 +410,10 @@ static void add_module_check(cJSON *r, const kf_module_check *mc) {
     cJSON_AddNumberToObject(c, "sets", mc->sets);
     cJSON_AddNumberToObject(c, "max_rel_err", mc->max_rel_err);
     cJSON_AddNumberToObject(c, "bound", mc->bound);
+    cJSON_AddNumberToObject(c, "policy_bound", mc->policy_bound);
+    /* how far rounding every value to its dtype moves the answer: an
+     * output's bound is the policy's or a multiple of this */
+    if (mc->rounding_err >= 0) cJSON_AddNumberToObject(c, "rounding_rel_err", mc->rounding_err);
     cJSON_AddNumberToObject(c, "seconds", mc->seconds);
     cJSON_AddNumberToObject(c, "reference_seconds", mc->reference_s);
     /* where the check's seconds went (the reference is built alongside
@@ -458,9 +462,12 @@ static kf_status check_module(const kf_graph *g, const kf_partition *p, const kf
   } else if (st) {
     kf_diag_error(diag, "%s: the module check failed: %s", g->name, mc->why[0] ? mc->why : kf_status_str(st));
   } else if (o->progress && mc->checked) {
-    fprintf(stderr, "kfuse: module check: %d input sets, worst relative error %.2e (bound %.1e) against the fp64 "
+    char rnd[96] = "";
+    if (mc->rounding_err >= 0 && mc->bound > mc->policy_bound)
+      snprintf(rnd, sizeof rnd, "; rounding alone moves the model %.1e", mc->rounding_err);
+    fprintf(stderr, "kfuse: module check: %d input sets, worst relative error %.2e (bound %.1e%s) against the fp64 "
             "reference, %.2f s (reference built alongside in %.2f s, %.2f s waited for it)\n", mc->sets,
-            mc->max_rel_err, mc->bound, mc->seconds, mc->reference_s, mc->wait_s);
+            mc->max_rel_err, mc->bound, rnd, mc->seconds, mc->reference_s, mc->wait_s);
   } else if (o->progress) {
     fprintf(stderr, "kfuse: module check: not run: %s\n", mc->why);
   }

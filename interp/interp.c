@@ -361,10 +361,11 @@ static kf_status run_op(ki_ctx *c) {
   }
   if (st) return st;
   /* Integer and bool results hold exact integers; float results stay in
-   * double precision (kf.cast rounds explicitly). */
+   * double precision (kf.cast rounds explicitly), unless the options ask
+   * for them rounded as eager stores them. */
   for (int i = 0; i < op->n_results; i++) {
     kf_dtype dt = ki_res_type(c, i)->dtype;
-    if (kf_dtype_is_float(dt)) continue;
+    if (kf_dtype_is_float(dt) && !c->round_results) continue;
     ki_val *v = ki_res(c, i);
     for (int64_t e = 0; e < v->n; e++) v->d[e] = ki_round_to(dt, v->d[e]);
   }
@@ -414,6 +415,7 @@ kf_status kf_interp_run(const kf_graph *g, const kf_tensor *inputs,
   c.g = g;
   c.diag = diag;
   c.max_elements = opts && opts->max_elements > 0 ? opts->max_elements : DEFAULT_MAX_ELEMENTS;
+  c.round_results = opts && opts->round_results;
   for (int i = 0; i < g->n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
   int n_ops = kf_graph_count_ops(g);
   uint32_t nv = g->next_value_id;

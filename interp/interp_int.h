@@ -32,6 +32,7 @@ typedef struct ki_ctx {
   const kf_op *op; /* the op being run, for diagnostics */
   kf_diag *diag;
   int64_t max_elements;
+  bool round_results; /* float results rounded to their dtype (options) */
   ki_val *vals; /* indexed by kf_value.id */
 } ki_ctx;
 

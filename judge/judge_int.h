@@ -229,8 +229,11 @@ double kf_mc_draw(int set_k, uint64_t *s);
 /* The per-op fp64 reference (kfuse compile --reference) of the model at
  * model_path built into so_path (and so_path.weights): its spec for the
  * worker (the module's groups and where their values live, its outputs),
- * or NULL with why. */
+ * or NULL with why. unrounded: of the model with every float value in fp64
+ * (pass widen-f64; outputs fp64, values not kept), which the worker sets
+ * against the reference to see how far rounding to the model's dtypes
+ * moves its answer. */
 struct cJSON *kf_mc_build_reference(const char *model_path, kf_target target, kf_precision precision,
-                                    const char *so_path, char *why, size_t n);
+                                    const char *so_path, bool unrounded, char *why, size_t n);
 
 #endif

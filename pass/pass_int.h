@@ -19,6 +19,7 @@ kf_status kf_pass_dense_conv_inputs(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_channels_last_all(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_channels_last_unchained(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_fold_reductions(kf_graph *g, kf_diag *diag);
+kf_status kf_pass_widen_f64(kf_graph *g, kf_diag *diag);
 
 /* True when op's results alias its operand's storage instead of holding
  * their own: permute, expand, slice, select, as_strided, unfold, split, and

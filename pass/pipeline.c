@@ -25,6 +25,8 @@ static const kf_pass_info passes[] = {
      kf_pass_recurrences},
     {"split-conv-bias", "a convolution's bias as an element-wise add where a reduction reads its result "
                         "(the reduction's prologue then takes the epilogue)", kf_pass_split_conv_bias},
+    {"widen-f64", "every floating-point value in fp64, inputs and weights cast up once (the module check's "
+                  "unrounded model; not in any pipeline)", kf_pass_widen_f64},
     {"dense-conv-inputs", "a convolution reads a strided view of its input (neither row-major nor "
                           "channels-last) through a row-major copy, which cuDNN takes",
      kf_pass_dense_conv_inputs},

@@ -683,9 +683,21 @@ int kfr_conv_prepare_all(kfuse_model *m) {
       continue;
     if ((rc = describe(m, s)))
       goto done;
+    uint32_t t = twin(m, s);
+    if (t != s && m->conv[t].plan) {
+      /* the same convolution as an earlier step that runs a graph plan:
+       * the same operation graph, so the same plan (searched once; the
+       * pointers are each step's own variant pack) */
+      m->conv[s].plan = m->conv[t].plan;
+      m->conv[s].plan_of = t + 1;
+      m->conv[s].ws_bytes = m->conv[t].ws_bytes;
+      if (kfr_cudnn_verbose())
+        fprintf(stderr, "kfuse: cuDNN step %u (%s): the graph plan of step %u (the same convolution)\n", s,
+                kfr_step_name(m, s), t);
+      continue;
+    }
     if (graph_prepare(m, s, timed ? &sb : NULL) == KFUSE_OK)
       continue;
-    uint32_t t = twin(m, s);
     if (t != s && !m->conv[t].legacy)
       t = s; /* the twin runs a graph plan: choose here */
     if (t != s) {

@@ -21,7 +21,10 @@
  * fastest within the budget (KFR_GRAPH_BIG_GAIN); nothing within the
  * budget and nothing timed: the heuristics' first plan. Anything cuDNN
  * refuses leaves the step on the legacy path (the caller falls back;
- * KFUSE_CUDNN_VERBOSE=1 says why).
+ * KFUSE_CUDNN_VERBOSE=1 says why). A step with the same convolution as an
+ * earlier one (kfr_conv equal: the same operation graph) runs that step's
+ * plan with its own variant pack (kfr_conv_prepare_all): searched once,
+ * which is most of create's time on a CNN whose blocks repeat.
  *
  * At run (kfr_conv_graph_run): a variant pack of the step's pointers,
  * rebuilt only when they change (arena pointers do not; caller inputs and
@@ -510,11 +513,12 @@ void kfr_conv_graph_release(kfuse_model *m, uint32_t s) {
   kfr_conv_rt *rt = &m->conv[s];
   if (!d) return;
   if (rt->vpack) (void)d->cudnnBackendDestroyDescriptor(rt->vpack);
-  if (rt->plan) (void)d->cudnnBackendDestroyDescriptor(rt->plan);
+  if (rt->plan && !rt->plan_of) (void)d->cudnnBackendDestroyDescriptor(rt->plan);
   for (int i = rt->n_descs - 1; i >= 0; i--) (void)d->cudnnBackendDestroyDescriptor(rt->descs[i]);
   free(rt->descs);
   rt->descs = NULL;
   rt->n_descs = 0;
   rt->vpack = NULL;
   rt->plan = NULL;
+  rt->plan_of = 0;
 }

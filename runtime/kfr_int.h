@@ -316,6 +316,8 @@ typedef struct kfr_conv_rt {
   /* the graph API's execution plan (kfr_cudnn_graph.c), NULL: legacy
    * calls; its variant pack for the pointers of the last run */
   void *plan, *vpack;
+  uint32_t plan_of; /* nonzero: plan is step plan_of - 1's (the same
+                       convolution), released with that step */
   void **descs; /* the descriptors the plan was built from */
   int n_descs;
   void *vp_ptrs[5], *vp_ws;

@@ -14,6 +14,10 @@ check's CPU path and its mutation test (tests/module_cpu_check.sh) use it.
 
 inplace_ops: in-place modules as torchvision writes them, in the default
 IR (ctest module.inplace-ops: compiled, and its module checked on the CPU).
+
+bf16_rounding: a bf16 model whose own rounding moves its answer by about
+0.1 (ctest module.check-rounding: the module check's bound comes from the
+model where the policy's would refuse a module as right as eager).
 """
 import argparse
 import os
@@ -49,7 +53,23 @@ def inplace_ops():
     return m.eval(), (torch.randn(4, 16),)
 
 
-MODELS = {"tv_bottleneck_cl": tv_bottleneck_cl, "inplace_ops": inplace_ops}
+class _Offset(nn.Module):
+    def forward(self, x):
+        y = torch.tanh(x) * 4.0
+        return (y + 64.0) - 64.0
+
+
+def bf16_rounding():
+    """a bf16 model whose own rounding moves its answer far: (y + 64) - 64
+    with y = 4 tanh(x) of order 1 stores y + 64 in bf16, whose spacing
+    there is 0.5, so eager is about 0.1 from the unrounded model. A module
+    that rounds where eager does (compiled --no-fuse) is as right as eager
+    and must pass the module check, whose bound then comes from the model
+    (judge/module_check.c's bound_for), not the policy's 6e-2."""
+    return _Offset().eval(), (torch.randn(64, 256).to(torch.bfloat16),)
+
+
+MODELS = {"tv_bottleneck_cl": tv_bottleneck_cl, "inplace_ops": inplace_ops, "bf16_rounding": bf16_rounding}
 
 
 def main():

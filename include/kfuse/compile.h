@@ -96,7 +96,14 @@ typedef struct kf_module_check {
   char reference[96];   /* what it was compared with */
   int sets;             /* input sets compared */
   double max_rel_err;   /* the worst output's relative error norm */
-  double bound;         /* what it was held to (from the precision policy) */
+  double bound;         /* what it was held to: the largest of the outputs'
+                           bounds (the policy's, or more where the model's
+                           own rounding moves it further) */
+  double policy_bound;  /* the precision policy's bound */
+  double rounding_err;  /* how far rounding every value to its dtype moves
+                           the answer (the reference against the model
+                           with no rounding; the worst output), -1 not
+                           measured */
   double seconds;       /* the check's wall time in the compile */
   double reference_s;   /* finding the GPU, building and loading the reference
                            module: alongside the compile when started ahead */

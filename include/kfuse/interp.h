@@ -52,6 +52,10 @@ typedef struct kf_interp_options {
   void (*on_value)(void *user, const kf_op *op, int r, int rank, const int64_t *shape, const double *data,
                    int64_t numel);
   void *user;
+  /* Float results rounded to their dtype after every op, as eager stores
+   * them (default: kept in double precision; only kf.cast rounds): the
+   * module check's measure of how far rounding moves a model's answer. */
+  bool round_results;
 } kf_interp_options;
 
 /* Run g on the CPU. inputs: g->n_inputs tensors matching the input types
