@@ -1280,6 +1280,7 @@ def compile_stage(w, pt2):
             mc = r.get("module_check")
             if isinstance(mc, dict):
                 w.res["module_check"] = {k: mc.get(k) for k in ("checked", "passed", "max_rel_err", "bound",
+                                                                "policy_bound", "rounding_rel_err",
                                                                 "repeat_max_diff", "seconds", "fallback",
                                                                 "first_failure", "failure", "why")
                                          if mc.get(k) is not None}
