@@ -682,15 +682,22 @@ def summary_md(summ):
     if gpu:
         L += ["", "## Every unit", "",
               "| family | model | dtype | status | compiled | eager vs fp64 | kfuse vs fp64 | kfuse vs eager | tol "
-              "| eager ms | compile ms | kfuse ms | vs eager | vs compile | compile s |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| eager ms | compile ms | kfuse ms | vs eager | vs compile | compile s | check s (share) "
+              "| check error / bound | fallback |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in summ["units"]:
+            mc = r.get("module_check") or {}
+            cs, tot = r.get("module_check_s"), r.get("compile_total_s")
+            share = f"{_f(cs, '{:.1f}')} ({100 * cs / tot:.0f} %)" if _finite(cs) and _finite(tot) and tot > 0 \
+                else _f(cs, '{:.1f}')
             L.append(f"| {r.get('family')} | {r.get('model')} | {r.get('dtype')} | {r.get('status')} | "
                      f"{'yes' if r.get('compiled') else 'no'} | {_f(r.get('eager_vs_fp64'), '{:.1e}')} | "
                      f"{_f(r.get('kfuse_vs_fp64'), '{:.1e}')} | {_f(r.get('kfuse_vs_eager'), '{:.1e}')} | "
                      f"{_f(r.get('tol'), '{:.0e}')} | {_f(r.get('eager_ms'))} | {_f(r.get('compile_ms'))} | "
                      f"{_f(r.get('kfuse_ms'))} | {_f(r.get('speedup_eager'), '{:.2f}x')} | "
-                     f"{_f(r.get('speedup_compile'), '{:.2f}x')} | {_f(r.get('compile_s'), '{:.1f}')} |")
+                     f"{_f(r.get('speedup_compile'), '{:.2f}x')} | {_f(r.get('compile_s'), '{:.1f}')} | {share} | "
+                     f"{_f(mc.get('max_rel_err'), '{:.1e}')} / {_f(mc.get('bound'), '{:.1e}')} | "
+                     f"{_cell(mc.get('fallback') or '')} |")
     else:
         L += ["", "## Every unit (export and compile only)", "",
               "| family | model | dtype | status | export s | compile s | groups | kfuse message |",
