@@ -57,7 +57,7 @@
  *    views) keep their readers: those types were inferred from them (see
  *    laid()). A convolution takes such a value as its input directly.
  * Shape inference accepts the declared layout on element-wise and
- * convolution results (pass/infer.c); the kernels read and write through
+ * convolution results (ir/infer.c); the kernels read and write through
  * the strides, and the cuDNN steps describe NHWC tensors (runtime/
  * kfr_cudnn.c). A graph without qualifying convolutions is unchanged. */
 #include <stdio.h>

@@ -25,7 +25,7 @@ kf_status kf_pass_widen_f64(kf_graph *g, kf_diag *diag);
  * their own: permute, expand, slice, select, as_strided, unfold, split, and
  * a reshape whose result is laid out as a view (its type is not a fresh
  * contiguous layout, or its operand is contiguous: a view either way, as
- * pass/infer.c computes it). Shared by materialize-outputs, the partitioner
+ * ir/infer.c computes it). Shared by materialize-outputs, the partitioner
  * and the memory plan so all three agree on what aliases what. */
 bool kf_pass_is_view_op(const kf_op *op);
 /* The value whose storage v lives in: v itself, or the root of the chain

@@ -109,7 +109,7 @@ nomem:
   return KF_ERR_NOMEM;
 }
 
-/* base as a valid node name (pass/verify.c): characters outside
+/* base as a valid node name (ir/verify.c): characters outside
  * [A-Za-z0-9_$.-] become '_', and one that starts with a digit gets a
  * leading '_' (a weight of an nn.Sequential child is "0.weight"; names made
  * from it were refused after the pass; an all-digit name is valid, but not

@@ -12,7 +12,7 @@
 // RUN: %kfuse opt -p recurrences,dce %t/lstm.mlir | FileCheck %s --check-prefix=LSTM
 // RUN: %kfuse opt -p recurrences,dce %t/wrong.mlir | FileCheck %s --check-prefix=WRONG
 // RUN: %kfuse opt -p recurrences,dce %t/lstm_c.mlir | FileCheck %s --check-prefix=KEEP
-// kf.rnn's own checks (pass/infer.c), on hand-written ops:
+// kf.rnn's own checks (ir/infer.c), on hand-written ops:
 // RUN: not %kfuse opt %t/bad_mode.mlir 2>&1 | FileCheck %s --check-prefix=BAD-MODE
 // RUN: not %kfuse opt %t/bad_c0.mlir 2>&1 | FileCheck %s --check-prefix=BAD-C0
 // RUN: not %kfuse opt %t/bad_xg.mlir 2>&1 | FileCheck %s --check-prefix=BAD-XG

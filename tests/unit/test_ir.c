@@ -1,4 +1,4 @@
-/* tests/unit/test_ir.c — unit tests of the IR core (pass/ir.c, infer.c,
+/* tests/unit/test_ir.c — unit tests of the IR core (ir/ir.c, infer.c,
  * verify.c, print.c, the pass pipeline) and the .kfio reader.
  *
  * Type promotion is checked against tables recorded from PyTorch

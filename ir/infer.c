@@ -1,4 +1,4 @@
-/* pass/infer.c — result types of every op from its operands and attributes.
+/* ir/infer.c — result types of every op from its operands and attributes.
  *
  * Used by the frontends (to type ops they create) and by the verifier (to
  * check declared types). Rules follow PyTorch: broadcasting, type promotion

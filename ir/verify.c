@@ -1,9 +1,9 @@
-/* pass/verify.c — the IR verifier.
+/* ir/verify.c — the IR verifier.
  *
  * Checks, and reports every violation it finds (not just the first):
  * values are defined before use and belong to this graph; op and input names
  * are unique and valid MLIR identifiers; every op satisfies its schema and
- * its declared result types equal the inferred ones (pass/infer.c); graph
+ * its declared result types equal the inferred ones (ir/infer.c); graph
  * outputs are defined; weights referenced by kf.param exist with the same
  * type. Runs after every pass in debug and test builds. */
 #include <stdlib.h>

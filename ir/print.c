@@ -1,4 +1,4 @@
-/* pass/print.c — prints a graph as MLIR generic-form text.
+/* ir/print.c — prints a graph as MLIR generic-form text.
  *
  * The form (docs/ARCHITECTURE.md has an example):
  *   "builtin.module"() ({

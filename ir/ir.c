@@ -1,4 +1,4 @@
-/* pass/ir.c — the graph IR core: dtypes, types, the op table parsed from
+/* ir/ir.c — the graph IR core: dtypes, types, the op table parsed from
  * kfuse/ops.def, graph construction, attributes and the arena.
  * Inference, verification and printing live in their own files. */
 #include "kfuse/ir.h"
