@@ -38,9 +38,20 @@
 #include <unistd.h>
 
 #include "judge_int.h"
-#include "kfr_int.h"
+#include "kfr_driver.h"
+#include "kfr_plan.h"
 #include "kfuse_runtime.h"
 #include "kfuse/interp.h"
+
+/* One kernel argument's value, as cuLaunchKernel reads it: the parameter
+ * pointer is the union's address, which is every member's address. */
+typedef union jarg {
+  CUdeviceptr ptr;
+  int64_t i64;
+  int32_t i32;
+  float f32;
+  double f64;
+} jarg;
 
 #define MAX_COPIES 32
 /* timed runs at most: a unit of microseconds reaches it long before
@@ -390,7 +401,7 @@ typedef struct jmod {
   kfuse_model *mdl; /* a unit with library steps: the runtime runs it */
   CUmodule mod;
   CUfunction *fn;   /* per step (launches) */
-  kfr_value **vals; /* per step: its arguments */
+  jarg **vals; /* per step: its arguments */
   void ***params;
 } jmod;
 
@@ -452,7 +463,7 @@ static bool run_step(jg *g, const kf_unit *u, jmod *m, const jbufs *b, int s) {
   const kf_unit_step *st = &u->steps[s];
   for (int i = 0; i < st->n_args; i++) {
     const kf_unit_arg *a = &st->args[i];
-    kfr_value *v = &m->vals[s][i];
+    jarg *v = &m->vals[s][i];
     switch (a->kind) {
     case KF_UARG_I64: v->i64 = a->i; break;
     case KF_UARG_I32: v->i32 = (int32_t)a->i; break;

@@ -44,7 +44,7 @@
 
 #include "judge_int.h"
 #include "kfuse/interp.h"
-#include "kfr_int.h"
+#include "kfr_driver.h"
 #include "kfuse_runtime.h"
 
 typedef struct drv {

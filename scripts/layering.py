@@ -60,8 +60,8 @@ OWNER = {
 }
 
 # runtime/ headers every folder may include: the module API, the plan
-# format and its writer, the weights' hash
-RUNTIME_PUBLIC = {"kfuse_runtime.h", "kfr_plan.h", "kfr_plan_writer.h", "kfr_hash.h"}
+# format and its writer, the weights' hash, the CUDA driver's loader
+RUNTIME_PUBLIC = {"kfuse_runtime.h", "kfr_plan.h", "kfr_plan_writer.h", "kfr_hash.h", "kfr_driver.h"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
