@@ -1,6 +1,6 @@
 /* driver/compile.c — the compile driver: graph in, module out.
  *
- *   compile passes (kf_compile_pipeline) -> partition -> one kernel unit per
+ *   compile passes (kf_pass_run_compile, pass/pipeline.c) -> partition -> one kernel unit per
  *   unique group key (built-in policy) -> NVRTC -> memory plan -> weights
  *   sidecar or embedded -> plan blob (driver/plan.c) -> object file
  *   (driver/emit.c) -> shared module linked with libkfuse_runtime.a
@@ -26,6 +26,7 @@
 #include "kfr_plan.h"
 #include "kfr_plan_writer.h"
 #include "kfuse/compile.h"
+#include "kfuse/pass.h"
 #include "kfuse/task.h"
 #include "plan_int.h"
 #include "units_int.h"
@@ -37,19 +38,6 @@ void kf_compile_options_init(kf_compile_options *o) {
   o->emit = KF_EMIT_SO;
   o->fuse = true;
   o->judge_seconds = 30;
-}
-
-const char *kf_compile_pipeline(void) {
-  /* simplify first: it would remove the copies materialize-outputs adds;
-   * fold-reductions after fold-bn (a folded shift is a product's bias) and
-   * before fold-scalars (which folds the scalar chains it leaves);
-   * scan-forms early, on the patterns as the frontends lower them */
-  return "simplify,dce,scan-forms,recurrences,dce,fold-bn,fold-reductions,fold-scalars,sink-reshapes,split-conv-bias,dce,materialize-outputs";
-}
-
-const char *kf_compile_reference_pipeline(void) {
-  /* the model as exported: no algebraic rewrites or scan idioms */
-  return "simplify,dce,fold-bn,fold-scalars,sink-reshapes,dce,materialize-outputs";
 }
 
 static bool ends_with(const char *s, const char *suf) {
@@ -189,15 +177,11 @@ static kf_status layout_weights(const kf_graph *g, int64_t *offset, int64_t *tot
 /* ---- the compile passes and the partition -------------------------------- */
 
 kf_status kf_compile_passes(kf_graph *g, const kf_compile_options *o, kf_diag *diag) {
-  kf_status st = kf_pass_run_pipeline(
-      g, o->reference ? kf_compile_reference_pipeline() : kf_compile_pipeline(), true, diag);
-  /* NHWC convolutions are a cuDNN choice: the other lowerings (and the
-   * fp64 reference) read row-major tensors */
-  if (st == KF_OK && !o->no_channels_last && !o->no_cudnn && !o->reference)
-    st = kf_pass_run_pipeline(g, o->channels_last_all ? "channels-last-unchained" : "channels-last", true, diag);
-  /* what cuDNN cannot read as it is, after the layouts are chosen */
-  if (st == KF_OK && !o->no_cudnn && !o->reference) st = kf_pass_run_pipeline(g, "dense-conv-inputs", true, diag);
-  return st;
+  kf_compile_passes_choice c = {.reference = o->reference,
+                                .cudnn = !o->no_cudnn,
+                                .channels_last = !o->no_channels_last,
+                                .channels_last_all = o->channels_last_all};
+  return kf_pass_run_compile(g, &c, diag);
 }
 
 kf_status kf_compile_partition(const kf_graph *g, const kf_compile_options *o, kf_partition **out,

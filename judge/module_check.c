@@ -57,6 +57,7 @@
 
 #include "judge_int.h"
 #include "kfuse/frontend.h"
+#include "kfuse/pass.h"
 #include "kfuse/interp.h"
 
 /* ---- bounds ---- */

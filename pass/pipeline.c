@@ -1,10 +1,12 @@
-/* pass/pipeline.c — the pass registry and pipeline runner.
+/* pass/pipeline.c — the pass registry, every pipeline kfuse runs, and the
+ * runner (include/kfuse/pass.h).
  *
- * The default pipeline is the one readable list below; `kfuse opt -p`
- * takes any comma-separated sequence of the registered names. */
+ * The pipelines are the readable lists below (`pipelines`, and the layout
+ * passes kf_pass_run_compile adds after them); `kfuse opt -p` takes any
+ * comma-separated sequence of the registered names and pipeline names. */
 #include <string.h>
 
-#include "kfuse/ir.h"
+#include "kfuse/pass.h"
 #include "pass_int.h"
 
 static const kf_pass_info passes[] = {
@@ -40,7 +42,38 @@ static const kf_pass_info passes[] = {
      kf_pass_channels_last_unchained},
 };
 
-static const char *default_pipeline = "simplify,dce";
+/* The named pipelines. compile: simplify first (it would remove the copies
+ * materialize-outputs adds); fold-reductions after fold-bn (a folded shift
+ * is a product's bias) and before fold-scalars (which folds the scalar
+ * chains it leaves); scan-forms early, on the patterns as the frontends
+ * lower them. reference: the model as exported, no algebraic rewrites or
+ * scan idioms. */
+static const struct {
+  const char *name, *passes;
+} pipelines[] = {
+    {"default", "simplify,dce"},
+    {"compile", "simplify,dce,scan-forms,recurrences,dce,fold-bn,fold-reductions,fold-scalars,sink-reshapes,"
+                "split-conv-bias,dce,materialize-outputs"},
+    {"reference", "simplify,dce,fold-bn,fold-scalars,sink-reshapes,dce,materialize-outputs"},
+};
+
+const char *kf_pass_pipeline(const char *name) {
+  for (size_t i = 0; i < sizeof pipelines / sizeof pipelines[0]; i++)
+    if (strcmp(pipelines[i].name, name) == 0) return pipelines[i].passes;
+  return NULL;
+}
+
+kf_status kf_pass_run_compile(kf_graph *g, const kf_compile_passes_choice *c, kf_diag *diag) {
+  kf_status st = kf_pass_run_pipeline(g, c->reference ? "reference" : "compile", true, diag);
+  if (st != KF_OK || c->reference || !c->cudnn) return st;
+  /* NHWC convolutions are a cuDNN choice: the other lowerings (and the
+   * fp64 reference) read row-major tensors */
+  if (c->channels_last)
+    st = kf_pass_run_pipeline(g, c->channels_last_all ? "channels-last-unchained" : "channels-last", true, diag);
+  /* what cuDNN cannot read as it is, after the layouts are chosen */
+  if (st == KF_OK) st = kf_pass_run_pipeline(g, "dense-conv-inputs", true, diag);
+  return st;
+}
 
 const kf_pass_info *kf_pass_list(int *n) {
   *n = (int)(sizeof passes / sizeof passes[0]);
@@ -53,7 +86,7 @@ const kf_pass_info *kf_pass_find(const char *name) {
   return NULL;
 }
 
-const char *kf_pass_default_pipeline(void) { return default_pipeline; }
+const char *kf_pass_default_pipeline(void) { return kf_pass_pipeline("default"); }
 
 static kf_status run_one(kf_graph *g, const char *name, size_t n,
                          bool verify_each, kf_diag *diag) {
@@ -65,8 +98,8 @@ static kf_status run_one(kf_graph *g, const char *name, size_t n,
   }
   memcpy(buf, name, n);
   buf[n] = 0;
-  if (strcmp(buf, "default") == 0)
-    return kf_pass_run_pipeline(g, default_pipeline, verify_each, diag);
+  const char *named = kf_pass_pipeline(buf);
+  if (named) return kf_pass_run_pipeline(g, named, verify_each, diag);
   const kf_pass_info *p = kf_pass_find(buf);
   if (!p) {
     kf_diag_error(diag, "unknown pass '%s' (kfuse opt --list-passes lists them)", buf);

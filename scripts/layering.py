@@ -48,6 +48,7 @@ OWNER = {
     "ops.def": "ir",
     "interp.h": "interp",
     "partition.h": "pass",
+    "pass.h": "pass",
     "frontend.h": "frontend",
     "agent.h": "agent",
     "llm.h": "agent",

@@ -24,7 +24,8 @@ static const command commands[] = {
      "        load MODEL (.pt2 or MLIR text), run the default pipeline and print\n"
      "        the partition-ready IR and a summary: ops, weights, memory\n"},
     {"opt", "opt FILE [-p PIPELINE] [-o OUT] [--no-verify] [--list-passes]",
-     "        print FILE's IR after the passes in PIPELINE (comma-separated;\n"
+     "        print FILE's IR after the passes in PIPELINE (comma-separated\n"
+     "        pass names, or the named pipelines default, compile, reference;\n"
      "        default: none); '-' reads standard input\n"},
     {"run", "run MODEL --io FILE.kfio [--atol A] [--rtol R] [-p PIPELINE]",
      "        run the CPU reference interpreter (fp64) on the inputs recorded\n"

@@ -27,6 +27,7 @@
 #include "kfuse/frontend.h"
 #include "kfuse/interp.h"
 #include "kfuse/ir.h"
+#include "kfuse/pass.h"
 #include "kfuse/judge.h"
 #include "tools_int.h"
 #include "kfuse/partition.h"
@@ -245,7 +246,8 @@ static int cmd_opt(int argc, char **argv, kf_diag *diag) {
       int n;
       const kf_pass_info *p = kf_pass_list(&n);
       for (int k = 0; k < n; k++) printf("%-12s %s\n", p[k].name, p[k].summary);
-      printf("%-12s %s\n", "default", kf_pass_default_pipeline());
+      for (const char *const *nm = (const char *const[]){"default", "compile", "reference", NULL}; *nm; nm++)
+        printf("%-12s %s\n", *nm, kf_pass_pipeline(*nm));
       return 0;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return kf_cli_unknown("opt", argv[i], diag);
@@ -356,7 +358,7 @@ done:
 /* ---- partition ----------------------------------------------------------- */
 
 static int cmd_partition(int argc, char **argv, kf_diag *diag) {
-  const char *path = NULL, *pipeline = kf_compile_pipeline();
+  const char *path = NULL, *pipeline = kf_pass_pipeline("compile");
   kf_partition_options po;
   kf_partition_options_init(&po);
   bool canonical = false;

@@ -231,11 +231,6 @@ typedef struct kf_warm_counts {
 KF_API kf_status kf_compile_warm(kf_graph *const *graphs, int n, const kf_compile_options *o, int shard,
                                  int n_shards, kf_warm_counts *out, kf_diag *diag);
 
-/* The passes that prepare a graph for partitioning, in order. */
-KF_API const char *kf_compile_pipeline(void);
-/* The same for the per-op fp64 reference (--reference): without the
- * algebraic rewrites (fold-reductions), the model as exported. */
-KF_API const char *kf_compile_reference_pipeline(void);
 
 #ifdef __cplusplus
 }

@@ -351,26 +351,6 @@ KF_API kf_status kf_graph_verify(const kf_graph *g, kf_diag *diag);
 KF_API kf_status kf_graph_print(const kf_graph *g, kf_write_fn write,
                                 void *user);
 
-/* ---- passes -------------------------------------------------------------- */
-
-typedef kf_status (*kf_pass_fn)(kf_graph *g, kf_diag *diag);
-
-typedef struct kf_pass_info {
-  const char *name;
-  const char *summary;
-  kf_pass_fn run;
-} kf_pass_info;
-
-/* All registered passes, NULL-terminated by name. */
-KF_API const kf_pass_info *kf_pass_list(int *n);
-KF_API const kf_pass_info *kf_pass_find(const char *name);
-/* Run a comma-separated pipeline ("dce,fold-views"); the verifier runs after
- * each pass when verify_each is set. "default" names the default pipeline. */
-KF_API kf_status kf_pass_run_pipeline(kf_graph *g, const char *pipeline,
-                                      bool verify_each, kf_diag *diag);
-/* The default pipeline: what `kfuse info` shows ("partition-ready"). */
-KF_API const char *kf_pass_default_pipeline(void);
-
 #ifdef __cplusplus
 }
 #endif

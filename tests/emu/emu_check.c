@@ -42,6 +42,7 @@
 #include "kfuse/frontend.h"
 #include "kfuse/interp.h"
 #include "kfuse/ir.h"
+#include "kfuse/pass.h"
 #include "kfuse/judge.h"
 #include "kfuse/partition.h"
 
@@ -169,7 +170,7 @@ static int run(const char *model, const char *kfio, const char *work, const char
   /* the reference from the graph as loaded: the compile passes' rewrites
    * are under test too */
   if (use_interp && make_reference(g, &io, &d)) goto done;
-  if (kf_pass_run_pipeline(g, fp64 ? kf_compile_reference_pipeline() : kf_compile_pipeline(), true, &d))
+  if (kf_pass_run_pipeline(g, fp64 ? kf_pass_pipeline("reference") : kf_pass_pipeline("compile"), true, &d))
     goto done;
   if (nhwc && kf_pass_run_pipeline(g, "channels-last-all", true, &d)) goto done;
   if (cl && kf_pass_run_pipeline(g, "channels-last", true, &d)) goto done;

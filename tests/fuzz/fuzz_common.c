@@ -10,6 +10,7 @@
 
 #include "kfuse/frontend.h"
 #include "kfuse/ir.h"
+#include "kfuse/pass.h"
 
 static void quiet(void *user, kf_diag_level level, const char *msg) {
   (void)user;

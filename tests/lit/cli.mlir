@@ -22,6 +22,8 @@
 // PASSES: dce
 // PASSES: simplify
 // PASSES: default {{.*}}
+// PASSES: compile {{.*}}materialize-outputs
+// PASSES: reference {{.*}}
 // VERSION: kfuse {{[0-9]+\.[0-9]+\.[0-9]+}}
 // USAGE: usage: kfuse <command>
 // UNKNOWN: kfuse: error: unknown command 'frobnicate'

@@ -37,6 +37,7 @@
 #include "kfuse/compile.h"
 #include "kfuse/frontend.h"
 #include "kfuse/ir.h"
+#include "kfuse/pass.h"
 #include "kfuse/partition.h"
 
 /* ---- fixture mode ---------------------------------------------------------------- */
@@ -231,7 +232,7 @@ static int run_fixture_mode(const char *path, bool fuse, bool fp64, int *n_unsup
     fprintf(stderr, "FAIL load %s: %s\n", path, c.last);
     return 1;
   }
-  st = kf_pass_run_pipeline(g, kf_compile_pipeline(), true, &d);
+  st = kf_pass_run_pipeline(g, kf_pass_pipeline("compile"), true, &d);
   if (st) {
     fprintf(stderr, "FAIL passes: %s\n", c.last);
     kf_graph_destroy(g);
@@ -380,7 +381,7 @@ static kf_status build_from_p(const char *args, const char *types, const char *r
   kf_diag_init(&d, NULL, NULL);
   kf_status st = kf_mlir_parse(text, strlen(text), "test", &out->g, &d);
   assert_int_equal(st, KF_OK);
-  assert_int_equal(kf_pass_run_pipeline(out->g, kf_compile_pipeline(), true, &d), KF_OK);
+  assert_int_equal(kf_pass_run_pipeline(out->g, kf_pass_pipeline("compile"), true, &d), KF_OK);
   if (extra) assert_int_equal(kf_pass_run_pipeline(out->g, extra, true, &d), KF_OK);
   kf_partition_options po;
   kf_partition_options_init(&po);

@@ -20,6 +20,7 @@
 #include "kfuse/frontend.h"
 #include "kfuse/interp.h"
 #include "kfuse/ir.h"
+#include "kfuse/pass.h"
 
 #include "promote_cases.inc"
 

@@ -28,6 +28,7 @@
 #include "kfuse/frontend.h"
 #include "kfuse/interp.h"
 #include "kfuse/ir.h"
+#include "kfuse/pass.h"
 #include "kfuse/partition.h"
 
 #define COMPILE_PASSES "simplify,dce,scan-forms,fold-bn,fold-scalars,sink-reshapes,dce,materialize-outputs"
