@@ -169,27 +169,9 @@ static kf_status run_param(ki_ctx *c) {
   return KF_OK;
 }
 
-static bool is_view_op(const kf_op *op) {
-  switch (op->code) {
-  case KF_OP_PERMUTE: case KF_OP_EXPAND: case KF_OP_SLICE: case KF_OP_SELECT:
-  case KF_OP_AS_STRIDED: case KF_OP_UNFOLD: case KF_OP_SPLIT:
-    return true;
-  case KF_OP_RESHAPE: {
-    /* A reshape whose result is not laid out fresh must be a view; one of a
-     * contiguous operand is a view too. Otherwise it may have copied:
-     * treating it as the start of its storage is then always safe (only
-     * the elements it holds are known). */
-    const kf_type *r = &op->results[0]->type, *x = &op->operands[0]->type;
-    return !kf_type_is_contiguous(r) || kf_type_is_contiguous(x);
-  }
-  default:
-    return false;
-  }
-}
-
 /* The value whose storage `v` views: walk up through view ops. */
 static const kf_value *storage_root(const kf_value *v) {
-  while (v->def && is_view_op(v->def) && v->def->operands[0])
+  while (v->def && kf_op_is_view(v->def) && v->def->operands[0])
     v = v->def->operands[0];
   return v;
 }

@@ -154,6 +154,24 @@ bool kf_op_is_layout_copy(const kf_op *op) {
   return (xc && !xl && rl && !rc) || (xl && !xc && rc && !rl);
 }
 
+bool kf_op_is_view(const kf_op *op) {
+  switch (op->code) {
+  case KF_OP_PERMUTE: case KF_OP_EXPAND: case KF_OP_SLICE: case KF_OP_SELECT:
+  case KF_OP_AS_STRIDED: case KF_OP_UNFOLD: case KF_OP_SPLIT:
+    return true;
+  case KF_OP_RESHAPE: {
+    /* infer.c gives a reshape the operand's layout when PyTorch's
+     * computeStride allows it, else a fresh contiguous one: a view keeps
+     * the operand's storage offset and element order, so a contiguous
+     * result of a non-contiguous operand can only be a copy. */
+    const kf_type *r = &op->results[0]->type, *x = &op->operands[0]->type;
+    return !kf_type_is_contiguous(r) || kf_type_is_contiguous(x);
+  }
+  default:
+    return false;
+  }
+}
+
 int64_t kf_type_numel(const kf_type *t) {
   int64_t n = 1;
   if (t->kind != KF_TYPE_TENSOR) return 1;

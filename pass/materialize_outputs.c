@@ -24,7 +24,7 @@
 /* Does output value v (not yet claimed) need a copy? */
 static bool needs_copy(const kf_value *v, const kf_value *const *claimed, int n_claimed) {
   if (!v->def || v->def->code == KF_OP_PARAM || !kf_type_is_contiguous(&v->type)) return true;
-  if (kf_pass_is_view_op(v->def) && !kf_pass_is_whole_view(v)) return true;
+  if (kf_op_is_view(v->def) && !kf_pass_is_whole_view(v)) return true;
   const kf_value *root = kf_pass_storage_root(v);
   for (int j = 0; j < n_claimed; j++)
     if (claimed[j] == root) return true;

@@ -238,8 +238,8 @@ static kf_status build(const kf_partition *p, int64_t scratch_bytes, bool dense_
       why = "is a scalar";
     else if (!v->def || v->def->code == KF_OP_PARAM)
       why = v->def ? "is a weight" : "is a graph input";
-    else if ((kf_pass_is_view_op(v->def) && !kf_pass_is_whole_view(v)) ||
-             !(kf_type_is_contiguous(&v->type) || (dense_outputs && !kf_pass_is_view_op(v->def) && dense(&v->type))))
+    else if ((kf_op_is_view(v->def) && !kf_pass_is_whole_view(v)) ||
+             !(kf_type_is_contiguous(&v->type) || (dense_outputs && !kf_op_is_view(v->def) && dense(&v->type))))
       why = "is a view or not contiguous";
     else if (out_of[kf_pass_storage_root(v)->id] >= 0)
       why = "shares its memory with an earlier output";

@@ -122,7 +122,7 @@ typedef enum cls { C_FREE, C_VIEW, C_SOURCE, C_EW, C_REDUCE, C_SCAN, C_GEMM, C_C
 static cls classify(const kf_op *op) {
   if (op->code == KF_OP_PARAM || op->code == KF_OP_SCALAR) return C_FREE;
   if (op->code == KF_OP_FULL || op->code == KF_OP_ARANGE) return C_SOURCE;
-  if (kf_pass_is_view_op(op)) return C_VIEW;
+  if (kf_op_is_view(op)) return C_VIEW;
   switch (kf_op_info_get(op->code)->kind) {
   case KF_KIND_UNARY: case KF_KIND_BINARY: case KF_KIND_TERNARY: return C_EW;
   case KF_KIND_REDUCE: case KF_KIND_NORM: return C_REDUCE;

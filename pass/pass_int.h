@@ -21,13 +21,6 @@ kf_status kf_pass_channels_last_unchained(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_fold_reductions(kf_graph *g, kf_diag *diag);
 kf_status kf_pass_widen_f64(kf_graph *g, kf_diag *diag);
 
-/* True when op's results alias its operand's storage instead of holding
- * their own: permute, expand, slice, select, as_strided, unfold, split, and
- * a reshape whose result is laid out as a view (its type is not a fresh
- * contiguous layout, or its operand is contiguous: a view either way, as
- * ir/infer.c computes it). Shared by materialize-outputs, the partitioner
- * and the memory plan so all three agree on what aliases what. */
-bool kf_pass_is_view_op(const kf_op *op);
 /* The value whose storage v lives in: v itself, or the root of the chain
  * of view ops v comes from. */
 const kf_value *kf_pass_storage_root(const kf_value *v);

@@ -9,32 +9,14 @@
 #include "kfuse/ir.h"
 #include "pass_int.h"
 
-bool kf_pass_is_view_op(const kf_op *op) {
-  switch (op->code) {
-  case KF_OP_PERMUTE: case KF_OP_EXPAND: case KF_OP_SLICE: case KF_OP_SELECT:
-  case KF_OP_AS_STRIDED: case KF_OP_UNFOLD: case KF_OP_SPLIT:
-    return true;
-  case KF_OP_RESHAPE: {
-    /* infer.c gives a reshape the operand's layout when PyTorch's
-     * computeStride allows it, else a fresh contiguous one: a view keeps
-     * the operand's storage offset and element order, so a contiguous
-     * result of a non-contiguous operand can only be a copy. */
-    const kf_type *r = &op->results[0]->type, *x = &op->operands[0]->type;
-    return !kf_type_is_contiguous(r) || kf_type_is_contiguous(x);
-  }
-  default:
-    return false;
-  }
-}
-
 const kf_value *kf_pass_storage_root(const kf_value *v) {
-  while (v->def && kf_pass_is_view_op(v->def) && v->def->operands[0])
+  while (v->def && kf_op_is_view(v->def) && v->def->operands[0])
     v = v->def->operands[0];
   return v;
 }
 
 bool kf_pass_is_whole_view(const kf_value *v) {
-  if (!v->def || !kf_pass_is_view_op(v->def) || v->type.kind != KF_TYPE_TENSOR) return false;
+  if (!v->def || !kf_op_is_view(v->def) || v->type.kind != KF_TYPE_TENSOR) return false;
   const kf_value *r = kf_pass_storage_root(v);
   /* both contiguous from offset 0 with as many elements: element k of v is
    * element k of r, whatever the view ops in between */

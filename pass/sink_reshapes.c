@@ -109,7 +109,7 @@ static kf_status sink(sinker *S, kf_op *o) {
   for (int i = 0; i < o->n_operands && !u; i++) {
     kf_value *a = o->operands[i];
     const kf_value *s = reshape_source(a);
-    if (s && s->def && s->def->code != KF_OP_PARAM && !kf_pass_is_view_op(s->def) &&
+    if (s && s->def && s->def->code != KF_OP_PARAM && !kf_op_is_view(s->def) &&
         same_dims(a->type.rank, a->type.shape, rt->rank, rt->shape) &&
         !same_dims(s->type.rank, s->type.shape, rt->rank, rt->shape))
       u = s;

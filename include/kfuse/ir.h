@@ -301,6 +301,14 @@ KF_API void kf_graph_replace_uses(kf_graph *g, kf_value *from, kf_value *to);
 /* A kf.copy between the two dense layouts of a rank-4 tensor (row-major to
  * channels-last or back, same dtype): a transpose, its own kernel. */
 KF_API bool kf_op_is_layout_copy(const kf_op *op);
+/* True when op's results alias its operand's storage instead of holding
+ * their own: permute, expand, slice, select, as_strided, unfold (kind VIEW
+ * in ops.def), split (kind SHAPE: several results, each a view), and a
+ * reshape whose result is laid out as a view (its type is not a fresh
+ * contiguous layout, or its operand is contiguous: a view either way, as
+ * kf_infer_types computes it). The one definition the passes (partition,
+ * memory plan, materialize-outputs) and the interpreter share. */
+KF_API bool kf_op_is_view(const kf_op *op);
 /* Number of uses of v (operands and graph outputs). */
 KF_API int kf_graph_count_uses(const kf_graph *g, const kf_value *v);
 KF_API int kf_graph_count_ops(const kf_graph *g);
