@@ -514,7 +514,7 @@ static bool outputs_ok(jg *g, const kf_jwork *w, const kf_jset *set, const jbufs
       return false;
     }
     kf_jcmp c;
-    kf_jtol tol = kf_jtol_for(t->tf32_conv ? KF_PRECISION_TF32 : t->precision, v->type.dtype);
+    kf_jtol tol = kf_jtol_for(kf_jtask_precision(t), v->type.dtype);
     bool good = kf_jcompare(v, host[i], set->ref[i], tol, pv, &c, why, n);
     if (c.max_abs > res->max_abs) res->max_abs = c.max_abs;
     if (c.rel_norm > res->max_rel_norm) res->max_rel_norm = c.rel_norm;

@@ -344,7 +344,7 @@ static double peak_flops(kf_precision p) {
  * and were rejected (KernelBench L3 45's 3x3 convolutions on an H200:
  * 0.20 ms against a 0.29 ms fp32 floor) */
 static double task_peak_flops(const kf_jtask *t) {
-  return peak_flops(t->tf32_conv ? KF_PRECISION_TF32 : t->precision);
+  return peak_flops(kf_jtask_precision(t));
 }
 
 /* ---- the verdict ---- */
@@ -764,7 +764,7 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   cJSON_AddItemToObject(v, "candidate", result_json(c, o.sets));
   if (w.units[0]) cJSON_AddItemToObject(v, "builtin", result_json(b, o.sets));
   cJSON *tol = cJSON_AddObjectToObject(v, "tolerance");
-  kf_jtol tl = kf_jtol_for(t.tf32_conv ? KF_PRECISION_TF32 : t.precision, t.out[0].type.dtype);
+  kf_jtol tl = kf_jtol_for(kf_jtask_precision(&t), t.out[0].type.dtype);
   cJSON_AddNumberToObject(tol, "atol_x_rms", tl.atol);
   cJSON_AddNumberToObject(tol, "rtol", tl.rtol);
   cJSON_AddNumberToObject(tol, "rel_error_norm", tl.norm);

@@ -39,8 +39,8 @@ typedef struct kf_jtask {
   int n_in, n_out;
   kf_jvalue *in, *out;
   kf_precision precision;
-  bool tf32_conv; /* the default policy with a convolution: TF32 allowed
-                     there (PyTorch's cudnn.allow_tf32), its tolerance */
+  bool has_conv;  /* the group has a convolution: under the default policy
+                     TF32 is allowed there (kf_precision_effective) */
   kf_target target;
   int group;
   char key[80];
@@ -51,6 +51,11 @@ typedef struct kf_jtask {
   char builtin_dir[64];        /* "builtin_unit": the built-in unit's directory
                                   in the task directory, "" when none */
 } kf_jtask;
+
+/* The precision the task's unit may compute in (its tolerances and peak). */
+static inline kf_precision kf_jtask_precision(const kf_jtask *t) {
+  return kf_precision_effective(t->precision, t->has_conv);
+}
 
 kf_status kf_jtask_read(const char *dir, kf_jtask *t, kf_diag *diag);
 void kf_jtask_fini(kf_jtask *t);

@@ -93,7 +93,7 @@ static double bound_for(const kf_graph *g, const kf_compile_options *o, double *
       bf16 |= op->results[r]->type.dtype == KF_DTYPE_BF16;
     }
   }
-  bool tf32 = (conv && !o->no_cudnn) || o->precision == KF_PRECISION_TF32;
+  bool tf32 = kf_precision_effective(o->precision, conv && !o->no_cudnn) == KF_PRECISION_TF32;
   if (tf32) b = 1e-2;
   if (f16 || o->precision == KF_PRECISION_FP16) b = b > 3e-2 ? b : 3e-2;
   if (bf16 || o->precision == KF_PRECISION_BF16) b = b > 6e-2 ? b : 6e-2;

@@ -162,7 +162,7 @@ kf_status kf_jtask_read(const char *dir, kf_jtask *t, kf_diag *diag) {
   st = kf_graph_verify(t->graph, diag);
   if (st) goto out;
   for (const kf_op *op = t->graph->first; op; op = op->next)
-    if (kf_op_info_get(op->code)->kind == KF_KIND_CONV && t->precision == KF_PRECISION_DEFAULT) t->tf32_conv = true;
+    if (kf_op_info_get(op->code)->kind == KF_KIND_CONV) t->has_conv = true;
   st = values(path, "inputs", field(j, "inputs"), t->graph->inputs, t->graph->n_inputs, &t->in, diag);
   if (!st) t->n_in = t->graph->n_inputs;
   if (!st) st = values(path, "outputs", field(j, "outputs"), t->graph->outputs, t->graph->n_outputs, &t->out, diag);

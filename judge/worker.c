@@ -62,7 +62,7 @@
 
 typedef struct work_hdr {
   uint32_t magic, size_check;
-  int32_t n_in, n_out, n_sets, precision, tf32_conv, sm, arch_specific, n_units;
+  int32_t n_in, n_out, n_sets, precision, has_conv, sm, arch_specific, n_units;
   double min_time_ms;
   int32_t device, profile_unit; /* kf_jwork's; -1: none */
 } work_hdr;
@@ -102,7 +102,7 @@ static kf_status work_write(int fd, const kf_jwork *w, kf_diag *diag) {
   const kf_jtask *t = w->task;
   wr out = {fd, 0}, *o = &out;
   work_hdr h = {WORK_MAGIC, (uint32_t)sizeof(kf_jvalue), t->n_in, t->n_out, w->n_sets, (int32_t)t->precision,
-                t->tf32_conv, t->target.sm, t->target.arch_specific, w->n_units, w->opt->min_time_ms,
+                t->has_conv, t->target.sm, t->target.arch_specific, w->n_units, w->opt->min_time_ms,
                 w->opt->device, w->profile_unit};
   bool ok = put(o, &h, sizeof h) && put(o, t->in, sizeof *t->in * (size_t)t->n_in) &&
             put(o, t->out, sizeof *t->out * (size_t)t->n_out);
@@ -200,7 +200,7 @@ int kf_judge_worker_main(void) {
   t.n_in = h->n_in;
   t.n_out = h->n_out;
   t.precision = (kf_precision)h->precision;
-  t.tf32_conv = h->tf32_conv != 0;
+  t.has_conv = h->has_conv != 0;
   t.target.sm = h->sm;
   t.target.arch_specific = h->arch_specific;
   t.in = (kf_jvalue *)take(&r, sizeof(kf_jvalue) * (size_t)t.n_in);

@@ -75,23 +75,6 @@
 
 #define CANON_VERSION "kfuse-group-v1"
 
-/* ---- names ---------------------------------------------------------------- */
-
-static const char *const precision_names[] = {"default", "tf32", "bf16", "fp16"};
-
-const char *kf_precision_name(kf_precision p) {
-  return (p >= 0 && p <= KF_PRECISION_FP16) ? precision_names[p] : "?";
-}
-
-bool kf_precision_parse(const char *s, kf_precision *out) {
-  for (int i = 0; i <= KF_PRECISION_FP16; i++)
-    if (strcmp(s, precision_names[i]) == 0) {
-      *out = (kf_precision)i;
-      return true;
-    }
-  return false;
-}
-
 int64_t kf_group_io_bytes(const kf_group *g) {
   int64_t s = 0;
   for (int i = 0; i < g->n_inputs; i++)

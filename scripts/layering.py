@@ -46,6 +46,7 @@ OWNER = {
     "curl.h": "support",
     "ir.h": "ir",
     "ops.def": "ir",
+    "precision.h": "ir",
     "interp.h": "interp",
     "partition.h": "pass",
     "pass.h": "pass",

@@ -29,22 +29,11 @@
 #include <stdint.h>
 
 #include "kfuse/ir.h"
+#include "kfuse/precision.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum kf_precision {
-  KF_PRECISION_DEFAULT = 0, /* PyTorch eager defaults: fp32 matmul in full
-                               precision, TF32 allowed in convolutions */
-  KF_PRECISION_TF32 = 1,    /* TF32 in matmul and convolution */
-  KF_PRECISION_BF16 = 2,    /* compute matmul/conv in bf16, fp32 accumulate */
-  KF_PRECISION_FP16 = 3,
-} kf_precision;
-
-KF_API const char *kf_precision_name(kf_precision p);
-/* "default", "tf32", "bf16", "fp16"; returns false when unknown. */
-KF_API bool kf_precision_parse(const char *s, kf_precision *out);
 
 typedef enum kf_group_kind {
   KF_GROUP_VIEW = 0,        /* only views of other values: no kernel, the
