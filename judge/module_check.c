@@ -56,6 +56,7 @@
 #include <cjson/cJSON.h>
 
 #include "judge_int.h"
+#include "kfuse/compile.h" /* the reference built by the driver (layering_allowed.txt) */
 #include "kfuse/frontend.h"
 #include "kfuse/pass.h"
 #include "kfuse/interp.h"

@@ -53,6 +53,7 @@ OWNER = {
     "frontend.h": "frontend",
     "agent.h": "agent",
     "llm.h": "agent",
+    "options.h": "agent",
     "task.h": "driver",
     "cache.h": "cache",
     "judge.h": "judge",

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "kfuse/compile.h"
+#include "kfuse/options.h"
 #include "kfuse/status.h"
 
 #ifdef __cplusplus
