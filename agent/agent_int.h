@@ -339,4 +339,9 @@ kf_status kb_ew_emit(const kf_partition *p, const kf_group *g, const kf_builtin_
 kf_status kb_unsupported(kf_diag *diag, const kf_group *g, const kf_op *op, const char *fmt, ...)
     KF_PRINTF(4, 5);
 
+/* g, a group as a function (what group.mlir holds), as a KernelBench-style
+ * PyTorch module (agent/model_py.c) into *out (malloc'd);
+ * KF_ERR_UNSUPPORTED with the reason in why[n] for an op it cannot spell. */
+kf_status kf_task_model_py(const kf_graph *g, const char *title, char **out, char *why, size_t n);
+
 #endif

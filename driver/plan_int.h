@@ -10,24 +10,6 @@
 #include "kfuse/compile.h"
 #include "kfuse/partition.h"
 
-/* ---- the compile path's stages, shared by kf_compile_graph and the task
- * writer (driver/task.c) ---- */
-
-/* The compile pipeline on g (or the reference's), then the layout pass
- * where o asks for cuDNN's channels-last convolutions. */
-kf_status kf_compile_passes(kf_graph *g, const kf_compile_options *o, kf_diag *diag);
-/* Partition as o says (fusion, precision, horizontal merging), every
- * group's sizes checked against what a byte count can hold. */
-kf_status kf_compile_partition(const kf_graph *g, const kf_compile_options *o, kf_partition **out,
-                               kf_diag *diag);
-/* g, a group as a function (what group.mlir holds), as a KernelBench-style
- * PyTorch module (driver/model_py.c) into *out (malloc'd);
- * KF_ERR_UNSUPPORTED with the reason in why[n] for an op it cannot spell. */
-kf_status kf_task_model_py(const kf_graph *g, const char *title, char **out, char *why, size_t n);
-
-/* The built-in policy's options from o. */
-void kf_compile_builtin_options(const kf_compile_options *o, kf_builtin_options *bo);
-
 typedef struct kf_plan_input {
   const kf_graph *graph;
   const kf_partition *partition;

@@ -26,6 +26,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "kfuse/compile.h"
 #include "kfuse/task.h"
 #include "plan_int.h"
 #include "units_int.h"

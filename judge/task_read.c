@@ -1,4 +1,4 @@
-/* judge/task_read.c — a task directory (driver/task.c writes it; docs/AGENT.md)
+/* judge/task_read.c — a task directory (agent/task.c writes it; docs/AGENT.md)
  * read back for the judge: task.json for the policy, the precision, the
  * target, the floor and the baselines; group.mlir for the graph the
  * reference runs. The values a unit sees are the graph's arguments and

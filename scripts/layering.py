@@ -54,7 +54,7 @@ OWNER = {
     "agent.h": "agent",
     "llm.h": "agent",
     "options.h": "agent",
-    "task.h": "driver",
+    "task.h": "agent",
     "cache.h": "cache",
     "judge.h": "judge",
     "agent_loop.h": "judge",

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kfuse/frontend.h"
+#include "kfuse/compile.h"
 #include "kfuse/task.h"
 #include "tools_int.h"
 

@@ -44,6 +44,7 @@
 
 #include "kfuse/frontend.h"
 #include "kfuse/partition.h"
+#include "kfuse/compile.h"
 #include "kfuse/task.h"
 #include "tools_int.h"
 

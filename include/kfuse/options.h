@@ -201,6 +201,19 @@ typedef struct kf_compile_options {
                                region (the module check's reference) */
 } kf_compile_options;
 
+/* ---- the compile's stages before any kernel is made (agent/compile_stages.c),
+ * shared by the compile driver and the task writer ---- */
+
+/* The compile pipeline on g (or the reference's), then the layout passes
+ * where o asks for cuDNN's channels-last convolutions (kf_pass_run_compile). */
+KF_API kf_status kf_compile_passes(kf_graph *g, const kf_compile_options *o, kf_diag *diag);
+/* Partition as o says (fusion, precision, horizontal merging), every
+ * group's sizes checked against what a byte count can hold. */
+KF_API kf_status kf_compile_partition(const kf_graph *g, const kf_compile_options *o, kf_partition **out,
+                                      kf_diag *diag);
+/* The built-in policy's options from o. */
+KF_API void kf_compile_builtin_options(const kf_compile_options *o, kf_builtin_options *bo);
+
 #ifdef __cplusplus
 }
 #endif

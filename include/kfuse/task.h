@@ -1,11 +1,11 @@
 /* include/kfuse/task.h — a fusion group as a task for a kernel policy
  * (issue 10's environment): what a policy (the built-in one, an LLM, a
  * person) gets to write a unit for one group. docs/AGENT.md describes the
- * directory; driver/task.c writes it. */
+ * directory; agent/task.c writes it. */
 #ifndef KFUSE_TASK_H
 #define KFUSE_TASK_H
 
-#include "kfuse/compile.h"
+#include "kfuse/options.h"
 #include "kfuse/ir.h"
 #include "kfuse/status.h"
 

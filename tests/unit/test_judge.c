@@ -19,6 +19,7 @@
 
 #include "judge_int.h"
 #include "kfuse/frontend.h"
+#include "kfuse/compile.h"
 #include "kfuse/task.h"
 
 static kf_jvalue f32_value(int64_t rows, int64_t cols, int64_t row_stride) {

@@ -1,4 +1,4 @@
-/* tests/unit/test_task.c — the task writer (driver/task.c, kfuse task):
+/* tests/unit/test_task.c — the task writer (agent/task.c, kfuse task):
  * every task of a few fixtures reads back (task.json, group.mlir through
  * the MLIR-text reader and the verifier, the built-in unit through the
  * strict unit reader), the group function's signature matches task.json,
@@ -20,6 +20,7 @@
 
 #include "kfuse/agent.h"
 #include "kfuse/frontend.h"
+#include "kfuse/compile.h"
 #include "kfuse/task.h"
 
 static char g_msgs[4096];

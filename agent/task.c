@@ -1,4 +1,4 @@
-/* driver/task.c — a fusion group written out as a task for a kernel policy
+/* agent/task.c — a fusion group written out as a task for a kernel policy
  * (include/kfuse/task.h; the directory is described in docs/AGENT.md).
  *
  * A task directory holds:
@@ -31,7 +31,8 @@
 #include "kfuse/agent.h"
 #include "kfuse/partition.h"
 #include "kfuse/task.h"
-#include "plan_int.h"
+#include "agent_int.h"
+#include "kfuse/options.h"
 
 #define TASK_FORMAT "kfuse-task-v1"
 

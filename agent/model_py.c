@@ -1,4 +1,4 @@
-/* driver/model_py.c — a task's group as a KernelBench-style PyTorch module
+/* agent/model_py.c — a task's group as a KernelBench-style PyTorch module
  * (model.py: Model, get_inputs, get_init_inputs), the form kernel models
  * were trained on. Each kf op becomes the PyTorch call whose semantics it
  * has (the IR follows ATen's ops after normalisation: docs/ARCHITECTURE.md),
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plan_int.h"
+#include "agent_int.h"
 
 static const char *tdt(kf_dtype d) {
   switch (d) {
@@ -507,7 +507,7 @@ kf_status kf_task_model_py(const kf_graph *g, const char *title, char **out, cha
   kf_strbuf b;
   kf_strbuf_init(&b);
   kf_strbuf_printf(&b,
-                   "# model.py — %s, written by `kfuse task` (driver/model_py.c) from group.mlir:\n"
+                   "# model.py — %s, written by `kfuse task` (agent/model_py.c) from group.mlir:\n"
                    "# a KernelBench-style module (Model, get_inputs, get_init_inputs). forward()'s\n"
                    "# arguments are task.json's inputs in order, its results the outputs.\n"
                    "import torch\n"
