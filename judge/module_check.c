@@ -23,7 +23,10 @@
  *      values by name;
  *   3. the worker (a fresh image as the judge's workers) loads the module
  *      and runs both on `sets` input sets and compares every output by its
- *      relative error norm against the bound the precision policy gives;
+ *      relative error norm against its bound (bound_for: the precision
+ *      policy's, or more where rounding to the model's dtypes moves the
+ *      model itself further, measured against a second reference of the
+ *      model with no rounding);
  *      on a mismatch it finds the first group whose outputs (given the
  *      module's own inputs up to there) diverge from the reference's values
  *      of the same name, by bisection over prefix runs of the module
