@@ -434,6 +434,7 @@ struct kf_mc_worker {
   char log[4200];
   char why[700];      /* W_NO_GPU, W_NO_REFERENCE, W_GONE: why */
   char device[96];
+  char unrounded_why[700]; /* the unrounded model was not built: why */
   double reference_s; /* finding the GPU, building and loading the reference */
   double started_s;
 };
@@ -589,6 +590,8 @@ static void await_ready(const kf_judge_module_checker *c, kf_mc_worker *w) {
     w->state = W_READY;
   }
   if (dev) snprintf(w->device, sizeof w->device, "%s", dev);
+  const char *unr = cJSON_GetStringValue(cJSON_GetObjectItem(r, "unrounded"));
+  if (unr) snprintf(w->unrounded_why, sizeof w->unrounded_why, "%s", unr);
   w->reference_s = num0(r, "reference_s");
   cJSON_Delete(r);
 }
@@ -1249,6 +1252,9 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
       }
     }
     cJSON_Delete(r);
+    if (out->rounding_err < 0 && w->unrounded_why[0])
+      kf_diag_warn(diag, "module check: how far rounding moves the model was not measured, so every output is "
+                   "held to the precision policy's bound: %s", w->unrounded_why);
     if (!out->passed) st = KF_ERR_MISMATCH;
   }
 done:

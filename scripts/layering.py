@@ -104,7 +104,7 @@ def calls(build):
     return out
 
 
-def header_owner(root, folder, inc, own_headers):
+def header_owner(folder, inc, own_headers):
     """(owner folder, private) of the header `inc` included from `folder`,
     or (None, False) for one that is not ours (a system or generated one)"""
     base = os.path.basename(inc)
@@ -140,7 +140,7 @@ def scan(root):
                     m = INCLUDE.match(line)
                     if not m:
                         continue
-                    owner, private = header_owner(root, f, m.group(1), own)
+                    owner, private = header_owner(f, m.group(1), own)
                     if owner is None:
                         continue
                     out.append((f"{f}/{name}", no, m.group(1), f, owner, private))
