@@ -40,7 +40,8 @@
  * need (the plan reserves none); for a fused step the candidates are then timed again
  * with the fused call itself (Find times the bare convolution, and the
  * fused call's speed per algorithm differs). KFUSE_CUDNN_VERBOSE=1 prints
- * the candidates and timings. KFUSE_CUDNN_FIND=0 uses cuDNN's heuristics
+ * the candidates and timings. kfuse_options.conv_search = 0 (or
+ * KFUSE_CUDNN_FIND=0) uses cuDNN's heuristics
  * (cudnnGetConvolutionForwardAlgorithm_v7) instead: no timing, so create
  * is faster and the choice repeatable. Math: f32 steps whose compute is
  * KFR_COMPUTE_32F get CUDNN_FMA_MATH (no TF32); all others
@@ -673,7 +674,7 @@ int kfr_conv_prepare_all(kfuse_model *m) {
     return kfr_fail(m, KFUSE_ELIBRARY, "cudnnSetStream failed (%s): %s (%d)", m->dnn_api->path,
                     m->dnn_api->cudnnGetErrorString(st), st);
   const char *find = secure_getenv("KFUSE_CUDNN_FIND");
-  int timed = !(find && strcmp(find, "0") == 0);
+  int timed = m->conv_search && !(find && strcmp(find, "0") == 0);
   search_buf sb;
   memset(&sb, 0, sizeof sb);
   if (timed && (rc = search_alloc(m, &sb)))

@@ -12,10 +12,11 @@
  * the step has (intermediates virtual, in fp32), or for a transposed step
  * the one backward-data operation y = alpha1 conv_transpose(x, w), cuDNN's heuristics (mode
  * A) for engine configurations, an execution plan for each of the first
- * KFR_GRAPH_CANDIDATES that finalises and keeps strict fp32 steps off
- * tensor cores; with search buffers, each plan is timed (one warm-up,
- * median of three) and the fastest kept, else the first that fits the
- * step's workspace budget. A plan over the budget is timed with a
+ * KFR_GRAPH_CANDIDATES that finalises and keeps the precision policy (no
+ * reduced-precision reduction; strict fp32 steps also off tensor cores);
+ * with search buffers, each plan is timed (one warm-up, median of three)
+ * and the fastest kept, else the first that fits the step's workspace
+ * budget. A plan over the budget is timed with a
  * workspace of its own when the device has the memory
  * (kfr_conv_big_ws_limit) and wins only when at least 10% faster than the
  * fastest within the budget (KFR_GRAPH_BIG_GAIN); nothing within the
@@ -161,19 +162,27 @@ static void *pointwise(gbuild *b, int mode, void *x, void *bb, void *y, float al
   return op;
 }
 
-/* Whether engine config cfg may run a strict fp32 step: no tensor cores,
- * no down-converted inputs. Unknown notes: not allowed. */
-static bool fp32_ok(const kfr_cudnn *d, void *cfg) {
+/* Whether engine config cfg keeps the precision policy for a step: never
+ * a reduced-precision reduction (half precision accumulated in half: the
+ * policy accumulates in fp32), and for a strict fp32 step also no tensor
+ * cores and no down-converted inputs. A strict step whose notes cannot be
+ * read is refused; any other step is refused only for a note it has, so
+ * that every choice a create can make — the timed search's or the
+ * heuristics' — computes in the same precision, and the module check,
+ * which creates with the heuristics' (kfuse_options.conv_search = 0),
+ * sees the accuracy a user's timed create gets. */
+static bool policy_ok(const kfr_cudnn *d, void *cfg, bool strict) {
   void *eng = NULL;
-  if (d->cudnnBackendCreateDescriptor(D_ENGINE, &eng)) return false;
+  if (d->cudnnBackendCreateDescriptor(D_ENGINE, &eng)) return !strict;
   int64_t n = 0;
-  bool ok = !d->cudnnBackendGetAttribute(cfg, A_ENGINECFG_ENGINE, T_BACKEND_DESCRIPTOR, 1, &n, &eng);
+  bool read = !d->cudnnBackendGetAttribute(cfg, A_ENGINECFG_ENGINE, T_BACKEND_DESCRIPTOR, 1, &n, &eng);
   int notes[16];
   n = 0;
-  if (ok) ok = !d->cudnnBackendGetAttribute(eng, A_ENGINE_NUMERICAL_NOTE, T_NUMERICAL_NOTE, 16, &n, notes);
-  for (int64_t i = 0; ok && i < n && i < 16; i++)
-    if (notes[i] == NOTE_TENSOR_CORE || notes[i] == NOTE_DOWN_CONVERT_INPUTS ||
-        notes[i] == NOTE_REDUCED_PRECISION_REDUCTION)
+  if (read) read = !d->cudnnBackendGetAttribute(eng, A_ENGINE_NUMERICAL_NOTE, T_NUMERICAL_NOTE, 16, &n, notes);
+  bool ok = read || !strict;
+  for (int64_t i = 0; read && ok && i < n && i < 16; i++)
+    if (notes[i] == NOTE_REDUCED_PRECISION_REDUCTION ||
+        (strict && (notes[i] == NOTE_TENSOR_CORE || notes[i] == NOTE_DOWN_CONVERT_INPUTS)))
       ok = false;
   (void)d->cudnnBackendDestroyDescriptor(eng);
   return ok;
@@ -345,7 +354,7 @@ int kfr_conv_graph_prepare(kfuse_model *m, uint32_t s, CUdeviceptr sx, CUdevicep
   uint64_t big_limit = sx ? kfr_conv_big_ws_limit(m) : 0;
   void *xptr = (void *)(uintptr_t)sx, *wptr = (void *)(uintptr_t)sw, *yptr = (void *)(uintptr_t)sy;
   for (int64_t i = 0; i < n_cfg && i < KFR_GRAPH_CANDIDATES; i++) {
-    if (kfr_conv_strict_fp32(c) && !fp32_ok(d, cfgs[i])) continue;
+    if (!policy_ok(d, cfgs[i], kfr_conv_strict_fp32(c))) continue;
     void *plan = NULL;
     if (d->cudnnBackendCreateDescriptor(D_EXECUTION_PLAN, &plan)) continue;
     int64_t ws = 0, cnt = 0;

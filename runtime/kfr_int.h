@@ -338,6 +338,7 @@ struct kfuse_model {
   CUdeviceptr conv_ws;
 
   int use_graph;
+  int conv_search;            /* kfuse_options.conv_search: time cuDNN's candidates */
   CUdeviceptr *gin, *gout; /* fixed input/output buffers (graph mode) */
   CUstream cap;            /* capture stream (graph mode) */
   CUgraphExec exec;

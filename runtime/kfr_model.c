@@ -64,6 +64,7 @@ void kfuse_options_init(kfuse_options *o) {
   o->weights_path = NULL;
   o->cuda_graph = 0;
   o->skip_weights_hash = 0;
+  o->conv_search = 1;
 }
 
 /* Copy the records and strings out of the plan (already checked). */
@@ -372,6 +373,7 @@ static int create(kfuse_model *m, const uint8_t *plan, const kfuse_options *o) {
     goto pop;
   }
   m->use_graph = o->cuda_graph != 0;
+  m->conv_search = o->conv_search != 0;
   if (m->use_graph && (rc = alloc_graph_buffers(m)))
     goto pop;
   for (uint32_t s = 0; s < h->n_steps; s++)
@@ -416,6 +418,8 @@ int kfr_model_create(const void *plan, size_t plan_bytes,
     if (opts->struct_size >=
         offsetof(kfuse_options, skip_weights_hash) + sizeof(int))
       o.skip_weights_hash = opts->skip_weights_hash;
+    if (opts->struct_size >= offsetof(kfuse_options, conv_search) + sizeof(int))
+      o.conv_search = opts->conv_search;
   }
   kfr_sweep(); /* instances destroyed earlier whose graphs are gone since */
   kfuse_model *m = calloc(1, sizeof *m);

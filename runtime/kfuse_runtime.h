@@ -99,6 +99,15 @@ typedef struct kfuse_options {
                                its header are still checked); 0 (default):
                                check the data's XXH64 against the module's,
                                about as costly as reading the file */
+  int conv_search;          /* how a convolution's cuDNN engine is chosen at
+                               create: 1 (default) times the candidates on
+                               the device and keeps the fastest (the first
+                               create on a fresh machine compiles cuDNN's
+                               runtime-compiled engines: seconds per model);
+                               0 takes cuDNN's heuristics' first (create in
+                               well under a second, the same choice every
+                               time). KFUSE_CUDNN_FIND=0 in the environment
+                               makes it 0 whatever this says */
 } kfuse_options;
 
 typedef struct kfuse_tensor_info {

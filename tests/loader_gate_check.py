@@ -51,7 +51,8 @@ def load_with_options(**kw):
     def create(opts, out):
         o = opts._obj
         seen.update(struct_size=o.struct_size, device=o.device, weights_path=o.weights_path,
-                    cuda_graph=o.cuda_graph, skip_weights_hash=o.skip_weights_hash)
+                    cuda_graph=o.cuda_graph, skip_weights_hash=o.skip_weights_hash,
+                    conv_search=o.conv_search)
         out._obj.value = 0x5678
         return 0
 
@@ -90,7 +91,10 @@ def main():
     os.environ.pop("KFUSE_CHECK", None)
     m, o = load_with_options()
     check(o.get("skip_weights_hash") == 0 and o.get("cuda_graph") == 0 and o.get("weights_path") is None
-          and not m._check, "load(): defaults hash the weights, no CUDA graph, no checked calls")
+          and o.get("conv_search") == 1 and not m._check,
+          "load(): defaults hash the weights, no CUDA graph, time cuDNN's engines, no checked calls")
+    m, o = load_with_options(conv_search=False)
+    check(o.get("conv_search") == 0 and o.get("skip_weights_hash") == 0, "load(conv_search=False) reaches create")
     m, o = load_with_options(verify_weights=False, check=True, cuda_graph=True, weights="w.bin", device=0)
     check(o.get("skip_weights_hash") == 1 and o.get("cuda_graph") == 1 and o.get("weights_path") == b"w.bin"
           and m._check, "load(verify_weights=False, check=True, ...) reaches create and the Module")

@@ -45,7 +45,7 @@ _EINDEX = 10  # KFUSE_EINDEX (runtime/kfuse_runtime.h)
 class _Options(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("device", ctypes.c_int),
                 ("weights_path", ctypes.c_char_p), ("cuda_graph", ctypes.c_int),
-                ("skip_weights_hash", ctypes.c_int)]
+                ("skip_weights_hash", ctypes.c_int), ("conv_search", ctypes.c_int)]
 
 
 class _Info(ctypes.Structure):
@@ -124,9 +124,12 @@ class Module:
     """A loaded kfuse module: call it with torch tensors."""
 
     def __init__(self, path, device=None, weights=None, cuda_graph=False, verify_weights=True,
-                 check=None):
+                 check=None, conv_search=True):
         """verify_weights=False: do not hash the weights file at create
         (its exact size and the model id in its header are still checked).
+        conv_search=False: each convolution takes cuDNN's heuristics' engine
+        instead of the fastest timed one (a faster create, the same choice
+        every time; kfuse_options.conv_search).
         check: after every call, wait for it and raise KfuseIndexError if
         an index was out of range (a debug aid: each call then synchronises;
         default: the KFUSE_CHECK=1 environment variable)."""
@@ -148,7 +151,7 @@ class Module:
         torch.cuda.init()  # the module shares PyTorch's primary context
         opts = _Options(ctypes.sizeof(_Options), self.device.index,
                         os.fsencode(weights) if weights else None, 1 if cuda_graph else 0,
-                        0 if verify_weights else 1)
+                        0 if verify_weights else 1, 1 if conv_search else 0)
         h = ctypes.c_void_p()
         with torch.cuda.device(self.device):
             rc = self._lib.kfuse_model_create(ctypes.byref(opts), ctypes.byref(h))
@@ -251,15 +254,18 @@ class Module:
             pass
 
 
-def load(path, device=None, weights=None, cuda_graph=False, verify_weights=True, check=None):
+def load(path, device=None, weights=None, cuda_graph=False, verify_weights=True, check=None,
+         conv_search=True):
     """Load a module compiled by `kfuse compile` (model.so). Its weights file
     (model.so.weights beside it, or `weights`) must be the one compiled with
     it: exact size, the module's model id in its header, and unless
     verify_weights=False the XXH64 of its data (docs/DEPLOY.md). check=True
     (or KFUSE_CHECK=1): every call waits and raises KfuseIndexError on an
-    out-of-range index, as PyTorch would; see Module."""
+    out-of-range index, as PyTorch would; conv_search=False: cuDNN's
+    heuristics pick each convolution's engine (no timing at create); see
+    Module."""
     return Module(path, device=device, weights=weights, cuda_graph=cuda_graph,
-                  verify_weights=verify_weights, check=check)
+                  verify_weights=verify_weights, check=check, conv_search=conv_search)
 
 
 def export(model, args, path, kwargs=None):

@@ -1299,6 +1299,7 @@ static void perf_list(fake_perf *p, int *found) {
 }
 EXPORT int cudnnGetConvolutionForwardAlgorithm_v7(void *h, void *x, void *w, void *c, void *y, int n, int *found,
                                                   fake_perf *p) {
+  dnn_log("cudnnGetConvolutionForwardAlgorithm_v7", h);
   perf_list(p, found);
   return 0;
 }

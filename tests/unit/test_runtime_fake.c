@@ -415,6 +415,22 @@ static void test_create_private_stream(void **state) {
   expect_private("creating a model with a CONV step", log);
   kfuse_model_destroy(m);
 
+  /* conv_search = 0 (the module check's create): cuDNN's heuristics, no
+   * timed search */
+  f_mark("conv-heuristics");
+  p = conv_plan(&n);
+  kfuse_options co;
+  kfuse_options_init(&co);
+  assert_int_equal(co.conv_search, 1);
+  co.conv_search = 0;
+  m = NULL;
+  if (kfr_model_create(p, n, &co, &m)) fail_msg("create: %s", kfuse_last_error());
+  free(p);
+  log = since("conv-heuristics");
+  assert_int_equal(lines_with(log, "cudnnFindConvolutionForwardAlgorithmEx"), 0);
+  assert_true(lines_with(log, "cudnnGetConvolutionForwardAlgorithm_v7") >= 1);
+  kfuse_model_destroy(m);
+
   /* weights read from their file (runtime/kfr_weights.c), 9 MiB + 1 KiB:
    * two of its 8 MiB reads */
   uint64_t wn = ((uint64_t)9 << 20) + 1024;
