@@ -1,12 +1,24 @@
-/* agent/compile_stages.c — the compile's stages before any kernel is made,
- * as a compile's options ask for them (include/kfuse/options.h): its
+/* agent/compile_stages.c — a compile's options and its defaults
+ * (kf_compile_options_init), and the compile's stages before any kernel is
+ * made, as those options ask for them (include/kfuse/options.h): its
  * passes, its partition, and the built-in policy's options. Shared by the
  * compile driver (driver/compile.c, driver/units.c) and the task writer
  * (agent/task.c), which writes a model's groups exactly as a compile would
  * partition them. */
+#include <string.h>
+
 #include "agent_int.h"
 #include "kfuse/options.h"
 #include "kfuse/pass.h"
+
+void kf_compile_options_init(kf_compile_options *o) {
+  memset(o, 0, sizeof *o);
+  o->precision = KF_PRECISION_DEFAULT;
+  o->target.sm = 90;
+  o->emit = KF_EMIT_SO;
+  o->fuse = true;
+  o->judge_seconds = 30;
+}
 
 kf_status kf_compile_passes(kf_graph *g, const kf_compile_options *o, kf_diag *diag) {
   kf_compile_passes_choice c = {.reference = o->reference,

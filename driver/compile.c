@@ -28,17 +28,8 @@
 #include "kfuse/compile.h"
 #include "kfuse/pass.h"
 #include "kfuse/task.h"
-#include "plan_int.h"
+#include "kfuse/plan.h"
 #include "units_int.h"
-
-void kf_compile_options_init(kf_compile_options *o) {
-  memset(o, 0, sizeof *o);
-  o->precision = KF_PRECISION_DEFAULT;
-  o->target.sm = 90;
-  o->emit = KF_EMIT_SO;
-  o->fuse = true;
-  o->judge_seconds = 30;
-}
 
 static bool ends_with(const char *s, const char *suf) {
   size_t a = strlen(s), b = strlen(suf);

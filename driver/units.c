@@ -28,7 +28,7 @@
 
 #include "kfuse/compile.h"
 #include "kfuse/task.h"
-#include "plan_int.h"
+#include "kfuse/plan.h"
 #include "units_int.h"
 
 /* Candidates within this factor of the rule's time do not replace it: the

@@ -1,5 +1,5 @@
 /* judge/module_check.c — the whole module checked before kfuse compile
- * writes it (kf_module_checker, include/kfuse/compile.h).
+ * writes it (kf_module_checker, include/kfuse/options.h).
  *
  * Every group passing the judge does not make a module right: the bugs of
  * layouts, fusion and library calls live between groups (torchvision's
@@ -59,7 +59,6 @@
 #include <cjson/cJSON.h>
 
 #include "judge_int.h"
-#include "kfuse/compile.h" /* the reference built by the driver (layering_allowed.txt) */
 #include "kfuse/frontend.h"
 #include "kfuse/pass.h"
 #include "kfuse/interp.h"
@@ -334,8 +333,8 @@ static void keep_first(void *user, kf_diag_level level, const char *msg) {
   if (level == KF_DIAG_ERROR && !e->msg[0]) snprintf(e->msg, sizeof e->msg, "%s", msg);
 }
 
-cJSON *kf_mc_build_reference(const char *model_path, kf_target target, kf_precision precision, const char *so_path,
-                             bool unrounded, char *why, size_t n) {
+cJSON *kf_mc_build_reference(kf_compile_fn compile, const char *model_path, kf_target target,
+                             kf_precision precision, const char *so_path, bool unrounded, char *why, size_t n) {
   ref_capture rc = {NULL};
   kf_graph *rg = NULL;
   first_err fe = {""};
@@ -355,7 +354,7 @@ cJSON *kf_mc_build_reference(const char *model_path, kf_target target, kf_precis
   ro.checker = &cap;
   kf_status st = kf_model_load(model_path, &lo, &rg, &q);
   if (!st && unrounded) st = kf_pass_run_pipeline(rg, "widen-f64", true, &q);
-  if (!st) st = kf_compile_graph(rg, &ro, so_path, &q);
+  if (!st) st = compile(rg, &ro, so_path, &q);
   kf_graph_destroy(rg);
   if (st || !rc.spec) {
     snprintf(why, n, "the %sreference module could not be built: %s", unrounded ? "unrounded " : "",

@@ -699,7 +699,7 @@ static bool parse_int(const char *s, long lo, long hi, long *v) {
   return s[0] && end && !*end && !errno && *v >= lo && *v <= hi;
 }
 
-int kf_judge_module_check_main(int argc, char **argv) {
+int kf_judge_module_check_main(int argc, char **argv, kf_compile_fn compile) {
   long sm = 0, arch = 0, prec = 0;
   if (argc != 7 || !parse_int(argv[4], 1, 1000, &sm) || !parse_int(argv[5], 0, 1, &arch) ||
       !parse_int(argv[6], 0, KF_PRECISION_FP16, &prec)) {
@@ -755,7 +755,7 @@ int kf_judge_module_check_main(int argc, char **argv) {
   kf_target tg = {.sm = (int)sm, .arch_specific = arch != 0};
   {
     char why[700];
-    r.spec = kf_mc_build_reference(model, tg, (kf_precision)prec, refso, false, why, sizeof why);
+    r.spec = kf_mc_build_reference(compile, model, tg, (kf_precision)prec, refso, false, why, sizeof why);
     if (!r.spec) {
       cJSON_AddStringToObject(rdy, "error", why);
       rc = write_json(ready, rdy);
@@ -780,7 +780,7 @@ int kf_judge_module_check_main(int argc, char **argv) {
   {
     char why[700], uso[4300];
     snprintf(uso, sizeof uso, "%s/unrounded.so", dir);
-    u.spec = kf_mc_build_reference(model, tg, (kf_precision)prec, uso, true, why, sizeof why);
+    u.spec = kf_mc_build_reference(compile, model, tg, (kf_precision)prec, uso, true, why, sizeof why);
     const cJSON *jo = cJSON_GetObjectItem(u.spec, "outputs");
     u.n_out = cJSON_GetArraySize(jo);
     u.otd = u.spec ? calloc((size_t)u.n_out + 1, sizeof *u.otd) : NULL;

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "judge_int.h"
-#include "plan_int.h"
+#include "kfuse/plan.h"
 
 static bool plain(const kf_jvalue *v) { return v->type.offset == 0 && kf_type_is_contiguous(&v->type); }
 

@@ -55,6 +55,7 @@ OWNER = {
     "llm.h": "agent",
     "options.h": "agent",
     "task.h": "agent",
+    "plan.h": "agent",
     "cache.h": "cache",
     "judge.h": "judge",
     "agent_loop.h": "judge",

@@ -495,7 +495,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "judge") == 0) return kf_cmd_judge(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "judge-worker") == 0) return kf_judge_worker_main(); /* started by the judge */
   if (strcmp(cmd, "judge-compile") == 0) return kf_judge_compile_main();
-  if (strcmp(cmd, "module-check-worker") == 0) return kf_judge_module_check_main(argc, argv); /* kfuse compile's */
+  if (strcmp(cmd, "module-check-worker") == 0) return kf_judge_module_check_main(argc, argv, kf_compile_graph); /* kfuse compile's */
   if (strcmp(cmd, "bench") == 0) return kf_cmd_bench(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "agent") == 0) return kf_cmd_agent(argc - 2, argv + 2, &diag);
   if (strcmp(cmd, "serve") == 0) return kf_cmd_serve(argc - 2, argv + 2, &diag);

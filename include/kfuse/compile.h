@@ -21,8 +21,6 @@
 extern "C" {
 #endif
 
-KF_API void kf_compile_options_init(kf_compile_options *o);
-
 /* Compile g (modified by the compile passes) into out_path. For KF_EMIT_SO
  * the weights go to out_path + ".weights" unless embedded; for KF_EMIT_OBJ a
  * header out_path with ".h" replacing ".o" is written too. */

@@ -153,8 +153,9 @@ KF_API void kf_judge_module_checker_start(kf_judge_module_checker *c, const kf_c
 /* Stop the worker, if any, and remove its files. */
 KF_API void kf_judge_module_checker_fini(kf_judge_module_checker *c);
 /* `kfuse module-check-worker MODEL DIR SM ARCH PRECISION` (started by the
- * check; not for use by hand). Returns the process exit status. */
-KF_API int kf_judge_module_check_main(int argc, char **argv);
+ * check; not for use by hand), its reference modules built with compile
+ * (kf_compile_graph). Returns the process exit status. */
+KF_API int kf_judge_module_check_main(int argc, char **argv, kf_compile_fn compile);
 
 /* ---- kernel units run on the CPU (judge/emu.c) ----
  * The module check without a GPU and the emulator tests: the units'

@@ -6,8 +6,8 @@
  * (judge/pick.c, judge/module_check.c), the driver calls them
  * (driver/compile.c, driver/units.c), the kfuse command wires them in; so
  * the types live below all three, beside the units they carry
- * (include/kfuse/agent.h). kf_compile_options_init is the driver's
- * (include/kfuse/compile.h). */
+ * (include/kfuse/agent.h). kf_compile_options_init and the stages
+ * below are agent/compile_stages.c's. */
 #ifndef KFUSE_OPTIONS_H
 #define KFUSE_OPTIONS_H
 
@@ -200,6 +200,16 @@ typedef struct kf_compile_options {
   bool keep_values;         /* no arena reuse: every group output keeps its
                                region (the module check's reference) */
 } kf_compile_options;
+
+/* The compile itself (kf_compile_graph, include/kfuse/compile.h), handed
+ * to the module check's worker by the kfuse command, which builds its
+ * reference modules with it: the judge sits below the driver and reaches
+ * the compile only through this. */
+typedef kf_status (*kf_compile_fn)(kf_graph *g, const kf_compile_options *o, const char *out_path, kf_diag *diag);
+
+/* o's defaults: the default precision policy, sm_90, a shared module,
+ * fusion on, 30 s of judging a group (agent/compile_stages.c) */
+KF_API void kf_compile_options_init(kf_compile_options *o);
 
 /* ---- the compile's stages before any kernel is made (agent/compile_stages.c),
  * shared by the compile driver and the task writer ---- */
