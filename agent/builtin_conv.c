@@ -160,14 +160,20 @@ static kf_status epilogue(const kf_partition *p, const kf_group *g, const kf_bui
 /* ---- cuDNN ------------------------------------------------------------------ */
 
 /* Math of a cuDNN convolution: PyTorch lets cuDNN use TF32 for f32
- * convolutions by default, and so does every kfuse policy (none asks for
- * strict fp32 convolutions yet; KFR_COMPUTE_32F would be it); 16-bit data
- * computes on tensor cores with fp32 accumulation. */
-static int cudnn_compute(kf_dtype dt) {
+ * convolutions by default, and so does kfuse's default policy, except for
+ * an f32 depthwise convolution (2-d or 3-d, not transposed, groups = input
+ * channels > 1): eager PyTorch runs those on its own CUDA kernels in plain
+ * fp32, never cuDNN's TF32 (its use_cudnn_depthwise is for 16-bit inputs),
+ * and they are memory-bound, so TF32 buys nothing; on TF32 a dilated
+ * depthwise network drifted 5 times as far from the fp64 model as eager
+ * (deeplabv3_mobilenet_v3_large, H200, 2026-11-28: 1.8e-2 against eager's
+ * 3.7e-3). --precision tf32 asks for TF32 everywhere, depthwise too.
+ * 16-bit data computes on tensor cores with fp32 accumulation. */
+static int cudnn_compute(kf_dtype dt, kf_precision p, bool depthwise) {
   switch (dt) {
   case KF_DTYPE_F16: return KFR_COMPUTE_32F_F16;
   case KF_DTYPE_BF16: return KFR_COMPUTE_32F_BF16;
-  default: return KFR_COMPUTE_32F_TF32;
+  default: return depthwise && p == KF_PRECISION_DEFAULT ? KFR_COMPUTE_32F : KFR_COMPUTE_32F_TF32;
   }
 }
 
@@ -295,12 +301,12 @@ static kf_status conv_cudnn(const kf_partition *p, const kf_group *g, const kf_b
   c.nd = sp;
   c.layout = nhwc ? KFR_CONV_NHWC : KFR_CONV_NCHW;
   c.dtype = dt;
-  c.compute = cudnn_compute(dt);
   c.n = x->shape[0];
   c.c = x->shape[1];
   c.k = r->shape[1];
   c.groups = groups;
   c.transposed = tr;
+  c.compute = cudnn_compute(dt, o->precision, !tr && (sp == 2 || sp == 3) && groups > 1 && groups == c.c);
   /* forward w [k, c/g, ...]; transposed w [c, k/g, ...] */
   if (!tr && (w->shape[0] != c.k || w->shape[1] * groups != c.c || c.k % groups)) return KF_OK;
   if (tr && (w->shape[0] != c.c || w->shape[1] * groups != c.k || c.c % groups)) return KF_OK;
