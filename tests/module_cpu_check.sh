@@ -3,7 +3,10 @@
 # check without a GPU (judge/module_check.c, the CPU emulation of
 # judge/emu.c against the fp64 interpreter), on a model whose convolutions
 # a default compile lays out channels-last (tests/models/tv_bottleneck_cl.pt2):
-#   1. a plain compile: the check ran on the CPU, passed, no fallback;
+#   1. a plain compile: the check ran on the CPU, passed, no fallback, held
+#      to fp32's policy bound (1e-3: the emulation computes nothing in TF32,
+#      so the TF32 bound a GPU check of these fp32 convolutions gets would
+#      only loosen it);
 #   2. the mutation (KFUSE_TEST_BREAK_LAYOUT=1: the channels-last pass
 #      writes 3x3 filters with their spatial dims exchanged; every group is
 #      still right against its own weights): the check fails, names a
@@ -26,6 +29,8 @@ field() { # REPORT PYTHON-EXPRESSION over the report's module_check as m
 [ "$(field "$dir/a.json" "m.get('passed')")" = True ] || fail "plain: the check failed: $(field "$dir/a.json" "m.get('failure')")"
 [ "$(field "$dir/a.json" "'CPU' in m.get('device', '')")" = True ] || fail "plain: not the CPU path"
 [ "$(field "$dir/a.json" "m.get('fallback', '')")" = "" ] || fail "plain: a fallback was needed"
+[ "$(field "$dir/a.json" "m.get('policy_bound')")" = 0.001 ] \
+  || fail "plain: the CPU check's policy bound is $(field "$dir/a.json" "m.get('policy_bound')"), not fp32's 1e-3"
 
 KFUSE_TEST_BREAK_LAYOUT=1 "$k" compile "$model" -o "$dir/b.so" -q --report "$dir/b.json" 2>"$dir/b.err" \
   || fail "mutation: the fallback compile did not succeed: $(tail -3 "$dir/b.err")"
