@@ -83,6 +83,13 @@ void kf_judge_queue_give(kf_judge_queue *q, int device) {
   pthread_mutex_unlock(&q->mu);
 }
 
-int kf_judge_queue_take_cb(void *q) { return kf_judge_queue_take(q); }
-
-void kf_judge_queue_give_cb(void *q, int device) { kf_judge_queue_give(q, device); }
+kf_status kf_judge_bound_call(void *binding, const char *task_dir, const char *unit_dir, bool profile,
+                              kf_strbuf *verdict, kf_diag *diag) {
+  const kf_judge_binding *b = binding;
+  kf_judge_options o = b->o;
+  o.profile = profile;
+  if (b->queue) o.device = kf_judge_queue_take(b->queue);
+  kf_status st = kf_judge_unit(task_dir, unit_dir, &o, verdict, diag);
+  if (b->queue) kf_judge_queue_give(b->queue, o.device);
+  return st;
+}

@@ -58,9 +58,10 @@ OWNER = {
     "plan.h": "agent",
     "cache.h": "cache",
     "judge.h": "judge",
-    "agent_loop.h": "judge",
-    "env_session.h": "judge",
+    "agent_loop.h": "agent",
+    "env_session.h": "agent",
     "compile.h": "driver",
+    "compile_agent.h": "driver",
 }
 
 # runtime/ headers every folder may include: the module API, the plan

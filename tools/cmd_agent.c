@@ -16,11 +16,16 @@
 #include <string.h>
 
 #include "kfuse/agent_loop.h"
+#include "kfuse/judge.h"
 #include "tools_int.h"
 
 int kf_cmd_agent(int argc, char **argv, kf_diag *diag) {
   kf_agent_options o;
   kf_agent_options_init(&o);
+  kf_judge_binding jb = {.queue = NULL};
+  kf_judge_options_init(&jb.o);
+  o.judge = kf_judge_bound_call;
+  o.judge_user = &jb;
   const char *task = NULL, *out = NULL, *v;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
@@ -56,7 +61,7 @@ int kf_cmd_agent(int argc, char **argv, kf_diag *diag) {
         return 2;
     } else if (strcmp(a, "--judge-timeout") == 0) {
       if (!kf_cli_value(argc, argv, &i, "agent", &v, diag) ||
-          !kf_cli_double("agent", a, v, 1, 86400, &o.judge.timeout_s, diag))
+          !kf_cli_double("agent", a, v, 1, 86400, &jb.o.timeout_s, diag))
         return 2;
     } else if (strcmp(a, "--trajectory") == 0) {
       if (!kf_cli_value(argc, argv, &i, "agent", &o.trajectory, diag)) return 2;

@@ -275,7 +275,7 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
     }
     ag = calloc(1, sizeof *ag);
     if (!ag) return 1;
-    ao.judge.timeout_s = judge_timeout;
+    cao.judge.timeout_s = judge_timeout;
     kf_status as = kf_compile_agent(in, &o, &ao, agent_dir, &cao, ag, diag);
     if (as != KF_OK) {
       /* the built-in policy still gives a module */

@@ -339,7 +339,7 @@ int kf_cmd_warm(int argc, char **argv, kf_diag *diag) {
     rc = wc.failed || wc.not_judged ? 1 : 0;
   }
   if (!st && agent && wc.n_missed > 0) {
-    ao.judge.timeout_s = judge_timeout;
+    cao.judge.timeout_s = judge_timeout;
     if (agent_sessions(models, n, &o, &ao, &cao, agent_dir, &wc, shard, n_shards, diag) != KF_OK) rc = 1;
   }
   free(wc.missed);

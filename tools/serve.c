@@ -54,6 +54,7 @@ struct kf_serve {
   ssn **tab; /* max_sessions slots */
   int open;
   kf_judge_queue *gq; /* judge calls wait here for a GPU */
+  kf_judge_binding jb; /* every session's judge: the options, the queue */
 };
 
 char *kf_serve_error_body(const char *msg) {
@@ -81,6 +82,8 @@ kf_status kf_serve_create(const kf_serve_options *o, kf_serve **out, kf_diag *di
   s->tab = calloc((size_t)o->max_sessions, sizeof *s->tab);
   kf_status st = s->tab ? kf_judge_queue_create(o->gpus, &s->gq) : KF_ERR_NOMEM;
   if (st) goto fail;
+  s->jb.o = o->judge;
+  s->jb.queue = s->gq;
   struct stat sb;
   if (!realpath(o->tasks_dir, s->tasks_real) || stat(s->tasks_real, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
     kf_diag_error(diag, "serve: --tasks %s: not a directory", o->tasks_dir);
@@ -442,12 +445,10 @@ static void open_session(kf_serve *s, const cJSON *body, reply *r) {
   kf_env_options eo;
   kf_env_options_init(&eo);
   eo.max_judge = max_judge;
-  eo.judge = s->o.judge;
+  eo.judge = kf_judge_bound_call;
+  eo.judge_user = &s->jb;
   eo.source = "serve";
   eo.model = cJSON_IsString(model) ? model->valuestring : NULL;
-  eo.gpu_take = kf_judge_queue_take_cb;
-  eo.gpu_give = kf_judge_queue_give_cb;
-  eo.gpu_user = s->gq;
   cJSON *b = cJSON_CreateObject();
   if (b) {
     cJSON_AddNumberToObject(b, "tool_calls", max_calls);

@@ -89,50 +89,13 @@ bool kf_cli_cache_usage_ok(const kf_cli_cache *cc, const char *cmd, kf_diag *dia
 kf_status kf_cli_cache_open(const kf_cli_cache *cc, const char *cmd, kf_cache **out, kf_cache_remote **remote,
                             kf_diag *diag);
 void kf_cli_cache_close(kf_cache *c, kf_cache_remote *r);
-/* kfuse compile --agent llm (tools/compile_agent.c): agent sessions on
- * the model's groups before the compile; the units they verified, by key,
- * for the compile to verify again and use (as --unit). AGENT_DIR must not
- * exist. */
-#define KF_COMPILE_GIVEN_MAX 64
-typedef struct kf_compile_given {
-  int n;
-  char keys[KF_COMPILE_GIVEN_MAX][65];
-  char dirs[KF_COMPILE_GIVEN_MAX][4200];
-  /* the groups that had a session, verified or not (the first
-   * KF_COMPILE_GIVEN_MAX): kfuse warm gives each key one session */
-  int n_tried;
-  char tried[KF_COMPILE_GIVEN_MAX][65];
-} kf_compile_given;
-/* The scheduling of the sessions: what the per-group kf_agent_options
- * leave to the whole model. */
-typedef struct kf_compile_agent_options {
-  int groups;     /* sessions at most (--agent-groups) */
-  int jobs;       /* sessions in flight at once (--agent-jobs); 0: min(groups, 4) */
-  int gpus;       /* GPUs judge calls are queued onto (--agent-gpus); 0: the visible ones */
-  long long tokens; /* prompt + completion tokens over all sessions (--agent-tokens); 0: no limit */
-  double seconds; /* wall time of the whole agent phase (--agent-seconds); 0: no limit */
-  /* only groups with these keys (kf_group.key_hex) get sessions (kfuse
-   * warm: the cache's misses); NULL: every group */
-  const char (*only_keys)[65];
-  int n_only;
-} kf_compile_agent_options;
-/* 4 groups, the rest 0 (defaults, no limits). */
-void kf_compile_agent_options_init(kf_compile_agent_options *o);
+#include "kfuse/compile_agent.h"
 struct kf_agent_options;
 /* The agent options kfuse compile and kfuse warm share (tools/cmd_compile.c):
  * --agent llm|builtin, --agent-dir, --agent-* budgets and the LLM client's
  * options (kf_cli_llm_option). 1: consumed, 0: not one, -1: usage error. */
 int kf_cli_agent_option(int argc, char **argv, int *i, const char *cmd, bool *agent, const char **agent_dir,
                         struct kf_agent_options *ao, kf_compile_agent_options *cao, kf_diag *diag);
-struct kf_agent_options;
-struct kf_compile_options;
-kf_status kf_compile_agent(const char *model, const struct kf_compile_options *co,
-                           const struct kf_agent_options *ao, const char *agent_dir,
-                           const kf_compile_agent_options *cao, kf_compile_given *given, kf_diag *diag);
-/* After the compile: AGENT_DIR/agent.json into the compile's report (its
- * "agent": the ordering, the sessions, and per session in_module, whether
- * its unit replaced the built-in one), rewritten in place. */
-kf_status kf_compile_agent_report(const char *agent_dir, const char *report, bool progress, kf_diag *diag);
 /* An option of the LLM client (--endpoint, --model, --api-key-env,
  * --temperature, --max-tokens, --timeout, --retries, --backoff) at
  * argv[*i] into c: 1 taken (advancing *i past its value), 0 not one, -1

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kfuse/judge.h"
+#include "kfuse/env_session.h"
 #include "kfuse/llm.h"
 
 struct kf_agent_result;
@@ -31,10 +31,10 @@ typedef struct kf_agent_options {
   double target_fraction;  /* stop once a verified unit reaches this fraction
                               of the floor; 0: never */
   int64_t context_chars;   /* older tool observations are trimmed past this */
-  kf_judge_options judge;
+  kf_env_judge_fn judge;   /* the session's judge (required; kfuse/judge.h's
+                              kf_judge_bound_call, which may queue onto GPUs) */
+  void *judge_user;
   const char *trajectory;  /* JSONL path; NULL: OUT_DIR/trajectory.jsonl */
-  kf_judge_queue *queue;   /* judge calls wait here for a GPU (its ordinal
-                              replaces judge.device); NULL: judge.device */
   /* Asked before each turn with the counts so far (budgets shared by
    * several sessions: kfuse compile --agent llm's per-model ones): true
    * ends the session, its stop reason written to why (n bytes). Called
@@ -44,7 +44,7 @@ typedef struct kf_agent_options {
 } kf_agent_options;
 
 /* 20 turns, no token or time limit, 10 judge calls, target 0, 400k
- * characters of context, the judge's defaults. */
+ * characters of context, no judge (the caller's to set). */
 KF_API void kf_agent_options_init(kf_agent_options *o);
 
 typedef struct kf_agent_result {

@@ -10,8 +10,11 @@
  * one tool call at a time: an observation for the model, the verdict and
  * reward of a judge call (profile is a judge call that also times each
  * step of the unit alone). The model's code is untrusted: it is only written under
- * OUT_DIR and run by the judge (kfuse/judge.h: its workers, static checks,
- * limits); file tools read inside the task directory only. The best unit
+ * OUT_DIR and run by the judge the caller hands the session
+ * (kf_env_options.judge: kfuse/judge.h's kf_judge_bound_call, with its
+ * workers, static checks and limits); file tools read inside the task
+ * directory only. The session lives with the kernel makers (agent/), below
+ * the judge, and reaches it only through that hook. The best unit
  * the judge verified is kept in OUT_DIR; every tool call goes to the
  * trajectory (JSONL, kfuse-trajectory-v1).
  *
@@ -23,30 +26,34 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "kfuse/judge.h"
+#include "kfuse/status.h"
 
 struct cJSON;
 
 typedef struct kf_env_session kf_env_session;
 
+/* A judge call: the unit in unit_dir (unit.json + unit.cu) for the task in
+ * task_dir, its verdict (JSON, kfuse-verdict-v1) appended to *verdict
+ * whenever the unit was judged (KF_OK then, whatever its reward); profile:
+ * also each step of the unit timed alone. user is kf_env_options.judge_user. */
+typedef kf_status (*kf_env_judge_fn)(void *user, const char *task_dir, const char *unit_dir, bool profile,
+                                     kf_strbuf *verdict, kf_diag *diag);
+
 typedef struct kf_env_options {
   int max_judge;          /* judge calls; one past it is answered with an
                              error observation; 0: no limit */
-  kf_judge_options judge; /* judge.device is replaced by gpu_take's */
+  kf_env_judge_fn judge;  /* the judge and profile tools' judge (required;
+                             kfuse/judge.h's kf_judge_bound_call) */
+  void *judge_user;
   const char *trajectory; /* JSONL path; NULL: OUT_DIR/trajectory.jsonl */
   const char *source;     /* who drives the session ("agent", "serve"), in
                              the start record */
   const char *model, *endpoint; /* the start record's; NULL: "" */
   const struct cJSON *budget;   /* the start record's "budget" (copied);
                                    NULL: {"judge_calls": max_judge} */
-  /* Judge calls wait here for a GPU, whose ordinal they get (kfuse
-   * serve's queue), and hand it back after; NULL: judge.device. */
-  int (*gpu_take)(void *user);
-  void (*gpu_give)(void *user, int device);
-  void *gpu_user;
 } kf_env_options;
 
-/* 10 judge calls, the judge's defaults, source "agent". */
+/* 10 judge calls, source "agent", no judge (the caller's to set). */
 KF_API void kf_env_options_init(kf_env_options *o);
 
 /* Where a session stands. */

@@ -114,9 +114,18 @@ KF_API void kf_judge_queue_destroy(kf_judge_queue *q);
 KF_API int kf_judge_queue_gpus(const kf_judge_queue *q);
 KF_API int kf_judge_queue_take(kf_judge_queue *q);
 KF_API void kf_judge_queue_give(kf_judge_queue *q, int device);
-/* The same, as kf_env_options.gpu_take and gpu_give (user: the queue). */
-KF_API int kf_judge_queue_take_cb(void *q);
-KF_API void kf_judge_queue_give_cb(void *q, int device);
+
+/* The judge an environment session calls (kf_env_options.judge and
+ * kf_agent_options.judge, include/kfuse/env_session.h): binding is a
+ * kf_judge_binding, the options every call gets and, when queue is set,
+ * the queue each call waits on for a GPU (its ordinal replaces o.device).
+ * Read only, so one binding may serve sessions on several threads. */
+typedef struct kf_judge_binding {
+  kf_judge_options o;
+  kf_judge_queue *queue; /* NULL: o.device */
+} kf_judge_binding;
+KF_API kf_status kf_judge_bound_call(void *binding, const char *task_dir, const char *unit_dir, bool profile,
+                                     kf_strbuf *verdict, kf_diag *diag);
 
 /* kfuse compile's module check (kf_module_checker, include/kfuse/compile.h;
  * judge/module_check.c): the linked module run on fresh input sets

@@ -1,4 +1,4 @@
-/* tools/compile_agent.c — `kfuse compile --agent llm`: before the compile,
+/* driver/compile_agent.c — `kfuse compile --agent llm` (and kfuse warm's): before the compile,
  * LLM agent sessions (include/kfuse/agent_loop.h) on the model's groups,
  * whose verified units go in as --unit does (the compile's judge verifies
  * each again in place; the built-in unit stays wherever none is verified).
@@ -35,10 +35,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "kfuse/agent_loop.h"
+#include "kfuse/compile_agent.h"
 #include "kfuse/frontend.h"
 #include "kfuse/task.h"
-#include "tools_int.h"
 
 /* What a session may not start, or stop, for */
 enum { NOT_CHOSEN = 0, RUN, SKIP_TARGET, SKIP_BUDGET, SKIP_ERROR };
@@ -70,6 +69,7 @@ typedef struct shared {
   const kf_agent_options *ao;
   const kf_compile_options *co;
   kf_judge_queue *q;
+  kf_judge_binding jb; /* the sessions' judge: ca->judge on the queue */
   double t0;
   bool spent; /* a per-model budget is spent: no new session */
   char spent_why[160];
@@ -158,7 +158,7 @@ static void forward(void *user, kf_diag_level level, const char *msg) {
 /* Time c's built-in unit through the judge on a GPU of the queue: ms and
  * the fraction of the floor, or time_why. */
 static void time_builtin(shared *sh, cand *c) {
-  kf_judge_options jo = sh->ao->judge;
+  kf_judge_options jo = sh->ca->judge;
   jo.builtin = false; /* the built-in unit is the one judged */
   jo.min_time_ms = 50;
   kf_strbuf v, msg;
@@ -276,7 +276,8 @@ static bool should_stop(void *user, const kf_agent_result *r, char *why, size_t 
 static void run_session(shared *sh, cand *c, int nth, int of) {
   const kf_compile_agent_options *ca = sh->ca;
   kf_agent_options o = *sh->ao;
-  o.queue = sh->q;
+  o.judge = kf_judge_bound_call;
+  o.judge_user = &sh->jb;
   stop_ctx x = {sh, c};
   o.should_stop = should_stop;
   o.stop_user = &x;
@@ -491,6 +492,7 @@ static kf_status candidates(const char *tasks, const kf_compile_agent_options *c
 void kf_compile_agent_options_init(kf_compile_agent_options *o) {
   memset(o, 0, sizeof *o);
   o->groups = 4;
+  kf_judge_options_init(&o->judge);
 }
 
 kf_status kf_compile_agent(const char *model, const kf_compile_options *co, const kf_agent_options *ao,
@@ -535,6 +537,8 @@ kf_status kf_compile_agent(const char *model, const kf_compile_options *co, cons
     free(c);
     return st;
   }
+  sh.jb.o = ca.judge;
+  sh.jb.queue = sh.q;
   if (pthread_mutex_init(&sh.mu, NULL) != 0) {
     kf_judge_queue_destroy(sh.q);
     free(c);

@@ -1,9 +1,10 @@
-/* judge/env_session.c — one session of the kernel environment on one task
+/* agent/env_session.c — one session of the kernel environment on one task
  * (kfuse/env_session.h): the tools a policy works through, for `kfuse
  * agent`'s loop (agent_loop.c) and `kfuse serve` (tools/serve*.c) alike.
  *
  * The model's code is untrusted: it is only ever written under OUT_DIR and
- * run by the judge (its workers, its static checks, its limits); file tools
+ * run by the judge the caller hands the session (kf_env_options.judge:
+ * kf_judge_bound_call, with the judge's workers, static checks and limits); file tools
  * read inside the task directory only. A tool call with unusable arguments
  * gets an error observation, never a failure of the session.
  *
@@ -49,7 +50,6 @@ void kf_env_options_init(kf_env_options *o) {
   memset(o, 0, sizeof *o);
   o->max_judge = 10;
   o->source = "agent";
-  kf_judge_options_init(&o->judge);
 }
 
 static char skill_version[32];
@@ -451,12 +451,8 @@ static char *obs_judge(kf_env_session *S, bool prof, cJSON **full, kf_env_step *
   kf_strbuf_init(&msg);
   kf_diag d;
   kf_diag_init(&d, kf_diag_to_strbuf, &msg);
-  kf_judge_options jo = S->o.judge;
-  jo.profile = prof;
   double t = kf_now_s();
-  if (S->o.gpu_take) jo.device = S->o.gpu_take(S->o.gpu_user);
-  kf_status st = kf_judge_unit(S->task_real, dir, &jo, &v, &d);
-  if (S->o.gpu_give) S->o.gpu_give(S->o.gpu_user, jo.device);
+  kf_status st = S->o.judge(S->o.judge_user, S->task_real, dir, prof, &v, &d);
   S->st.judge_seconds += kf_now_s() - t;
   S->st.judge_calls++;
   cJSON *vj = v.data ? cJSON_Parse(v.data) : NULL;
@@ -555,8 +551,8 @@ kf_status kf_env_session_call(kf_env_session *S, const char *id, const char *nam
 kf_status kf_env_session_open(const char *task_dir, const char *out_dir, const kf_env_options *o,
                               kf_env_session **out, kf_diag *diag) {
   *out = NULL;
-  if (!task_dir || !out_dir || !o) {
-    kf_diag_error(diag, "env: a task directory and an output directory are needed");
+  if (!task_dir || !out_dir || !o || !o->judge) {
+    kf_diag_error(diag, "env: a task directory, an output directory and a judge are needed");
     return KF_ERR_ARG;
   }
   const char *who = o->source ? o->source : "env";

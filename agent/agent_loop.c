@@ -1,4 +1,4 @@
-/* judge/agent_loop.c — the LLM kernel agent's loop over one task
+/* agent/agent_loop.c — the LLM kernel agent's loop over one task
  * (kfuse/agent_loop.h; docs/AGENT.md, "The agent loop").
  *
  * A ReAct loop: the conversation (system: agent/SKILL.md; user: the task's
@@ -28,7 +28,6 @@ void kf_agent_options_init(kf_agent_options *o) {
   o->max_turns = 20;
   o->max_judge = 10;
   o->context_chars = 400000;
-  kf_judge_options_init(&o->judge);
 }
 
 const char *kf_agent_skill_version(void) { return kf_env_skill_version(); }
@@ -154,15 +153,11 @@ kf_status kf_agent_run(const char *task_dir, const char *out_dir, const kf_agent
   kf_env_options_init(&eo);
   eo.max_judge = o->max_judge;
   eo.judge = o->judge;
+  eo.judge_user = o->judge_user;
   eo.trajectory = o->trajectory;
   eo.source = "agent";
   eo.model = o->llm.model;
   eo.endpoint = o->llm.endpoint;
-  if (o->queue) {
-    eo.gpu_take = kf_judge_queue_take_cb;
-    eo.gpu_give = kf_judge_queue_give_cb;
-    eo.gpu_user = o->queue;
-  }
   cJSON *budget = cJSON_CreateObject();
   if (!budget) return KF_ERR_NOMEM;
   cJSON_AddNumberToObject(budget, "turns", o->max_turns);
