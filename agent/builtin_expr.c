@@ -751,49 +751,17 @@ static bool is_scalar_const(const kf_value *v) {
   return v->type.kind == KF_TYPE_SCALAR && v->def && v->def->code == KF_OP_SCALAR;
 }
 
+/* The device function of agent/templates/kf_ops.cuh computing a unary op:
+ * the one-row ops of ops.def name theirs, bitwise_not is its own. */
 static const char *unary_fn(kf_opcode c) {
   switch (c) {
-  case KF_OP_ABS: return "abs";
-  case KF_OP_NEG: return "neg";
-  case KF_OP_EXP: return "exp";
-  case KF_OP_EXP2: return "exp2";
-  case KF_OP_EXPM1: return "expm1";
-  case KF_OP_LOG: return "log";
-  case KF_OP_LOG2: return "log2";
-  case KF_OP_LOG10: return "log10";
-  case KF_OP_LOG1P: return "log1p";
-  case KF_OP_SQRT: return "sqrt";
-  case KF_OP_RSQRT: return "rsqrt";
-  case KF_OP_SIN: return "sin";
-  case KF_OP_COS: return "cos";
-  case KF_OP_TAN: return "tan";
-  case KF_OP_ASIN: return "asin";
-  case KF_OP_ACOS: return "acos";
-  case KF_OP_ATAN: return "atan";
-  case KF_OP_SINH: return "sinh";
-  case KF_OP_COSH: return "cosh";
-  case KF_OP_TANH: return "tanh";
-  case KF_OP_ASINH: return "asinh";
-  case KF_OP_ACOSH: return "acosh";
-  case KF_OP_ATANH: return "atanh";
-  case KF_OP_ERF: return "erf";
-  case KF_OP_SIGMOID: return "sigmoid";
-  case KF_OP_RELU: return "relu";
-  case KF_OP_SILU: return "silu";
-  case KF_OP_MISH: return "mish";
-  case KF_OP_HARDSIGMOID: return "hardsigmoid";
-  case KF_OP_HARDSWISH: return "hardswish";
-  case KF_OP_FLOOR: return "floor";
-  case KF_OP_CEIL: return "ceil";
-  case KF_OP_ROUND: return "round";
-  case KF_OP_TRUNC: return "trunc";
-  case KF_OP_FRAC: return "frac";
-  case KF_OP_SIGN: return "sign";
-  case KF_OP_RECIPROCAL: return "reciprocal";
-  case KF_OP_LOGICAL_NOT: return "logical_not";
+#define KF_OP(ID, NAME, KIND, OPERANDS, RESULTS, ATTRS)
+#define KF_EW1(ID, NAME, RESULT, INTERP, TORCH) \
+  case KF_OP_##ID: return NAME;
+#include "kfuse/ops.def"
+#undef KF_EW1
+#undef KF_OP
   case KF_OP_BITWISE_NOT: return "bitwise_not";
-  case KF_OP_ISNAN: return "isnan";
-  case KF_OP_ISINF: return "isinf";
   default: return NULL;
   }
 }

@@ -73,21 +73,27 @@ static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
     vname(b, R(i));
   }
   kf_strbuf_printf(b, " = ");
-  static const char *const torch_unary[] = {
-      "abs", "neg", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos",
-      "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "sigmoid",
-      "relu", "floor", "ceil", "round", "trunc", "frac", "sign", "reciprocal", "logical_not", "bitwise_not",
-      "isnan", "isinf", NULL};
+  /* the one-row ops of ops.def: their torch column, on the operand */
+  const char *torch_fn = NULL;
+  switch (op->code) {
+#define KF_OP(ID, NAME, KIND, OPERANDS, RESULTS, ATTRS)
+#define KF_EW1(ID, NAME, RESULT, INTERP, TORCH) \
+  case KF_OP_##ID: torch_fn = TORCH; break;
+#include "kfuse/ops.def"
+#undef KF_EW1
+#undef KF_OP
+  case KF_OP_BITWISE_NOT: torch_fn = "torch.bitwise_not"; break;
+  default: break;
+  }
+  if (torch_fn) {
+    kf_strbuf_printf(b, "%s(", torch_fn);
+    vname(b, O(0));
+    kf_strbuf_printf(b, ")\n");
+    return true;
+  }
   static const char *const torch_binary[] = {
       "mul", "remainder", "fmod", "pow", "atan2", "maximum", "minimum", "bitwise_and", "bitwise_or",
       "bitwise_xor", "logical_and", "logical_or", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge", NULL};
-  for (int i = 0; torch_unary[i]; i++)
-    if (!strcmp(name, torch_unary[i])) {
-      kf_strbuf_printf(b, "torch.%s(", name);
-      vname(b, O(0));
-      kf_strbuf_printf(b, ")\n");
-      return true;
-    }
   for (int i = 0; torch_binary[i]; i++)
     if (!strcmp(name, torch_binary[i])) {
       /* a scalar operand is a Python number: its own value, as the IR's */
@@ -121,14 +127,6 @@ static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
     kf_strbuf_printf(b, "F.gelu(");
     vname(b, O(0));
     kf_strbuf_printf(b, ", approximate='%s')\n", A(0)->u.s);
-    return true;
-  case KF_OP_SILU:
-  case KF_OP_MISH:
-  case KF_OP_HARDSIGMOID:
-  case KF_OP_HARDSWISH:
-    kf_strbuf_printf(b, "F.%s(", name);
-    vname(b, O(0));
-    kf_strbuf_printf(b, ")\n");
     return true;
   case KF_OP_HARDTANH:
   case KF_OP_LEAKY_RELU:

@@ -1947,17 +1947,13 @@ static kf_status L_assert_metadata(at_ctx *c) {
 #define BIN_S(name, OP) {name ".Scalar(Tensor self, Scalar other) -> Tensor", L_binary, KF_OP_##OP, NULL}
 
 const at_row kf_aten_rows[] = {
-    /* element-wise unary */
-    UN("abs", ABS), UN("neg", NEG), UN("exp", EXP), UN("exp2", EXP2), UN("expm1", EXPM1),
-    UN("log", LOG), UN("log2", LOG2), UN("log10", LOG10), UN("log1p", LOG1P), UN("sqrt", SQRT),
-    UN("rsqrt", RSQRT), UN("sin", SIN), UN("cos", COS), UN("tan", TAN), UN("asin", ASIN),
-    UN("acos", ACOS), UN("atan", ATAN), UN("sinh", SINH), UN("cosh", COSH), UN("tanh", TANH),
-    UN("asinh", ASINH), UN("acosh", ACOSH), UN("atanh", ATANH), UN("erf", ERF),
-    UN("sigmoid", SIGMOID), UN("relu", RELU), UN("silu", SILU), UN("mish", MISH),
-    UN("hardsigmoid", HARDSIGMOID), UN("hardswish", HARDSWISH), UN("floor", FLOOR),
-    UN("ceil", CEIL), UN("round", ROUND), UN("trunc", TRUNC), UN("frac", FRAC), UN("sign", SIGN),
-    UN("sgn", SIGN), UN("reciprocal", RECIPROCAL), UN("logical_not", LOGICAL_NOT),
-    UN("bitwise_not", BITWISE_NOT), UN("isnan", ISNAN), UN("isinf", ISINF),
+    /* element-wise unary: every one-row op of ops.def under its own name */
+#define KF_OP(ID, NAME, KIND, OPERANDS, RESULTS, ATTRS)
+#define KF_EW1(ID, NAME, RESULT, INTERP, TORCH) UN(NAME, ID),
+#include "kfuse/ops.def"
+#undef KF_EW1
+#undef KF_OP
+    UN("sgn", SIGN), UN("bitwise_not", BITWISE_NOT),
     {"isfinite(Tensor self) -> Tensor", L_isfinite, 0, "kf.logical_not(kf.logical_or(kf.isnan, kf.isinf))"},
     {"positive(Tensor(a) self) -> Tensor(a)", L_identity, 0, "the operand itself"},
     {"square(Tensor self) -> Tensor", L_square, 0, "kf.pow(x, 2)"},

@@ -74,54 +74,20 @@ static kf_status run_unary(ki_ctx *c) {
   for (int64_t i = 0; i < r->n; i++) {
     double v = x->d[i], y;
     switch (op->code) {
-    case KF_OP_ABS: y = fabs(v); break;
-    case KF_OP_NEG: y = -v; break;
-    case KF_OP_EXP: y = exp(v); break;
-    case KF_OP_EXP2: y = exp2(v); break;
-    case KF_OP_EXPM1: y = expm1(v); break;
-    case KF_OP_LOG: y = log(v); break;
-    case KF_OP_LOG2: y = log2(v); break;
-    case KF_OP_LOG10: y = log10(v); break;
-    case KF_OP_LOG1P: y = log1p(v); break;
-    case KF_OP_SQRT: y = sqrt(v); break;
-    case KF_OP_RSQRT: y = 1.0 / sqrt(v); break;
-    case KF_OP_SIN: y = sin(v); break;
-    case KF_OP_COS: y = cos(v); break;
-    case KF_OP_TAN: y = tan(v); break;
-    case KF_OP_ASIN: y = asin(v); break;
-    case KF_OP_ACOS: y = acos(v); break;
-    case KF_OP_ATAN: y = atan(v); break;
-    case KF_OP_SINH: y = sinh(v); break;
-    case KF_OP_COSH: y = cosh(v); break;
-    case KF_OP_TANH: y = tanh(v); break;
-    case KF_OP_ASINH: y = asinh(v); break;
-    case KF_OP_ACOSH: y = acosh(v); break;
-    case KF_OP_ATANH: y = atanh(v); break;
-    case KF_OP_ERF: y = erf(v); break;
-    case KF_OP_SIGMOID: y = sigmoid(v); break;
-    case KF_OP_RELU: y = isnan(v) ? v : (v > 0 ? v : 0); break;
+#define KF_OP(ID, NAME, KIND, OPERANDS, RESULTS, ATTRS)
+#define KF_EW1(ID, NAME, RESULT, INTERP, TORCH) \
+    case KF_OP_##ID: y = (INTERP); break;
+#include "kfuse/ops.def"
+#undef KF_EW1
+#undef KF_OP
     case KF_OP_GELU: y = gelu(v, h0); break;
-    case KF_OP_SILU: y = v * sigmoid(v); break;
-    case KF_OP_MISH: y = v * tanh(log1p(exp(v))); break;
-    case KF_OP_HARDSIGMOID: y = clamp(v + 3.0, true, 0, true, 6.0) / 6.0; break;
-    case KF_OP_HARDSWISH: y = v * clamp(v + 3.0, true, 0, true, 6.0) / 6.0; break;
     case KF_OP_HARDTANH: case KF_OP_CLAMP: y = clamp(v, h0, a0, h1, a1); break;
     case KF_OP_LEAKY_RELU: y = v > 0 ? v : v * a0; break;
     case KF_OP_ELU: y = v > 0 ? a1 * v : a1 * a0 * expm1(v * a2); break;
     case KF_OP_SOFTPLUS: y = v * a0 > a1 ? v : log1p(exp(v * a0)) / a0; break;
-    case KF_OP_FLOOR: y = in_float ? floor(v) : v; break;
-    case KF_OP_CEIL: y = in_float ? ceil(v) : v; break;
-    case KF_OP_ROUND: y = in_float ? nearbyint(v) : v; break; /* half to even */
-    case KF_OP_TRUNC: y = in_float ? trunc(v) : v; break;
-    case KF_OP_FRAC: y = v - trunc(v); break;
-    case KF_OP_SIGN: y = v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0; break; /* NaN -> 0 */
-    case KF_OP_RECIPROCAL: y = 1.0 / v; break;
-    case KF_OP_LOGICAL_NOT: y = v == 0; break;
     case KF_OP_BITWISE_NOT:
       y = in_dt == KF_DTYPE_BOOL ? (v == 0) : (double)~(int64_t)v;
       break;
-    case KF_OP_ISNAN: y = isnan(v); break;
-    case KF_OP_ISINF: y = isinf(v) != 0; break;
     case KF_OP_CAST: y = ki_round_to(out_dt, v); break;
     case KF_OP_COPY: y = v; break;
     default:

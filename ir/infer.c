@@ -238,8 +238,19 @@ static kf_status infer_unary(const kf_op *op, kf_type *res, kf_diag *diag) {
   kf_dtype in = x->dtype, dt = in;
   kf_dtype declared = res[0].dtype;
   switch (op->code) {
-  case KF_OP_ABS: case KF_OP_NEG: case KF_OP_RELU: case KF_OP_SIGN:
-  case KF_OP_FLOOR: case KF_OP_CEIL: case KF_OP_ROUND: case KF_OP_TRUNC:
+  /* the one-row ops of ops.def: their RESULT column */
+#define EW1_DT_SAME in
+#define EW1_DT_FLOAT float_of(in)
+#define EW1_DT_BOOL KF_DTYPE_BOOL
+#define KF_OP(ID, NAME, KIND, OPERANDS, RESULTS, ATTRS)
+#define KF_EW1(ID, NAME, RESULT, INTERP, TORCH) \
+  case KF_OP_##ID: dt = EW1_DT_##RESULT; break;
+#include "kfuse/ops.def"
+#undef KF_EW1
+#undef KF_OP
+#undef EW1_DT_SAME
+#undef EW1_DT_FLOAT
+#undef EW1_DT_BOOL
   case KF_OP_COPY:
     dt = in;
     break;
@@ -263,9 +274,6 @@ static kf_status infer_unary(const kf_op *op, kf_type *res, kf_diag *diag) {
   case KF_OP_BITWISE_NOT:
     if (kf_dtype_is_float(in)) FAIL("bitwise_not needs an integer or bool tensor");
     dt = in;
-    break;
-  case KF_OP_LOGICAL_NOT: case KF_OP_ISNAN: case KF_OP_ISINF:
-    dt = KF_DTYPE_BOOL;
     break;
   case KF_OP_CAST:
     if (declared == KF_DTYPE_INVALID) FAIL("cast needs a declared result dtype");

@@ -481,6 +481,14 @@ class UnaryMath(nn.Module):
                 torch.frac(x), torch.sign(x), torch.reciprocal(x))
 
 
+class UnaryRows(nn.Module):
+    """Unary ops added as one row of ops.def (its KF_EW1 table) and nothing
+    else but the device function's template line: erfc, on [-3, 3] and into
+    its tail, [2, 9]."""
+    def forward(self, x, tail):
+        return torch.erfc(x), torch.erfc(tail)
+
+
 class SpecialValues(nn.Module):
     """isnan / isinf / nan propagation on inputs holding nan and +-inf."""
 
@@ -905,6 +913,7 @@ FIXTURES = {
                                               c0=randn(2, 3, 8, scale=0.5)), ATOL, RTOL, ""),
     # op coverage
     "unary_math": (UnaryMath, inputs_unary, ATOL, RTOL, ""),
+    "unary_rows": (UnaryRows, lambda: dict(x=uni((4, 6), -3, 3), tail=uni((4, 6), 2, 9)), ATOL, RTOL, ""),
     "special_values": (SpecialValues, inputs_special, ATOL, RTOL, ""),
     "activations": (Activations, lambda: dict(x=uni((4, 8), -6, 6)), ATOL, RTOL, ""),
     "binary_float": (BinaryFloat, inputs_binary_float, ATOL, RTOL, ""),

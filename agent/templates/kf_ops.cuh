@@ -41,6 +41,7 @@ KF_MATH1(asinh_, asinhf, asinh)
 KF_MATH1(acosh_, acoshf, acosh)
 KF_MATH1(atanh_, atanhf, atanh)
 KF_MATH1(erf_, erff, erf)
+KF_MATH1(erfc_, erfcf, erfc)
 KF_MATH1(floor_, floorf, floor)
 KF_MATH1(ceil_, ceilf, ceil)
 KF_MATH1(round_, rintf, rint) // half to even, like std::nearbyint
@@ -89,6 +90,7 @@ template <class T> __device__ __forceinline__ T asinh(T x) { return asinh_(x); }
 template <class T> __device__ __forceinline__ T acosh(T x) { return acosh_(x); }
 template <class T> __device__ __forceinline__ T atanh(T x) { return atanh_(x); }
 template <class T> __device__ __forceinline__ T erf(T x) { return erf_(x); }
+template <class T> __device__ __forceinline__ T erfc(T x) { return erfc_(x); }
 
 template <class T> __device__ __forceinline__ T sigmoid(T x) { return T(1) / (T(1) + exp_(-x)); }
 
