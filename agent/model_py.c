@@ -64,15 +64,8 @@ static void operands(kf_strbuf *b, const kf_op *op, int from, int n) {
 #define O(k) op->operands[k]
 #define R(k) op->results[k]
 
-/* one op, as "vR = expr" lines; false with the reason when no spelling */
-static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
-  const char *name = kf_op_info_get(op->code)->name;
-  kf_strbuf_printf(b, "        ");
-  for (int i = 0; i < op->n_results; i++) {
-    if (i) kf_strbuf_printf(b, ", ");
-    vname(b, R(i));
-  }
-  kf_strbuf_printf(b, " = ");
+/* sources, element-wise ops and casts: true when op is one (its expression written to b) */
+static bool py_elementwise(const kf_op *op, const char *name, kf_strbuf *b) {
   /* the one-row ops of ops.def: their torch column, on the operand */
   const char *torch_fn = NULL;
   switch (op->code) {
@@ -180,6 +173,14 @@ static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
     operands(b, op, 0, 3);
     kf_strbuf_printf(b, ")\n");
     return true;
+  default: return false;
+  }
+  return false; /* a case that breaks out: no spelling */
+}
+
+/* views, layout, concatenation, padding and indexing: true when op is one (its expression written to b) */
+static bool py_shape(const kf_op *op, const char *name, kf_strbuf *b) {
+  switch (op->code) {
   case KF_OP_RESHAPE:
   case KF_OP_EXPAND:
     vname(b, O(0));
@@ -262,6 +263,14 @@ static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
     kf_strbuf_printf(b, "])\n");
     return true;
   }
+  default: return false;
+  }
+  return false; /* a case that breaks out: no spelling */
+}
+
+/* reductions, scans, softmax and the norms: true when op is one (its expression written to b) */
+static bool py_reduce(const kf_op *op, const char *name, kf_strbuf *b) {
+  switch (op->code) {
   case KF_OP_SUM:
   case KF_OP_MEAN:
   case KF_OP_AMAX:
@@ -368,6 +377,14 @@ static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
     fnum(b, A(0)->u.f);
     kf_strbuf_printf(b, ")\n");
     return true;
+  default: return false;
+  }
+  return false; /* a case that breaks out: no spelling */
+}
+
+/* matrix products, convolution, pooling, attention, scatter, resampling and recurrences: true when op is one (its expression written to b) */
+static bool py_nn(const kf_op *op, const char *name, kf_strbuf *b) {
+  switch (op->code) {
   case KF_OP_MM:
   case KF_OP_BMM:
     kf_strbuf_printf(b, "torch.%s(", name);
@@ -494,8 +511,22 @@ static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
     vname(b, O(4));
     kf_strbuf_printf(b, ", %s)\n", kf_op_get_flag(op, "reverse") ? "True" : "False");
     return true;
-  default: break;
+  default: return false;
   }
+  return false; /* a case that breaks out: no spelling */
+}
+
+/* one op, as "vR = expr" lines; false with the reason when no spelling */
+static bool op_py(const kf_op *op, kf_strbuf *b, char *why, size_t n) {
+  const char *name = kf_op_info_get(op->code)->name;
+  kf_strbuf_printf(b, "        ");
+  for (int i = 0; i < op->n_results; i++) {
+    if (i) kf_strbuf_printf(b, ", ");
+    vname(b, R(i));
+  }
+  kf_strbuf_printf(b, " = ");
+  if (py_elementwise(op, name, b) || py_shape(op, name, b) || py_reduce(op, name, b) || py_nn(op, name, b))
+    return true;
   snprintf(why, n, "op %s (kf.%s) has no PyTorch spelling in model.py yet", op->name, name);
   return false;
 }

@@ -26,6 +26,7 @@
 #include "kfr_plan.h"
 #include "kfr_plan_writer.h"
 #include "kfuse/compile.h"
+#include "kfuse/frontend.h"
 #include "kfuse/pass.h"
 #include "kfuse/task.h"
 #include "kfuse/plan.h"
@@ -775,4 +776,47 @@ done:
   kf_memplan_destroy(mp);
   kf_partition_destroy(p);
   return st;
+}
+
+/* ---- a model file, with the module check's fallbacks ---------------------------- */
+
+kf_status kf_compile_file(const char *model_path, kf_compile_options *o, const char *out_path, kf_diag *diag) {
+  kf_load_options lo;
+  kf_load_options_init(&lo);
+  kf_module_check *res = o->check_out;
+  for (;;) {
+    kf_graph *g = NULL;
+    kf_status st = kf_model_load(model_path, &lo, &g, diag);
+    if (st == KF_OK) st = kf_graph_verify(g, diag);
+    if (st == KF_OK) st = kf_compile_graph(g, o, out_path, diag);
+    kf_graph_destroy(g);
+    if (st != KF_ERR_MISMATCH) return st;
+    /* the module failed its check: the safer lowerings in turn */
+    const char *next = NULL;
+    if (!o->no_channels_last && !o->no_cudnn) {
+      o->no_channels_last = true;
+      next = "--no-channels-last";
+    } else if (o->fuse) {
+      o->fuse = false;
+      next = "--no-channels-last --no-fuse";
+    } else if (!o->no_cudnn) {
+      o->no_cudnn = true;
+      next = "--no-channels-last --no-fuse --no-cudnn";
+    }
+    if (!next) {
+      kf_diag_error(diag, "%s: no module written: the compiled module does not match the fp64 reference, nor do "
+                    "its fallbacks (%s)", model_path, res ? res->fallback : "");
+      return st;
+    }
+    if (res && !res->first_failure[0]) {
+      kf_strbuf fb;
+      kf_strbuf_init(&fb);
+      kf_strbuf_printf(&fb, "%s%s%s", res->why, res->bad_group >= 0 ? "; first diverging group: " : "",
+                       res->bad_group >= 0 ? res->bad_what : "");
+      snprintf(res->first_failure, sizeof res->first_failure, "%s", fb.data ? fb.data : "");
+      kf_strbuf_fini(&fb);
+    }
+    if (res) snprintf(res->fallback, sizeof res->fallback, "%s", next);
+    kf_diag_warn(diag, "%s: compiling again with %s, and checking that", model_path, next);
+  }
 }

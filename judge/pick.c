@@ -1,5 +1,5 @@
 /* judge/pick.c — the judge as kfuse compile's picker (kf_picker,
- * include/kfuse/compile.h): a group's candidates, which the compile path
+ * include/kfuse/options.h): a group's candidates, which the compile path
  * built and compiled, are judged as candidates of the group's task, which
  * is written to a temporary directory for the purpose (the judge reads
  * tasks from disk, as it does for every other policy) and removed after. */

@@ -147,7 +147,7 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
   const char *given_keys[MAX_GIVEN], *given_dirs[MAX_GIVEN];
   int n_given = 0;
   double judge_timeout = 60;
-  /* --agent llm: sessions before the compile (tools/compile_agent.c) */
+  /* --agent llm: sessions before the compile (driver/compile_agent.c) */
   bool agent = false;
   kf_agent_options ao;
   kf_agent_options_init(&ao);
@@ -317,43 +317,7 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
     /* the reference is built while the module is compiled */
     kf_judge_module_checker_start(&mck, &o);
   }
-  kf_load_options lo;
-  kf_load_options_init(&lo);
-  for (;;) {
-    kf_graph *g = NULL;
-    if (st == KF_OK) st = kf_model_load(in, &lo, &g, diag);
-    if (st == KF_OK) st = kf_graph_verify(g, diag);
-    if (st == KF_OK) st = kf_compile_graph(g, &o, out, diag);
-    kf_graph_destroy(g);
-    if (st != KF_ERR_MISMATCH) break;
-    const char *next = NULL;
-    if (!o.no_channels_last && !o.no_cudnn) {
-      o.no_channels_last = true;
-      next = "--no-channels-last";
-    } else if (o.fuse) {
-      o.fuse = false;
-      next = "--no-channels-last --no-fuse";
-    } else if (!o.no_cudnn) {
-      o.no_cudnn = true;
-      next = "--no-channels-last --no-fuse --no-cudnn";
-    }
-    if (!next) {
-      kf_diag_error(diag, "%s: no module written: the compiled module does not match the fp64 reference, nor do "
-                    "its fallbacks (%s)", in, mres.fallback);
-      break;
-    }
-    if (!mres.first_failure[0]) {
-      kf_strbuf fb;
-      kf_strbuf_init(&fb);
-      kf_strbuf_printf(&fb, "%s%s%s", mres.why, mres.bad_group >= 0 ? "; first diverging group: " : "",
-                       mres.bad_group >= 0 ? mres.bad_what : "");
-      snprintf(mres.first_failure, sizeof mres.first_failure, "%s", fb.data ? fb.data : "");
-      kf_strbuf_fini(&fb);
-    }
-    snprintf(mres.fallback, sizeof mres.fallback, "%s", next);
-    kf_diag_warn(diag, "%s: compiling again with %s, and checking that", in, next);
-    st = KF_OK;
-  }
+  if (st == KF_OK) st = kf_compile_file(in, &o, out, diag);
   kf_judge_module_checker_fini(&mck);
   /* the sessions into the report; the module stands whatever happens here */
   if (st == KF_OK && agent && o.report_path && kf_compile_agent_report(agent_dir, o.report_path, o.progress, diag))

@@ -27,6 +27,17 @@ extern "C" {
 KF_API kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o,
                                   const char *out_path, kf_diag *diag);
 
+/* The model at model_path (any form kfuse reads: .pt2, MLIR text) loaded,
+ * verified and compiled into out_path. When o->checker finds the module
+ * does not match its reference (KF_ERR_MISMATCH), nothing is written and
+ * it is compiled again with the safer lowerings in turn — without
+ * channels-last, then also without fusion, then also without cuDNN — each
+ * checked the same way: o is left as the one that passed, and
+ * o->check_out's fallback and first_failure say so. KF_ERR_MISMATCH when
+ * none passed. */
+KF_API kf_status kf_compile_file(const char *model_path, kf_compile_options *o, const char *out_path,
+                                 kf_diag *diag);
+
 /* kfuse warm: the unique groups of graphs[0..n) (by cache key, over all
  * of them), sorted by key, split round-robin into n_shards shards; for
  * each group of shard `shard` (0-based) the cache is consulted and, on a

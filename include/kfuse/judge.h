@@ -127,7 +127,7 @@ typedef struct kf_judge_binding {
 KF_API kf_status kf_judge_bound_call(void *binding, const char *task_dir, const char *unit_dir, bool profile,
                                      kf_strbuf *verdict, kf_diag *diag);
 
-/* kfuse compile's module check (kf_module_checker, include/kfuse/compile.h;
+/* kfuse compile's module check (kf_module_checker, include/kfuse/options.h;
  * judge/module_check.c): the linked module run on fresh input sets
  * against the per-op fp64 reference module built from the model at
  * model_path, in one worker process for all of a compile's checks; the
