@@ -382,7 +382,8 @@ static bool py_reduce(const kf_op *op, const char *name, kf_strbuf *b) {
   return false; /* a case that breaks out: no spelling */
 }
 
-/* matrix products, convolution, pooling, attention, scatter, resampling and recurrences: true when op is one (its expression written to b) */
+/* matrix products, convolution, pooling, attention, scatter, resampling
+ * and recurrences: true when op is one (its expression written to b) */
 static bool py_nn(const kf_op *op, const char *name, kf_strbuf *b) {
   switch (op->code) {
   case KF_OP_MM:
