@@ -4,8 +4,8 @@
  *
  * The model's code is untrusted: it is only ever written under OUT_DIR and
  * run by the judge the caller hands the session (kf_env_options.judge:
- * kf_judge_bound_call, with the judge's workers, static checks and limits); file tools
- * read inside the task directory only. A tool call with unusable arguments
+ * kf_judge_bound_call, with the judge's workers, static checks and
+ * limits); file tools read inside the task directory only. A tool call with unusable arguments
  * gets an error observation, never a failure of the session.
  *
  * OUT_DIR/attempts/NNN holds each unit written; OUT_DIR/unit.json +

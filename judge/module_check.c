@@ -1095,7 +1095,6 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
   kf_status st = KF_OK;
   cJSON *spec = NULL;
   double factor = 0;
-  out->bound = out->policy_bound = bound_for(b->graph, o, true, &factor);
   out->rounding_err = -1;
   if (c->bad_cpu_limit)
     kf_diag_warn(diag, "KFUSE_MODULE_CHECK_CPU_LIMIT is not a non-negative number; the default %.3g is used",
@@ -1108,6 +1107,8 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
   }
   if (w->state == W_STARTING) await_ready(c, w);
   out->wait_s = kf_now_s() - t0;
+  /* the bound for where the module runs: the GPU, or the CPU emulation */
+  out->bound = out->policy_bound = bound_for(b->graph, o, w->state != W_NO_GPU, &factor);
   int k = w->checks++;
   char path[4400], res[4400], sub[4400];
   snprintf(path, sizeof path, "%s/spec-%d.json", w->dir, k);
@@ -1119,7 +1120,6 @@ static kf_status check(void *user, const kf_module_built *b, const kf_compile_op
       snprintf(out->why, sizeof out->why, "%s; the CPU emulation has no directory: %s", w->why, strerror(errno));
       goto done;
     }
-    out->bound = out->policy_bound = bound_for(b->graph, o, false, &factor);
     st = cpu_check(c, b, o, factor, sub, w->why, out);
     goto done;
   case W_NO_REFERENCE:
