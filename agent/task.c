@@ -88,8 +88,7 @@ static void first_error(void *user, kf_diag_level level, const char *msg) {
   if (level == KF_DIAG_ERROR && !*buf) snprintf(buf, 400, "%s", msg);
 }
 
-/* A value's name in the source graph, for the group function's argument. */
-static void value_name(const kf_graph *g, const kf_value *v, char *out, size_t n) {
+void kf_task_value_name(const kf_graph *g, const kf_value *v, char *out, size_t n) {
   if (!v->def) snprintf(out, n, "%s", g->input_names && g->input_names[v->index] ? g->input_names[v->index] : "in");
   else if (v->def->n_results == 1) snprintf(out, n, "%s", v->def->name);
   else snprintf(out, n, "%s_%d", v->def->name, v->index);
@@ -118,10 +117,8 @@ static kf_op *clone_op(kf_graph *ng, const kf_op *op, kf_value **map) {
 
 /* The group as a function: its inputs are arguments, except scalars made
  * outside it (kf.scalar), which are copied in. */
-static kf_status group_text(const kf_graph *g, const kf_group *grp, char **out, char **model_py, char *py_why,
-                            size_t py_n, kf_diag *diag) {
+kf_status kf_task_group_graph(const kf_graph *g, const kf_group *grp, kf_graph **out, kf_diag *diag) {
   *out = NULL;
-  *model_py = NULL;
   char name[64];
   snprintf(name, sizeof name, "group_%d", grp->id);
   kf_graph *ng = kf_graph_create(name);
@@ -139,7 +136,7 @@ static kf_status group_text(const kf_graph *g, const kf_group *grp, char **out, 
       continue;
     }
     char vn[256];
-    value_name(g, v, vn, sizeof vn);
+    kf_task_value_name(g, v, vn, sizeof vn);
     kf_value *a = kf_graph_add_input(ng, vn, &v->type);
     if (!a) st = KF_ERR_NOMEM;
     map[v->id] = a;
@@ -157,7 +154,21 @@ static kf_status group_text(const kf_graph *g, const kf_group *grp, char **out, 
   }
   if (!st) kf_graph_set_outputs(ng, outs, grp->n_outputs);
   free(outs);
+  free(map);
   if (!st) st = kf_graph_verify(ng, diag);
+  if (st) kf_graph_destroy(ng);
+  else *out = ng;
+  return st;
+}
+
+/* group.mlir's text and model.py's (NULL, the reason in py_why, when the
+ * group has no PyTorch form) */
+static kf_status group_text(const kf_graph *g, const kf_group *grp, char **out, char **model_py, char *py_why,
+                            size_t py_n, kf_diag *diag) {
+  *out = NULL;
+  *model_py = NULL;
+  kf_graph *ng = NULL;
+  kf_status st = kf_task_group_graph(g, grp, &ng, diag);
   kf_strbuf b;
   kf_strbuf_init(&b);
   if (!st) {
@@ -174,7 +185,6 @@ static kf_status group_text(const kf_graph *g, const kf_group *grp, char **out, 
   }
   kf_strbuf_fini(&b);
   kf_graph_destroy(ng);
-  free(map);
   return st;
 }
 
@@ -273,7 +283,7 @@ static double op_flops(const kf_op *op) {
 
 /* The floor's bytes (every tensor input read and every output written
  * once; scalar inputs are copied into group.mlir) and FLOPs. */
-static void group_floor(const kf_group *grp, double *bytes, double *flops) {
+void kf_task_group_floor(const kf_group *grp, double *bytes, double *flops) {
   int64_t b = 0;
   for (int i = 0; i < grp->n_inputs; i++)
     if (!(grp->inputs[i]->def && grp->inputs[i]->def->code == KF_OP_SCALAR)) b += value_bytes(grp->inputs[i]);
@@ -292,7 +302,7 @@ static cJSON *tensor_json(const kf_graph *g, const kf_value *v) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
   char vn[256];
-  value_name(g, v, vn, sizeof vn);
+  kf_task_value_name(g, v, vn, sizeof vn);
   cJSON_AddStringToObject(o, "name", vn);
   cJSON_AddStringToObject(o, "dtype", kf_dtype_name(v->type.dtype));
   if (v->type.kind == KF_TYPE_TENSOR) {
@@ -342,7 +352,7 @@ static char *task_json(const kf_graph *g, const kf_group *grp, const kf_compile_
   cJSON *outs = cJSON_AddArrayToObject(t, "outputs");
   for (int i = 0; outs && i < grp->n_outputs; i++) cJSON_AddItemToArray(outs, tensor_json(g, grp->outputs[i]));
   double bytes, flops;
-  group_floor(grp, &bytes, &flops);
+  kf_task_group_floor(grp, &bytes, &flops);
   cJSON *floor = cJSON_AddObjectToObject(t, "floor");
   if (floor) {
     cJSON_AddNumberToObject(floor, "bytes", (double)bytes);
@@ -575,7 +585,7 @@ kf_status kf_task_facts_all(const kf_graph *g, const kf_partition *p, kf_task_fa
   for (int k = 0; k < p->n_groups; k++) {
     const kf_group *grp = &p->groups[k];
     kf_task_facts *f = &facts[k];
-    group_floor(grp, &f->bytes, &f->flops);
+    kf_task_group_floor(grp, &f->bytes, &f->flops);
     f->floor_ms = kf_task_floor_estimate_ms(f->bytes, f->flops);
     f->constant_output = -1;
     f->fixed_output = -1;

@@ -813,8 +813,11 @@ done_early:
 
 /* ---- candidates in memory (kfuse compile) ---- */
 
-kf_status kf_judge_units(const char *task_dir, kf_judge_cand *c, int n, const kf_judge_options *opt,
-                         kf_judge_batch *bt, kf_diag *diag) {
+/* c[0..n) judged against the task: read from task_dir, or (task_dir NULL)
+ * group grp of g in memory */
+static kf_status judge_cands(const char *task_dir, const kf_graph *g, const kf_group *grp,
+                             const kf_compile_options *co, kf_judge_cand *c, int n, const kf_judge_options *opt,
+                             kf_judge_batch *bt, kf_diag *diag) {
   kf_judge_options o;
   if (opt) o = *opt;
   else kf_judge_options_init(&o);
@@ -836,11 +839,11 @@ kf_status kf_judge_units(const char *task_dir, kf_judge_cand *c, int n, const kf
   kf_strbuf_init(&log);
   kf_diag d;
   kf_diag_init(&d, to_buf, &log);
-  kf_status st = kf_jtask_read(task_dir, &t, &d);
+  kf_status st = task_dir ? kf_jtask_read(task_dir, &t, &d) : kf_jtask_from_group(g, grp, co, &t, &d);
   if (st) {
-    snprintf(bt->why, sizeof bt->why, "%s", log.data ? log.data : "the task cannot be read");
+    snprintf(bt->why, sizeof bt->why, "%s", log.data ? log.data : "the task cannot be made");
     kf_strbuf_fini(&log);
-    return KF_OK;
+    return st == KF_ERR_NOMEM ? st : KF_OK;
   }
   /* static checks and plans: a candidate refused here is -1 without a GPU */
   void *plans[KF_JMAX_UNITS] = {NULL};
@@ -941,4 +944,14 @@ done:
   kf_strbuf_fini(&log);
   bt->seconds = kf_now_s() - t0;
   return st;
+}
+
+kf_status kf_judge_units(const char *task_dir, kf_judge_cand *c, int n, const kf_judge_options *o,
+                         kf_judge_batch *bt, kf_diag *diag) {
+  return judge_cands(task_dir, NULL, NULL, NULL, c, n, o, bt, diag);
+}
+
+kf_status kf_judge_group(const kf_graph *g, const kf_group *grp, const kf_compile_options *co, kf_judge_cand *c,
+                         int n, const kf_judge_options *o, kf_judge_batch *bt, kf_diag *diag) {
+  return judge_cands(NULL, g, grp, co, c, n, o, bt, diag);
 }

@@ -1,7 +1,8 @@
 /* judge/judge_int.h — private to the judge (include/kfuse/judge.h).
  *
  * The judge is split by where code runs:
- *   task_read.c  the task directory read back (task.json + group.mlir)
+ *   task_read.c  the task: a group in memory, or a task directory read back
+ *                (task.json + group.mlir)
  *   check.c      static checks of a unit against its task, before any GPU
  *   compare.c    outputs against the fp64 reference, the tolerances
  *   plan.c       a unit with library steps as a module plan for the runtime
@@ -58,6 +59,11 @@ static inline kf_precision kf_jtask_precision(const kf_jtask *t) {
 }
 
 kf_status kf_jtask_read(const char *dir, kf_jtask *t, kf_diag *diag);
+/* The same task in memory: group grp of g (compiled with o) as the task
+ * directory kf_task_write_group writes would hold it, without the
+ * baselines and the built-in unit. t->graph must not outlive g. */
+kf_status kf_jtask_from_group(const kf_graph *g, const kf_group *grp, const kf_compile_options *o, kf_jtask *t,
+                              kf_diag *diag);
 void kf_jtask_fini(kf_jtask *t);
 
 /* ---- static checks (check.c) ---- */

@@ -1,61 +1,26 @@
 /* judge/pick.c — the judge as kfuse compile's picker (kf_picker,
  * include/kfuse/options.h): a group's candidates, which the compile path
- * built and compiled, are judged as candidates of the group's task, which
- * is written to a temporary directory for the purpose (the judge reads
- * tasks from disk, as it does for every other policy) and removed after. */
-#define _XOPEN_SOURCE 700
-#include <errno.h>
-#include <ftw.h>
+ * built and compiled, are judged as candidates of the group's task, made
+ * in memory from the graph being compiled (kf_judge_group). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "judge_int.h"
 #include "kfuse/task.h"
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  (void)remove(path); /* best effort: a leftover is only a temporary file */
-  return 0;
-}
-
-static void first_error(void *user, kf_diag_level level, const char *msg) {
-  char *b = user;
-  if (level == KF_DIAG_ERROR && !b[0]) snprintf(b, 400, "%s", msg);
-}
-
 static kf_status pick_judge(void *user, const kf_graph *g, const kf_partition *p, const kf_group *grp,
                             const kf_compile_options *o, kf_pick_cand *c, int n, kf_pick_info *info,
                             kf_diag *diag) {
+  (void)p;
   kf_judge_picker *jp = user;
   memset(info, 0, sizeof *info);
   if (n < 1 || n > KF_JUDGE_MAX_CANDS) {
     snprintf(info->why, sizeof info->why, "%d candidates: the judge takes 1 to %d at once", n, KF_JUDGE_MAX_CANDS);
     return KF_OK;
   }
-  const char *tmpdir = getenv("TMPDIR");
-  char root[4096];
-  snprintf(root, sizeof root, "%s/kfuse-judge-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-  if (!mkdtemp(root)) {
-    snprintf(info->why, sizeof info->why, "no temporary directory for the group's task: %s", strerror(errno));
-    return KF_OK;
-  }
-  char dir[4200];
-  snprintf(dir, sizeof dir, "%s/task", root);
-  char err[400] = "";
-  kf_diag d;
-  kf_diag_init(&d, first_error, err);
-  kf_status st = kf_task_write_group(g, p, grp, o, dir, &d);
   kf_judge_cand jc[KF_JUDGE_MAX_CANDS];
   memset(jc, 0, sizeof jc);
-  if (st) {
-    snprintf(info->why, sizeof info->why, "the group's task cannot be written: %s", err[0] ? err : kf_status_str(st));
-    st = st == KF_ERR_NOMEM ? st : KF_OK;
-    goto done;
-  }
   /* copies numbering their inputs as the task does */
   char why[KF_JUDGE_MAX_CANDS][256];
   for (int k = 0; k < n; k++) {
@@ -70,7 +35,7 @@ static kf_status pick_judge(void *user, const kf_graph *g, const kf_partition *p
     }
   }
   kf_judge_batch bt;
-  st = kf_judge_units(dir, jc, n, &jp->opt, &bt, diag);
+  kf_status st = kf_judge_group(g, grp, o, jc, n, &jp->opt, &bt, diag);
   if (st) goto done;
   info->judged = bt.judged;
   info->no_gpu = bt.no_gpu;
@@ -95,7 +60,6 @@ static kf_status pick_judge(void *user, const kf_graph *g, const kf_partition *p
   }
 done:
   for (int k = 0; k < n; k++) kf_unit_destroy(jc[k].unit);
-  (void)nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   return st;
 }
 

@@ -1,5 +1,6 @@
-/* judge/task_read.c — a task directory (agent/task.c writes it; docs/AGENT.md)
- * read back for the judge: task.json for the policy, the precision, the
+/* judge/task_read.c — the task the judge judges against: a group of the
+ * graph kfuse compile is compiling, in memory (kf_jtask_from_group), or a
+ * task directory (agent/task.c writes it; docs/AGENT.md) read back: task.json for the policy, the precision, the
  * target, the floor and the baselines; group.mlir for the graph the
  * reference runs. The values a unit sees are the graph's arguments and
  * results, which must agree with task.json's inputs and outputs (dtype,
@@ -13,6 +14,7 @@
 
 #include "judge_int.h"
 #include "kfuse/frontend.h"
+#include "kfuse/task.h"
 
 #define MAX_TASK_JSON (16L << 20)
 
@@ -44,6 +46,30 @@ static int64_t extent_bytes(const kf_type *t) {
   return (hi + 1) * (int64_t)kf_dtype_size(t->dtype);
 }
 
+/* v from a graph value's type t and its name */
+static kf_status jvalue_of(const char *where, const char *name, const kf_type *t, kf_jvalue *v, kf_diag *diag) {
+  if (t->kind != KF_TYPE_TENSOR) {
+    kf_diag_error(diag, "%s: '%s' is a scalar: the judge takes tensor values only", where, name);
+    return KF_ERR_UNSUPPORTED;
+  }
+  for (int d = 0; d < t->rank; d++)
+    if (t->strides[d] < 0) {
+      kf_diag_error(diag, "%s: '%s' has a negative stride", where, name);
+      return KF_ERR_UNSUPPORTED;
+    }
+  snprintf(v->name, sizeof v->name, "%s", name);
+  v->type = *t;
+  v->numel = kf_type_numel(t);
+  v->bytes = extent_bytes(t);
+  return KF_OK;
+}
+
+static bool graph_has_conv(const kf_graph *g) {
+  for (const kf_op *op = g->first; op; op = op->next)
+    if (kf_op_info_get(op->code)->kind == KF_KIND_CONV) return true;
+  return false;
+}
+
 /* v from the graph's value gv, checked against task.json's entry e */
 static kf_status value(const char *path, const char *what, int i, const cJSON *e, const kf_value *gv,
                        kf_jvalue *v, kf_diag *diag) {
@@ -53,11 +79,9 @@ static kf_status value(const char *path, const char *what, int i, const cJSON *e
     kf_diag_error(diag, "%s: %s[%d]: needs \"name\" and \"dtype\"", path, what, i);
     return KF_ERR_FORMAT;
   }
-  if (t->kind != KF_TYPE_TENSOR) {
-    kf_diag_error(diag, "%s: %s[%d] '%s' is a scalar: the judge takes tensor values only", path, what, i,
-                  name->valuestring);
-    return KF_ERR_UNSUPPORTED;
-  }
+  char where[4200];
+  snprintf(where, sizeof where, "%s: %s[%d]", path, what, i);
+  if (t->kind != KF_TYPE_TENSOR) return jvalue_of(where, name->valuestring, t, v, diag); /* refused */
   if (strcmp(dt->valuestring, kf_dtype_name(t->dtype)) != 0 || !ints_equal(field(e, "shape"), t->shape, t->rank, NULL) ||
       !ints_equal(field(e, "strides"), t->strides, t->rank, t->shape) || !cJSON_IsNumber(field(e, "offset")) ||
       (int64_t)field(e, "offset")->valuedouble != t->offset) {
@@ -67,16 +91,7 @@ static kf_status value(const char *path, const char *what, int i, const cJSON *e
                   name->valuestring, ty, (long long)t->offset);
     return KF_ERR_FORMAT;
   }
-  for (int d = 0; d < t->rank; d++)
-    if (t->strides[d] < 0) {
-      kf_diag_error(diag, "%s: %s[%d] '%s' has a negative stride", path, what, i, name->valuestring);
-      return KF_ERR_UNSUPPORTED;
-    }
-  snprintf(v->name, sizeof v->name, "%s", name->valuestring);
-  v->type = *t;
-  v->numel = kf_type_numel(t);
-  v->bytes = extent_bytes(t);
-  return KF_OK;
+  return jvalue_of(where, name->valuestring, t, v, diag);
 }
 
 static kf_status values(const char *path, const char *what, const cJSON *arr, kf_value **gv, int n,
@@ -93,6 +108,46 @@ static kf_status values(const char *path, const char *what, const cJSON *arr, kf
     if (st) return st;
   }
   return KF_OK;
+}
+
+kf_status kf_jtask_from_group(const kf_graph *g, const kf_group *grp, const kf_compile_options *o, kf_jtask *t,
+                              kf_diag *diag) {
+  memset(t, 0, sizeof *t);
+  t->eager_ms = t->compile_ms = -1;
+  char where[64];
+  snprintf(where, sizeof where, "group %d", grp->id);
+  kf_status st = kf_task_group_graph(g, grp, &t->graph, diag);
+  if (st) return st;
+  t->precision = o->precision;
+  t->target = o->target;
+  t->group = grp->id;
+  snprintf(t->key, sizeof t->key, "%s", grp->key_hex);
+  snprintf(t->kind, sizeof t->kind, "%s", kf_group_kind_name(grp->kind));
+  double bytes, flops;
+  kf_task_group_floor(grp, &bytes, &flops);
+  t->floor_bytes = (int64_t)bytes;
+  t->floor_flops = flops;
+  t->has_conv = graph_has_conv(t->graph);
+  const kf_graph *ng = t->graph;
+  t->in = calloc((size_t)ng->n_inputs + 1, sizeof *t->in);
+  t->out = calloc((size_t)ng->n_outputs + 1, sizeof *t->out);
+  if (!t->in || !t->out) st = KF_ERR_NOMEM;
+  for (int i = 0; i < ng->n_inputs && !st; i++)
+    st = jvalue_of(where, ng->input_names && ng->input_names[i] ? ng->input_names[i] : "in", &ng->inputs[i]->type,
+                   &t->in[i], diag);
+  for (int i = 0; i < ng->n_outputs && !st; i++) {
+    char name[256];
+    kf_task_value_name(g, grp->outputs[i], name, sizeof name);
+    st = jvalue_of(where, name, &ng->outputs[i]->type, &t->out[i], diag);
+  }
+  t->n_in = ng->n_inputs;
+  t->n_out = ng->n_outputs;
+  if (!st && t->n_out == 0) {
+    kf_diag_error(diag, "%s: the group has no outputs", where);
+    st = KF_ERR_FORMAT;
+  }
+  if (st) kf_jtask_fini(t);
+  return st;
 }
 
 kf_status kf_jtask_read(const char *dir, kf_jtask *t, kf_diag *diag) {
@@ -161,8 +216,7 @@ kf_status kf_jtask_read(const char *dir, kf_jtask *t, kf_diag *diag) {
   if (st) goto out;
   st = kf_graph_verify(t->graph, diag);
   if (st) goto out;
-  for (const kf_op *op = t->graph->first; op; op = op->next)
-    if (kf_op_info_get(op->code)->kind == KF_KIND_CONV) t->has_conv = true;
+  t->has_conv = graph_has_conv(t->graph);
   st = values(path, "inputs", field(j, "inputs"), t->graph->inputs, t->graph->n_inputs, &t->in, diag);
   if (!st) t->n_in = t->graph->n_inputs;
   if (!st) st = values(path, "outputs", field(j, "outputs"), t->graph->outputs, t->graph->n_outputs, &t->out, diag);

@@ -91,9 +91,19 @@ typedef struct kf_judge_batch {
 KF_API kf_status kf_judge_units(const char *task_dir, kf_judge_cand *c, int n, const kf_judge_options *o,
                                 kf_judge_batch *bt, kf_diag *diag);
 
+/* The same for candidates of group grp of g, a graph kfuse compile's
+ * passes ran on with co's options (kfuse compile's picker): the task is
+ * made in memory (the group alone as a graph, kf_task_group_graph), as
+ * kf_task_write_group would write it, without a trip through disk. The
+ * units' input arguments are numbered as the task's inputs
+ * (kf_task_unit_inputs). */
+struct kf_group;
+KF_API kf_status kf_judge_group(const kf_graph *g, const struct kf_group *grp, const kf_compile_options *co,
+                                kf_judge_cand *c, int n, const kf_judge_options *o, kf_judge_batch *bt,
+                                kf_diag *diag);
+
 /* kfuse compile's picker (kf_compile_options.picker): each group's
- * candidates written as a task in a temporary directory (removed after)
- * and judged by kf_judge_units with o's options. */
+ * candidates judged by kf_judge_group with o's options. */
 typedef struct kf_judge_picker {
   kf_picker picker; /* what kf_compile_options.picker points to */
   kf_judge_options opt;

@@ -29,12 +29,30 @@ KF_API kf_status kf_task_write(kf_graph *g, const kf_compile_options *o, int gro
 KF_API kf_status kf_task_write_group(const kf_graph *g, const kf_partition *p, const kf_group *grp,
                                      const kf_compile_options *o, const char *dir, kf_diag *diag);
 
+/* Group grp of g (a graph the compile passes ran on) alone as a graph, in
+ * memory: what a task's group.mlir holds (its tensor inputs the graph's
+ * inputs in task.json's order, the scalars it reads copied in, its
+ * outputs the results), verified. Its ops' attributes point into g's
+ * arena: *out (the caller destroys it) must not outlive g. The judge
+ * judges kfuse compile's candidates against it. */
+struct kf_group;
+KF_API kf_status kf_task_group_graph(const kf_graph *g, const struct kf_group *grp, kf_graph **out,
+                                     kf_diag *diag);
+
+/* The name task.json gives v, a value of g (a graph input's name, else the
+ * op that makes it, with the result's index for an op of several). */
+KF_API void kf_task_value_name(const kf_graph *g, const kf_value *v, char *out, size_t n);
+
+/* grp's floor as task.json's "floor" has it: bytes (every tensor input
+ * read and every output written once) and FLOPs (matrix products,
+ * convolutions, attention; 2 a multiply-add). */
+KF_API void kf_task_group_floor(const struct kf_group *grp, double *bytes, double *flops);
+
 /* u, a unit for group grp, with its input arguments renumbered as the
  * task's inputs (grp's inputs without its scalars, which group.mlir holds
  * as constants). KF_ERR_UNSUPPORTED, the reason in why[n], when u reads a
  * scalar input through a pointer. */
 struct kf_unit;
-struct kf_group;
 KF_API kf_status kf_task_unit_inputs(const struct kf_group *grp, struct kf_unit *u, char *why, size_t n);
 
 /* The reverse: u, a unit written for grp's task (kfuse compile --unit),

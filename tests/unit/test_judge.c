@@ -4,7 +4,7 @@
  * and infinity rules, overflow of the reference past the dtype, strided
  * outputs, poisoned elements counted as unwritten), the static checks of a
  * unit against its task, and the task read back from `kfuse task`'s
- * output. tests/hacks/run.py --ci runs the whole judge on the fake driver. */
+ * output, or made in memory for kfuse compile's picker (the same task). tests/hacks/run.py --ci runs the whole judge on the fake driver. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -227,6 +227,93 @@ static void test_task_and_checks(void **state) {
   assert_int_not_equal(kf_jtask_read(g_dir, &t, &d), KF_OK);
 }
 
+/* The task kfuse compile's picker judges against, made in memory from the
+ * group (kf_jtask_from_group), equals the one written to disk and read back
+ * (kf_task_write_group, kf_jtask_read): the same graph (printed), values,
+ * precision, target, key, kind and floor, for every kernel group of
+ * fixtures with convolutions, attention, scatters, bf16 and scalars. */
+static char *printed(const kf_graph *g) {
+  kf_strbuf b;
+  kf_strbuf_init(&b);
+  assert_int_equal(kf_graph_print(g, kf_write_strbuf, &b), KF_OK);
+  /* the function's name: group_<id> in both */
+  return b.data;
+}
+
+static void same_value(const kf_jvalue *a, const kf_jvalue *b) {
+  assert_string_equal(a->name, b->name);
+  assert_int_equal(a->type.dtype, b->type.dtype);
+  assert_int_equal(a->type.rank, b->type.rank);
+  for (int d = 0; d < a->type.rank; d++) {
+    assert_int_equal(a->type.shape[d], b->type.shape[d]);
+    if (a->type.shape[d] > 1) assert_int_equal(a->type.strides[d], b->type.strides[d]);
+  }
+  assert_int_equal(a->type.offset, b->type.offset);
+  assert_int_equal(a->numel, b->numel);
+  assert_int_equal(a->bytes, b->bytes);
+}
+
+static void test_task_in_memory(void **state) {
+  (void)state;
+  const char *fx = getenv("KFUSE_FIXTURES");
+  assert_non_null(fx);
+  static const char *names[] = {"tv_bottleneck.default", "swin_block.core", "llama_layer_bf16.default",
+                                "attention.default", "scatters.core", "special_values.default"};
+  int compared = 0;
+  for (size_t m = 0; m < sizeof names / sizeof *names; m++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.pt2", fx, names[m]);
+    kf_diag d;
+    kf_diag_init(&d, NULL, NULL);
+    kf_load_options lo;
+    kf_load_options_init(&lo);
+    kf_graph *g = NULL;
+    assert_int_equal(kf_model_load(path, &lo, &g, &d), KF_OK);
+    kf_compile_options o;
+    kf_compile_options_init(&o);
+    kf_partition *p = NULL;
+    assert_int_equal(kf_task_partition(g, &o, &p, &d), KF_OK);
+    for (int i = 0; i < p->n_groups; i++) {
+      const kf_group *grp = &p->groups[i];
+      if (grp->kind == KF_GROUP_VIEW) continue;
+      char dir[300];
+      snprintf(dir, sizeof dir, "/tmp/kfuse_test_judge_mem_%d_%zu_%d", (int)getpid(), m, i);
+      assert_int_equal(kf_task_write_group(g, p, grp, &o, dir, &d), KF_OK);
+      kf_jtask a, b;
+      kf_status sa = kf_jtask_read(dir, &a, &d), sb = kf_jtask_from_group(g, grp, &o, &b, &d);
+      char cmd[400];
+      snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+      assert_int_equal(system(cmd), 0);
+      assert_int_equal(sa, sb); /* both refuse a task with a scalar output alike */
+      if (sa) continue;
+      char *ta = printed(a.graph), *tb = printed(b.graph);
+      if (strcmp(ta, tb) != 0) fail_msg("%s group %d: the graphs differ:\n%s\n----\n%s", names[m], grp->id, ta, tb);
+      free(ta);
+      free(tb);
+      assert_int_equal(a.n_in, b.n_in);
+      assert_int_equal(a.n_out, b.n_out);
+      for (int k = 0; k < a.n_in; k++) same_value(&a.in[k], &b.in[k]);
+      for (int k = 0; k < a.n_out; k++) same_value(&a.out[k], &b.out[k]);
+      assert_int_equal(a.precision, b.precision);
+      assert_int_equal(a.has_conv, b.has_conv);
+      assert_int_equal(a.target.sm, b.target.sm);
+      assert_int_equal(a.target.arch_specific, b.target.arch_specific);
+      assert_int_equal(a.group, b.group);
+      assert_string_equal(a.key, b.key);
+      assert_string_equal(a.kind, b.kind);
+      assert_int_equal(a.floor_bytes, b.floor_bytes);
+      assert_true(a.floor_flops == b.floor_flops);
+      assert_true(a.eager_ms < 0 && b.eager_ms < 0 && a.compile_ms < 0 && b.compile_ms < 0);
+      kf_jtask_fini(&a);
+      kf_jtask_fini(&b);
+      compared++;
+    }
+    kf_partition_destroy(p);
+    kf_graph_destroy(g);
+  }
+  assert_true(compared > 20);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compare_basic),
@@ -235,6 +322,7 @@ int main(void) {
       cmocka_unit_test(test_compare_parts),
       cmocka_unit_test(test_tolerances),
       cmocka_unit_test_setup_teardown(test_task_and_checks, make_task, remove_task),
+      cmocka_unit_test(test_task_in_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
