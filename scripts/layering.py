@@ -2,7 +2,7 @@
 """scripts/layering.py — the source tree's one-way layering, checked over
 the `#include "..."` lines of every .c and .h in the compiler's folders.
 
-    python3 scripts/layering.py [--root DIR] [--objects BUILD_DIR] [--graph] [--write-allowed]
+    python3 scripts/layering.py [--root DIR] [--objects BUILD_DIR] [--graph] [--write-allowed] [--fix-doc]
 
 The layers, lowest first (a folder may include the headers of its own
 layer-mates only where LAYERS puts them in order, and of the layers below):
@@ -27,6 +27,13 @@ fails on a violation not listed there, and on a listed one that is gone
 (so the list only shrinks). --write-allowed rewrites the list from the
 tree. --graph prints the folder graph: for each folder, the folders whose
 headers it includes, with the number of include lines.
+
+docs/ARCHITECTURE.md's source-tree table is checked against the tree: the
+"may call" cell of each folder's row begins with the folders whose headers
+it includes, in bold (`**support, ir**`, `**—**` for none), and that list
+must be the folder's include graph exactly (a row missing, or a list that
+names a folder it does not include or leaves one out, fails); --fix-doc
+rewrites the lists from the tree.
 
 Exit status: 0 when the tree keeps the rule, 1 when it does not, 2 on bad
 usage or an unreadable tree.
@@ -174,12 +181,63 @@ def why_not(src, owner, private, header):
     return None
 
 
+DOC_ROW = re.compile(r"^(\| `([a-z_]+)/` \|.*\| )(\*\*([^*]*)\*\*(; )?)?([^|]*\|\s*)$")
+
+
+def include_graph(incs):
+    edges = {}
+    for _, _, _, src, owner, _ in incs:
+        if src != owner:
+            edges.setdefault(src, {}).setdefault(owner, 0)
+            edges[src][owner] += 1
+    return edges
+
+
+def doc_list(edges, folder):
+    deps = sorted(edges.get(folder, {}), key=FOLDERS.index)
+    return ", ".join(deps) if deps else "—"
+
+
+def check_doc(path, edges, fix):
+    """Problems of docs/ARCHITECTURE.md's table against the include graph
+    (with fix, the file rewritten and nothing reported)."""
+    with open(path) as fh:
+        lines = fh.readlines()
+    seen, bad = set(), []
+    for i, line in enumerate(lines):
+        m = DOC_ROW.match(line.rstrip("\n"))
+        if not m or m.group(2) not in FOLDERS:
+            continue
+        f = m.group(2)
+        seen.add(f)
+        want = doc_list(edges, f)
+        have = m.group(4)
+        if fix:
+            rest = m.group(6)
+            lines[i] = f"{m.group(1)}**{want}**" + ("; " + rest if rest.strip(" |\n") else " " + rest.lstrip()) + "\n"
+        elif have is None:
+            bad.append(f"{path}:{i + 1}: {f}/'s \"may call\" cell does not begin with its folders in bold "
+                       f"(**{want}**)")
+        elif [x.strip() for x in have.split(",")] != [x.strip() for x in want.split(",")]:
+            bad.append(f"{path}:{i + 1}: {f}/'s \"may call\" cell lists **{have}**; its includes are **{want}**")
+    for f in FOLDERS:
+        if f not in seen:
+            bad.append(f"{path}: the source-tree table has no row for `{f}/`")
+    if fix:
+        with open(path, "w") as fh:
+            fh.writelines(lines)
+        return []
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     ap.add_argument("--graph", action="store_true", help="print the folder include graph")
     ap.add_argument("--write-allowed", action="store_true", help="rewrite the allowed list from the tree")
     ap.add_argument("--objects", help="a build directory: also check the calls between the folders' objects")
+    ap.add_argument("--fix-doc", action="store_true",
+                    help="rewrite the folder lists of docs/ARCHITECTURE.md's table from the tree")
     a = ap.parse_args()
     if not os.path.isdir(os.path.join(a.root, "include", "kfuse")):
         print(f"layering: {a.root} is not a kfuse source tree (no include/kfuse/)", file=sys.stderr)
@@ -191,12 +249,13 @@ def main():
         print(f"layering: include/kfuse/ headers with no owner in OWNER: {', '.join(sorted(missing))}",
               file=sys.stderr)
         return 1
+    edges = include_graph(incs)
+    doc = os.path.join(a.root, "docs", "ARCHITECTURE.md")
+    doc_bad = check_doc(doc, edges, a.fix_doc) if os.path.exists(doc) else []
+    if a.fix_doc:
+        print(f"layering: wrote the folder lists of {doc}")
+        return 0
     if a.graph:
-        edges = {}
-        for _, _, _, src, owner, _ in incs:
-            if src != owner:
-                edges.setdefault(src, {}).setdefault(owner, 0)
-                edges[src][owner] += 1
         for f in FOLDERS:
             e = edges.get(f, {})
             print(f"{f}: " + (", ".join(f"{o} ({n})" for o, n in sorted(e.items(), key=lambda kv: FOLDERS.index(kv[0])))
@@ -262,8 +321,11 @@ def main():
     for f, h in stale:
         print(f"scripts/layering_allowed.txt: '{f}: {h}' no longer occurs: remove it")
     n_allowed = len(seen & allowed)
-    if new or stale:
-        print(f"layering: {len(new)} new violation(s), {len(stale)} stale allowance(s)", file=sys.stderr)
+    for line in doc_bad:
+        print(line)
+    if new or stale or doc_bad:
+        print(f"layering: {len(new)} new violation(s), {len(stale)} stale allowance(s), {len(doc_bad)} "
+              f"disagreement(s) with docs/ARCHITECTURE.md", file=sys.stderr)
         return 1
     print(f"layering: the tree keeps the rule ({len(incs)} includes checked; {n_allowed} known exceptions "
           f"listed in scripts/layering_allowed.txt)")

@@ -3,7 +3,9 @@
 here: a clean tree passes; an include of a higher layer's header, of
 another folder's private header, or from runtime/ outside it fails and
 names the line; a listed exception that is gone fails; an
-include/kfuse/ header with no owner fails."""
+include/kfuse/ header with no owner fails; docs/ARCHITECTURE.md's table
+whose folder lists disagree with the includes (or lack a folder's row)
+fails, and --fix-doc rewrites the lists."""
 import os
 import shutil
 import subprocess
@@ -71,6 +73,36 @@ expect("a listed exception", dict(BASE, **{"pass/fold.c": '#include "kfuse/cache
        allowed="pass/fold.c: kfuse/cache.h\n")
 expect("a stale exception", BASE, 1, "no longer occurs", allowed="pass/fold.c: kfuse/cache.h\n")
 expect("a public header with no owner", dict(BASE, **{"include/kfuse/new.h": ""}), 1, "no owner")
+
+
+def doc(lists, drop=None):
+    """docs/ARCHITECTURE.md with a row per folder, "may call" beginning
+    with lists[folder] in bold (default: none)"""
+    rows = ["| folder | what it holds | may call |", "|---|---|---|"]
+    for f in ["support", "ir", "interp", "pass", "frontend", "agent", "cache", "judge", "driver", "tools",
+              "runtime"]:
+        if f != drop:
+            rows.append(f"| `{f}/` | things | **{lists.get(f, '—')}**; prose |")
+    return {"docs/ARCHITECTURE.md": "# x\n\n" + "\n".join(rows) + "\n"}
+
+
+TRUE_LISTS = {"pass": "ir", "cache": "support, ir, runtime"}
+expect("the table agrees", dict(BASE, **doc(TRUE_LISTS)), 0, "keeps the rule")
+expect("the table leaves a folder out", dict(BASE, **doc({"pass": "ir", "cache": "support, ir"})), 1,
+       "cache/'s \"may call\" cell lists **support, ir**; its includes are **support, ir, runtime**")
+expect("the table names one too many", dict(BASE, **doc(dict(TRUE_LISTS, **{"pass": "ir, interp"}))), 1,
+       "pass/'s \"may call\" cell lists **ir, interp**; its includes are **ir**")
+expect("the table lacks a row", dict(BASE, **doc(TRUE_LISTS, drop="judge")), 1, "no row for `judge/`")
+d = tree(dict(BASE, **doc({})))
+subprocess.run([sys.executable, SCRIPT, "--root", d, "--fix-doc"], capture_output=True, check=True)
+rc, out = run(d)
+shutil.rmtree(d, ignore_errors=True)
+if rc != 0:
+    fails += 1
+    print(f"FAIL --fix-doc: rc {rc} after the fix:\n{out}")
+else:
+    print("ok   --fix-doc")
+
 
 
 def objects_case(name, caller_folder, callee_folder, rc_want, text_want):
