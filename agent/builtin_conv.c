@@ -55,6 +55,7 @@ static int conv_compute(kf_dtype dt, kf_precision p, bool cudnn_declined) {
   case KF_PRECISION_TF32: return KFR_COMPUTE_32F_TF32;
   case KF_PRECISION_BF16: return KFR_COMPUTE_32F_BF16;
   case KF_PRECISION_FP16: return KFR_COMPUTE_32F_F16;
+  case KF_PRECISION_FP32: return KFR_COMPUTE_32F;
   default: return cudnn_declined ? KFR_COMPUTE_32F_TF32 : KFR_COMPUTE_32F;
   }
 }
@@ -164,16 +165,16 @@ static kf_status epilogue(const kf_partition *p, const kf_group *g, const kf_bui
  * an f32 depthwise convolution (2-d or 3-d, not transposed, groups = input
  * channels > 1): eager PyTorch runs those on its own CUDA kernels in plain
  * fp32, never cuDNN's TF32 (its use_cudnn_depthwise is for 16-bit inputs),
- * and they are memory-bound, so TF32 buys nothing; on TF32 a dilated
- * depthwise network drifted 5 times as far from the fp64 model as eager
- * (deeplabv3_mobilenet_v3_large, H200, 2026-11-28: 1.8e-2 against eager's
- * 3.7e-3). --precision tf32 asks for TF32 everywhere, depthwise too.
+ * and they are memory-bound, so TF32 buys nothing. --precision tf32 asks
+ * for TF32 everywhere, depthwise too; --precision fp32 for none.
  * 16-bit data computes on tensor cores with fp32 accumulation. */
 static int cudnn_compute(kf_dtype dt, kf_precision p, bool depthwise) {
   switch (dt) {
   case KF_DTYPE_F16: return KFR_COMPUTE_32F_F16;
   case KF_DTYPE_BF16: return KFR_COMPUTE_32F_BF16;
-  default: return depthwise && p == KF_PRECISION_DEFAULT ? KFR_COMPUTE_32F : KFR_COMPUTE_32F_TF32;
+  default:
+    if (p == KF_PRECISION_FP32 || (depthwise && p == KF_PRECISION_DEFAULT)) return KFR_COMPUTE_32F;
+    return KFR_COMPUTE_32F_TF32;
   }
 }
 

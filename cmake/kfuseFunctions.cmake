@@ -2,7 +2,7 @@
 # kfuse CMake package; docs/BUILD.md is the user's guide).
 #
 #   kfuse_add_model(TARGET name MODEL model.pt2
-#                   [PRECISION default|tf32|bf16|fp16] [TARGET_ARCH sm_90|sm_90a]
+#                   [PRECISION default|tf32|bf16|fp16|fp32] [TARGET_ARCH sm_90|sm_90a]
 #                   [CACHE dir] [EMBED_WEIGHTS] [PREFIX c_name]
 #                   [WEIGHTS_DIR dir] [OPTIONS kfuse-compile-flags...])
 #

@@ -365,192 +365,279 @@ static double num_or(const cJSON *o, const char *key, double dflt) {
   return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble : dflt;
 }
 
-/* One check: the module SPEC names against the loaded reference r (and
- * the unrounded model u, when it was built: the outputs' bounds); the
- * result into res. */
-static void check_one(const drv *d, const mod *r, const mod *u, const cJSON *spec, cJSON *res) {
+/* One check's state: the module a under check, the reference r, the
+ * unrounded model u (or NULL), their inputs and outputs on the GPU */
+typedef struct chk {
+  const drv *d;
+  const mod *r, *u;
   mod a;
-  memset(&a, 0, sizeof a);
-  input *ins = NULL;
-  tdesc *otd = NULL;
-  double **ya = NULL, **yr = NULL;
-  const void **in_ptrs = NULL;
-  void **out_a = NULL, **out_r = NULL, **out_u = NULL;
-  int n_in = 0, n_out = 0;
-  CUresult cr;
-  CUstream stream = NULL;
-  double t_create = 0, t_runs = 0, t_ref = 0, t_search = 0;
-  g_err[0] = 0;
-  /* inputs and outputs */
-  const cJSON *jin = cJSON_GetObjectItem(spec, "inputs"), *jout = cJSON_GetObjectItem(spec, "outputs");
-  n_in = cJSON_GetArraySize(jin);
-  n_out = cJSON_GetArraySize(jout);
-  ins = calloc((size_t)n_in + 1, sizeof *ins);
-  otd = calloc((size_t)n_out + 1, sizeof *otd);
-  in_ptrs = calloc((size_t)n_in + 1, sizeof *in_ptrs);
-  out_a = calloc((size_t)n_out + 1, sizeof *out_a);
-  out_r = calloc((size_t)n_out + 1, sizeof *out_r);
-  ya = calloc((size_t)n_out + 1, sizeof *ya);
-  yr = calloc((size_t)n_out + 1, sizeof *yr);
-  if (!ins || !otd || !in_ptrs || !out_a || !out_r || !ya || !yr) FAIL("out of host memory");
-  for (int i = 0; i < n_in; i++) {
-    const cJSON *e = cJSON_GetArrayItem(jin, i);
-    if (!desc_of(e, &ins[i].t)) FAIL("input %d: rank over %d", i, KF_MAX_RANK);
-    const cJSON *hi = cJSON_GetObjectItem(e, "int_hi"), *lo = cJSON_GetObjectItem(e, "int_lo");
-    ins[i].int_hi = hi ? (int64_t)cJSON_GetNumberValue(hi) : 0;
-    ins[i].int_lo = lo ? (int64_t)cJSON_GetNumberValue(lo) : 0;
-    if (!kf_dtype_is_float(ins[i].t.dtype) && ins[i].int_hi < 1) ins[i].int_hi = 2;
-    if (ins[i].int_lo < 0 || ins[i].int_lo >= ins[i].int_hi) ins[i].int_lo = 0;
-    ins[i].bytes = (size_t)ins[i].t.numel * kf_dtype_size(ins[i].t.dtype);
-    ins[i].host = malloc(ins[i].bytes + 1);
-    if (!ins[i].host) FAIL("out of host memory for input %d", i);
-    if ((cr = d->MemAlloc(&ins[i].dev, ins[i].bytes ? ins[i].bytes : 1)))
-      FAIL("cuMemAlloc of input %d (%zu bytes): %s", i, ins[i].bytes, cu_str(d, cr));
-    in_ptrs[i] = (const void *)(uintptr_t)ins[i].dev;
-  }
-  for (int i = 0; i < n_out; i++)
-    if (!desc_of(cJSON_GetArrayItem(jout, i), &otd[i])) FAIL("output %d: rank over %d", i, KF_MAX_RANK);
-  const cJSON *jm = cJSON_GetObjectItem(spec, "module");
-  if (n_out != r->n_out) FAIL("the module has %d outputs, the reference %d", n_out, r->n_out);
-  for (int i = 0; i < n_out; i++)
-    if (!same_shape(&otd[i], &r->otd[i])) FAIL("output %d of the module is not the reference's (dtype or shape)", i);
-  double tc = kf_now_s();
-  if (!create(d, &a, jm, n_out, otd)) goto done;
-  t_create = kf_now_s() - tc;
-  for (int i = 0; i < n_out; i++) {
-    out_a[i] = (void *)(uintptr_t)a.out[i];
-    out_r[i] = (void *)(uintptr_t)r->out[i];
-  }
-  if ((cr = d->StreamCreate(&stream, CU_STREAM_NON_BLOCKING))) FAIL("cuStreamCreate: %s", cu_str(d, cr));
+  input *ins;
+  tdesc *otd;
+  double **ya, **yr; /* the last set's outputs: the module's, the reference's */
+  const void **in_ptrs;
+  void **out_a, **out_r, **out_u;
+  int n_in, n_out;
+  CUstream stream;
+  double bound; /* the first bad output's (the search's) */
+  double t_create, t_runs, t_ref, t_search;
+} chk;
 
-  /* the sets */
+#define ERR(...)                                \
+  do {                                          \
+    snprintf(g_err, sizeof g_err, __VA_ARGS__); \
+    return false;                               \
+  } while (0)
+
+/* The spec's inputs (host and device buffers) and outputs, checked
+ * against the reference's; the module created and a stream made. */
+static bool chk_setup(chk *c, const cJSON *spec) {
+  const drv *d = c->d;
+  CUresult cr;
+  const cJSON *jin = cJSON_GetObjectItem(spec, "inputs"), *jout = cJSON_GetObjectItem(spec, "outputs");
+  int n_in = c->n_in = cJSON_GetArraySize(jin);
+  int n_out = c->n_out = cJSON_GetArraySize(jout);
+  c->ins = calloc((size_t)n_in + 1, sizeof *c->ins);
+  c->otd = calloc((size_t)n_out + 1, sizeof *c->otd);
+  c->in_ptrs = calloc((size_t)n_in + 1, sizeof *c->in_ptrs);
+  c->out_a = calloc((size_t)n_out + 1, sizeof *c->out_a);
+  c->out_r = calloc((size_t)n_out + 1, sizeof *c->out_r);
+  c->ya = calloc((size_t)n_out + 1, sizeof *c->ya);
+  c->yr = calloc((size_t)n_out + 1, sizeof *c->yr);
+  if (!c->ins || !c->otd || !c->in_ptrs || !c->out_a || !c->out_r || !c->ya || !c->yr) ERR("out of host memory");
+  for (int i = 0; i < n_in; i++) {
+    input *in = &c->ins[i];
+    const cJSON *e = cJSON_GetArrayItem(jin, i);
+    if (!desc_of(e, &in->t)) ERR("input %d: rank over %d", i, KF_MAX_RANK);
+    const cJSON *hi = cJSON_GetObjectItem(e, "int_hi"), *lo = cJSON_GetObjectItem(e, "int_lo");
+    in->int_hi = hi ? (int64_t)cJSON_GetNumberValue(hi) : 0;
+    in->int_lo = lo ? (int64_t)cJSON_GetNumberValue(lo) : 0;
+    if (!kf_dtype_is_float(in->t.dtype) && in->int_hi < 1) in->int_hi = 2;
+    if (in->int_lo < 0 || in->int_lo >= in->int_hi) in->int_lo = 0;
+    in->bytes = (size_t)in->t.numel * kf_dtype_size(in->t.dtype);
+    in->host = malloc(in->bytes + 1);
+    if (!in->host) ERR("out of host memory for input %d", i);
+    if ((cr = d->MemAlloc(&in->dev, in->bytes ? in->bytes : 1)))
+      ERR("cuMemAlloc of input %d (%zu bytes): %s", i, in->bytes, cu_str(d, cr));
+    c->in_ptrs[i] = (const void *)(uintptr_t)in->dev;
+  }
+  for (int i = 0; i < n_out; i++)
+    if (!desc_of(cJSON_GetArrayItem(jout, i), &c->otd[i])) ERR("output %d: rank over %d", i, KF_MAX_RANK);
+  if (n_out != c->r->n_out) ERR("the module has %d outputs, the reference %d", n_out, c->r->n_out);
+  for (int i = 0; i < n_out; i++)
+    if (!same_shape(&c->otd[i], &c->r->otd[i])) ERR("output %d of the module is not the reference's (dtype or shape)", i);
+  double tc = kf_now_s();
+  if (!create(d, &c->a, cJSON_GetObjectItem(spec, "module"), n_out, c->otd)) return false;
+  c->t_create = kf_now_s() - tc;
+  for (int i = 0; i < n_out; i++) {
+    c->out_a[i] = (void *)(uintptr_t)c->a.out[i];
+    c->out_r[i] = (void *)(uintptr_t)c->r->out[i];
+  }
+  if (c->u && c->u->m && c->u->n_out == n_out) {
+    c->out_u = calloc((size_t)n_out + 1, sizeof *c->out_u);
+    if (!c->out_u) ERR("out of host memory");
+    for (int i = 0; i < n_out; i++) c->out_u[i] = (void *)(uintptr_t)c->u->out[i];
+  }
+  if ((cr = d->StreamCreate(&c->stream, CU_STREAM_NON_BLOCKING))) ERR("cuStreamCreate: %s", cu_str(d, cr));
+  return true;
+}
+
+/* Runs m on the check's inputs into outs and waits; what runs it is. */
+static bool run_model(chk *c, const mod *m, void **outs, const char *what) {
+  CUresult cr;
+  if (m->run(m->m, c->stream, c->in_ptrs, (void *const *)outs)) ERR("running %s: %s", what, m->error(m->m));
+  if ((cr = c->d->StreamSynchronize(c->stream))) ERR("%s's run failed on the GPU: %s", what, cu_str(c->d, cr));
+  return true;
+}
+
+/* The module run again on the inputs of the last set: the largest
+ * difference from that set's outputs (a module whose runs differ races
+ * somewhere), or -1 on a failure (g_err) */
+static double repeat_diff(chk *c) {
+  if (!run_model(c, &c->a, c->out_a, "the module")) return -1;
+  double diff = 0;
+  for (int i = 0; i < c->n_out; i++) {
+    double *y2 = read_value(c->d, c->a.out[i], &c->otd[i]);
+    if (!y2) return -1;
+    for (int64_t e = 0; e < c->otd[i].numel; e++) {
+      double dd = fabs(y2[e] - c->ya[i][e]);
+      if (dd > diff || (isnan(y2[e]) != isnan(c->ya[i][e]))) diff = isnan(dd) ? INFINITY : dd;
+    }
+    free(y2);
+  }
+  return diff;
+}
+
+/* The input sets: each through the module, the reference (and the
+ * unrounded model), outputs compared with each output's bound; stops at
+ * the first set out of bound, whose inputs stay in place for the search.
+ * The figures into res; *bad_set the set (or -1). */
+static bool chk_sets(chk *c, const cJSON *spec, cJSON *res, int *bad_set) {
+  const drv *d = c->d;
+  CUresult cr;
   int sets = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(spec, "sets"));
-  double bound = cJSON_GetNumberValue(cJSON_GetObjectItem(spec, "bound")), policy = bound;
+  double policy = cJSON_GetNumberValue(cJSON_GetObjectItem(spec, "bound"));
+  c->bound = policy;
   /* an output's bound: the policy's, or factor times how far rounding to
    * the model's dtypes moves it (the reference against the unrounded
    * model u, on the same inputs; judge/module_check.c's bound_for) */
   double factor = num_or(spec, "rounding_factor", 0), rounding = -1, bound_max = policy;
-  if (u && u->m && u->n_out == n_out) {
-    out_u = calloc((size_t)n_out + 1, sizeof *out_u);
-    if (!out_u) FAIL("out of host memory");
-    for (int i = 0; i < n_out; i++) out_u[i] = (void *)(uintptr_t)u->out[i];
-  }
   uint64_t seed = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(spec, "seed"));
   double worst = 0;
-  int bad_set = -1, bad_out = -1;
+  int bad_out = -1;
+  *bad_set = -1;
   cJSON *jo = cJSON_AddArrayToObject(res, "outputs");
-  double *out_worst = calloc((size_t)n_out + 1, sizeof *out_worst);
-  if (!out_worst) FAIL("out of host memory");
+  double *out_worst = calloc((size_t)c->n_out + 1, sizeof *out_worst);
+  if (!out_worst) ERR("out of host memory");
+  bool ok = false;
   for (int k = 0; k < sets; k++) {
     uint64_t s = seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(k + 1));
-    for (int i = 0; i < n_in; i++) {
-      fill(&ins[i], k, &s);
-      if ((cr = d->MemcpyHtoD(ins[i].dev, ins[i].host, ins[i].bytes)))
-        FAIL("cuMemcpyHtoD of input %d: %s", i, cu_str(d, cr));
+    for (int i = 0; i < c->n_in; i++) {
+      fill(&c->ins[i], k, &s);
+      if ((cr = d->MemcpyHtoD(c->ins[i].dev, c->ins[i].host, c->ins[i].bytes))) {
+        snprintf(g_err, sizeof g_err, "cuMemcpyHtoD of input %d: %s", i, cu_str(d, cr));
+        goto out;
+      }
     }
     double tr = kf_now_s();
-    if (a.run(a.m, stream, in_ptrs, (void *const *)out_a)) FAIL("running the module: %s", a.error(a.m));
-    if ((cr = d->StreamSynchronize(stream))) FAIL("the module's run failed on the GPU: %s", cu_str(d, cr));
-    t_runs += kf_now_s() - tr;
+    if (!run_model(c, &c->a, c->out_a, "the module")) goto out;
+    c->t_runs += kf_now_s() - tr;
     tr = kf_now_s();
-    if (r->run(r->m, stream, in_ptrs, (void *const *)out_r)) FAIL("running the reference: %s", r->error(r->m));
-    if ((cr = d->StreamSynchronize(stream))) FAIL("the reference's run failed on the GPU: %s", cu_str(d, cr));
-    if (out_u) {
-      if (u->run(u->m, stream, in_ptrs, (void *const *)out_u)) FAIL("running the unrounded model: %s", u->error(u->m));
-      if ((cr = d->StreamSynchronize(stream))) FAIL("the unrounded model's run failed on the GPU: %s", cu_str(d, cr));
-    }
-    t_ref += kf_now_s() - tr;
-    for (int i = 0; i < n_out; i++) {
-      free(ya[i]);
-      free(yr[i]);
-      ya[i] = read_value(d, a.out[i], &otd[i]);
-      yr[i] = ya[i] ? read_value(d, r->out[i], &otd[i]) : NULL;
-      if (!ya[i] || !yr[i]) goto done;
+    if (!run_model(c, c->r, c->out_r, "the reference")) goto out;
+    if (c->out_u && !run_model(c, c->u, c->out_u, "the unrounded model")) goto out;
+    c->t_ref += kf_now_s() - tr;
+    for (int i = 0; i < c->n_out; i++) {
+      free(c->ya[i]);
+      free(c->yr[i]);
+      c->ya[i] = read_value(d, c->a.out[i], &c->otd[i]);
+      c->yr[i] = c->ya[i] ? read_value(d, c->r->out[i], &c->otd[i]) : NULL;
+      if (!c->ya[i] || !c->yr[i]) goto out;
       double out_bound = policy;
-      if (out_u) {
-        double *yu = read_value(d, u->out[i], &u->otd[i]);
-        if (!yu) goto done;
-        double er = kf_mc_rel_err(yr[i], yu, otd[i].numel);
+      if (c->out_u) {
+        double *yu = read_value(d, c->u->out[i], &c->u->otd[i]);
+        if (!yu) goto out;
+        double er = kf_mc_rel_err(c->yr[i], yu, c->otd[i].numel);
         free(yu);
         if (!(er <= rounding)) rounding = isfinite(er) ? er : 1e308;
         if (isfinite(er) && factor * er > out_bound) out_bound = factor * er;
         if (out_bound > bound_max) bound_max = out_bound;
       }
-      double e = kf_mc_rel_err(ya[i], yr[i], otd[i].numel);
+      double e = kf_mc_rel_err(c->ya[i], c->yr[i], c->otd[i].numel);
       if (e > out_worst[i]) out_worst[i] = e;
       if (e > worst) worst = e;
-      if (!(e <= out_bound) && bad_set < 0) {
-        bad_set = k;
+      if (!(e <= out_bound) && *bad_set < 0) {
+        *bad_set = k;
         bad_out = i;
-        bound = out_bound; /* the search's */
+        c->bound = out_bound;
       }
     }
     if (k == 0) {
-      /* the same inputs once more: a module whose runs differ races
-       * somewhere (said in the result; within the bound it passes) */
-      double diff = 0;
-      if (a.run(a.m, stream, in_ptrs, (void *const *)out_a)) FAIL("running the module: %s", a.error(a.m));
-      if ((cr = d->StreamSynchronize(stream))) FAIL("the runs failed on the GPU: %s", cu_str(d, cr));
-      for (int i = 0; i < n_out; i++) {
-        double *y2 = read_value(d, a.out[i], &otd[i]);
-        if (!y2) goto done;
-        for (int64_t e = 0; e < otd[i].numel; e++) {
-          double dd = fabs(y2[e] - ya[i][e]);
-          if (dd > diff || (isnan(y2[e]) != isnan(ya[i][e]))) diff = isnan(dd) ? INFINITY : dd;
-        }
-        free(y2);
-      }
+      /* the same inputs once more (said in the result; within the bound
+       * a module whose runs differ passes) */
+      double diff = repeat_diff(c);
+      if (diff < 0) goto out;
       cJSON_AddNumberToObject(res, "repeat_max_diff", isfinite(diff) ? diff : 1e308);
     }
-    if (bad_set >= 0) break; /* its inputs stay in place for the search */
+    if (*bad_set >= 0) break;
   }
-  for (int i = 0; i < n_out; i++) cJSON_AddItemToArray(jo, cJSON_CreateNumber(isfinite(out_worst[i]) ? out_worst[i] : 1e308));
-  free(out_worst);
-  cJSON_AddNumberToObject(res, "sets", bad_set >= 0 ? bad_set + 1 : sets);
+  for (int i = 0; i < c->n_out; i++)
+    cJSON_AddItemToArray(jo, cJSON_CreateNumber(isfinite(out_worst[i]) ? out_worst[i] : 1e308));
+  cJSON_AddNumberToObject(res, "sets", *bad_set >= 0 ? *bad_set + 1 : sets);
   cJSON_AddNumberToObject(res, "max_rel_err", isfinite(worst) ? worst : 1e308);
   cJSON_AddNumberToObject(res, "bound", bound_max);
   if (rounding >= 0) cJSON_AddNumberToObject(res, "rounding_rel_err", rounding);
-  cJSON_AddBoolToObject(res, "passed", bad_set < 0);
-  if (bad_set < 0) goto done;
-  {
+  cJSON_AddBoolToObject(res, "passed", *bad_set < 0);
+  if (*bad_set >= 0) {
     char w[512];
     snprintf(w, sizeof w, "output %d is %.3g from the fp64 reference on input set %d (bound %.1e)", bad_out,
-             isfinite(worst) ? worst : INFINITY, bad_set, bound);
+             isfinite(worst) ? worst : INFINITY, *bad_set, c->bound);
     cJSON_AddStringToObject(res, "why", w);
   }
+  ok = true;
+out:
+  free(out_worst);
+  return ok;
+}
 
-  /* the first diverging group: the reference keeps every value */
-  t_search = kf_now_s();
-  ctx c;
-  memset(&c, 0, sizeof c);
-  c.d = d;
-  c.stream = stream;
-  c.a = &a;
-  c.r = r;
-  c.ins = ins;
-  c.n_in = n_in;
-  c.n_out = n_out;
-  c.in_ptrs = in_ptrs;
-  c.out_a = out_a;
-  c.oa = a.out;
-  c.or_ = r->out;
-  c.groups = cJSON_GetObjectItem(jm, "groups");
-  c.ref_groups = cJSON_GetObjectItem(r->spec, "groups");
-  c.bound = bound;
+/* The run step by step matched wherever it could be compared (nc groups):
+ * whether the plain run's mismatch repeats on the same inputs, in words */
+static void explain_no_divergence(chk *c, int nc, cJSON *res) {
+  double again = 0;
+  if (c->a.run(c->a.m, c->stream, c->in_ptrs, (void *const *)c->out_a) == 0 &&
+      c->d->StreamSynchronize(c->stream) == CUDA_SUCCESS) {
+    for (int i = 0; i < c->n_out; i++) {
+      double *y = read_value(c->d, c->a.out[i], &c->otd[i]);
+      if (!y) break;
+      double e = kf_mc_rel_err(y, c->yr[i], c->otd[i].numel);
+      free(y);
+      if (!(e <= again)) again = e;
+    }
+  } else {
+    again = NAN;
+  }
+  char m[600];
+  if (isnan(again))
+    snprintf(m, sizeof m, "the run step by step (kfuse_model_debug_run) matches the reference in every group "
+             "compared; running the module again failed");
+  else if (again > c->bound)
+    snprintf(m, sizeof m, "the run step by step (kfuse_model_debug_run) matches the reference in every group "
+             "compared (%d), and a plain run on the same inputs is again %.3g from it: the difference is in "
+             "values the reference does not name, or between steps of the plain run (a race)", nc, again);
+  else
+    snprintf(m, sizeof m, "the mismatch did not repeat: the run step by step (kfuse_model_debug_run) matches "
+             "the reference in every group compared (%d), and a second plain run on the same inputs is %.3g "
+             "from it: a race in the plain run", nc, again);
+  cJSON_AddStringToObject(res, "search", m);
+  g_err[0] = 0;
+}
+
+/* [group, error, value] of a probe, for whoever reads the result */
+static void add_probe(cJSON *trace, const cJSON *grp, double e, const char *value) {
+  cJSON *t = cJSON_CreateArray();
+  cJSON_AddItemToArray(t, cJSON_CreateNumber(cJSON_GetNumberValue(cJSON_GetObjectItem(grp, "group"))));
+  cJSON_AddItemToArray(t, cJSON_CreateNumber(isfinite(e) ? e : 1e308));
+  cJSON_AddItemToArray(t, cJSON_CreateString(value));
+  cJSON_AddItemToArray(trace, t);
+}
+
+/* The first group whose values diverge, by bisection over the groups
+ * with a value the reference also names (the reference keeps every
+ * value), on the inputs of the failing set; into res. */
+static void chk_search(chk *c, const cJSON *spec, cJSON *res) {
+  ctx x;
+  memset(&x, 0, sizeof x);
+  x.d = c->d;
+  x.stream = c->stream;
+  x.a = &c->a;
+  x.r = c->r;
+  x.ins = c->ins;
+  x.n_in = c->n_in;
+  x.n_out = c->n_out;
+  x.in_ptrs = c->in_ptrs;
+  x.out_a = c->out_a;
+  x.oa = c->a.out;
+  x.or_ = c->r->out;
+  x.groups = cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "module"), "groups");
+  x.ref_groups = cJSON_GetObjectItem(c->r->spec, "groups");
+  x.bound = c->bound;
   uint64_t bytes;
   uint32_t steps;
-  if (a.debug_arena(a.m, &c.arena_a, &bytes, &steps) || r->debug_arena(r->m, &c.arena_r, &bytes, &steps))
-    FAIL("kfuse_model_debug_arena failed");
-  int ng = cJSON_GetArraySize(c.groups);
+  if (c->a.debug_arena(c->a.m, &x.arena_a, &bytes, &steps) || c->r->debug_arena(c->r->m, &x.arena_r, &bytes, &steps)) {
+    snprintf(g_err, sizeof g_err, "kfuse_model_debug_arena failed");
+    return;
+  }
+  int ng = cJSON_GetArraySize(x.groups);
   /* the groups with a value to compare */
   int *cand = calloc((size_t)ng + 1, sizeof *cand), nc = 0;
-  if (!cand) FAIL("out of host memory");
+  if (!cand) {
+    snprintf(g_err, sizeof g_err, "out of host memory");
+    return;
+  }
   for (int gi = 0; gi < ng; gi++) {
-    const cJSON *grp = cJSON_GetArrayItem(c.groups, gi), *v;
+    const cJSON *grp = cJSON_GetArrayItem(x.groups, gi), *v;
     bool any = false;
     cJSON_ArrayForEach(v, cJSON_GetObjectItem(grp, "values")) {
       const char *n = cJSON_GetStringValue(cJSON_GetObjectItem(v, "name"));
-      const cJSON *rv = n ? ref_value(c.ref_groups, n) : NULL;
+      const cJSON *rv = n ? ref_value(x.ref_groups, n) : NULL;
       tdesc ta, tr;
       if (rv && desc_of(v, &ta) && desc_of(rv, &tr) && same_shape(&ta, &tr)) any = true;
     }
@@ -558,78 +645,33 @@ static void check_one(const drv *d, const mod *r, const mod *u, const cJSON *spe
   }
   /* bisection: lo is known good (or -1), hi known bad */
   int lo = -1, hi = nc - 1;
-  double e_hi = nc ? probe(&c, cJSON_GetArrayItem(c.groups, cand[hi]), true) : -1;
-  if (isnan(e_hi)) {
-    free(cand);
-    goto done;
-  }
+  double e_hi = nc ? probe(&x, cJSON_GetArrayItem(x.groups, cand[hi]), true) : -1;
+  if (isnan(e_hi)) goto out;
   cJSON_AddNumberToObject(res, "groups_compared", nc);
-  if (nc == 0 || !(e_hi > bound)) {
-    /* the plan run step by step matches wherever it can be compared: does
-     * the plain run's mismatch repeat on the same inputs? */
-    double again = 0;
-    if (a.run(a.m, stream, in_ptrs, (void *const *)out_a) == 0 && d->StreamSynchronize(stream) == CUDA_SUCCESS) {
-      for (int i = 0; i < n_out; i++) {
-        double *y = read_value(d, a.out[i], &otd[i]);
-        if (!y) break;
-        double e = kf_mc_rel_err(y, yr[i], otd[i].numel);
-        free(y);
-        if (!(e <= again)) again = e;
-      }
-    } else {
-      again = NAN;
-    }
-    char m[600];
-    if (isnan(again))
-      snprintf(m, sizeof m, "the run step by step (kfuse_model_debug_run) matches the reference in every group "
-               "compared; running the module again failed");
-    else if (again > bound)
-      snprintf(m, sizeof m, "the run step by step (kfuse_model_debug_run) matches the reference in every group "
-               "compared (%d), and a plain run on the same inputs is again %.3g from it: the difference is in "
-               "values the reference does not name, or between steps of the plain run (a race)", nc, again);
-    else
-      snprintf(m, sizeof m, "the mismatch did not repeat: the run step by step (kfuse_model_debug_run) matches "
-               "the reference in every group compared (%d), and a second plain run on the same inputs is %.3g "
-               "from it: a race in the plain run", nc, again);
-    cJSON_AddStringToObject(res, "search", m);
-    g_err[0] = 0;
-    free(cand);
-    goto done;
+  if (nc == 0 || !(e_hi > c->bound)) {
+    explain_no_divergence(c, nc, res);
+    goto out;
   }
   char hi_name[256];
-  snprintf(hi_name, sizeof hi_name, "%s", c.worst_name);
+  snprintf(hi_name, sizeof hi_name, "%s", x.worst_name);
   int probes = 1;
-  /* the probes made, for whoever reads the result: [group, error, value] */
   cJSON *trace = cJSON_AddArrayToObject(res, "probes");
-  cJSON *t0 = cJSON_CreateArray();
-  cJSON_AddItemToArray(t0, cJSON_CreateNumber(cJSON_GetNumberValue(
-                               cJSON_GetObjectItem(cJSON_GetArrayItem(c.groups, cand[hi]), "group"))));
-  cJSON_AddItemToArray(t0, cJSON_CreateNumber(isfinite(e_hi) ? e_hi : 1e308));
-  cJSON_AddItemToArray(t0, cJSON_CreateString(c.worst_name));
-  cJSON_AddItemToArray(trace, t0);
+  add_probe(trace, cJSON_GetArrayItem(x.groups, cand[hi]), e_hi, x.worst_name);
   while (hi - lo > 1) {
     int mid = lo + (hi - lo) / 2;
-    double e = probe(&c, cJSON_GetArrayItem(c.groups, cand[mid]), true);
+    double e = probe(&x, cJSON_GetArrayItem(x.groups, cand[mid]), true);
     probes++;
-    cJSON *tp = cJSON_CreateArray();
-    cJSON_AddItemToArray(tp, cJSON_CreateNumber(cJSON_GetNumberValue(
-                                 cJSON_GetObjectItem(cJSON_GetArrayItem(c.groups, cand[mid]), "group"))));
-    cJSON_AddItemToArray(tp, cJSON_CreateNumber(isfinite(e) ? e : 1e308));
-    cJSON_AddItemToArray(tp, cJSON_CreateString(c.worst_name));
-    cJSON_AddItemToArray(trace, tp);
-    if (isnan(e)) {
-      free(cand);
-      goto done;
-    }
-    if (e > bound) {
+    add_probe(trace, cJSON_GetArrayItem(x.groups, cand[mid]), e, x.worst_name);
+    if (isnan(e)) goto out;
+    if (e > c->bound) {
       hi = mid;
       e_hi = e;
-      snprintf(hi_name, sizeof hi_name, "%s", c.worst_name);
+      snprintf(hi_name, sizeof hi_name, "%s", x.worst_name);
     } else {
       lo = mid;
     }
   }
-  const cJSON *bg = cJSON_GetArrayItem(c.groups, cand[hi]);
+  const cJSON *bg = cJSON_GetArrayItem(x.groups, cand[hi]);
   cJSON *fb = cJSON_AddObjectToObject(res, "first_bad_group");
   cJSON_AddNumberToObject(fb, "group", cJSON_GetNumberValue(cJSON_GetObjectItem(bg, "group")));
   cJSON_AddStringToObject(fb, "what", cJSON_GetStringValue(cJSON_GetObjectItem(bg, "what")));
@@ -641,41 +683,61 @@ static void check_one(const drv *d, const mod *r, const mod *u, const cJSON *spe
    * defect may be in one of them */
   cJSON *unc = cJSON_AddArrayToObject(fb, "unchecked_before");
   for (int j = lo >= 0 ? cand[lo] + 1 : 0; unc && j < cand[hi]; j++) {
-    const cJSON *w = cJSON_GetObjectItem(cJSON_GetArrayItem(c.groups, j), "what");
+    const cJSON *w = cJSON_GetObjectItem(cJSON_GetArrayItem(x.groups, j), "what");
     if (cJSON_IsString(w)) cJSON_AddItemToArray(unc, cJSON_CreateString(w->valuestring));
   }
+out:
   free(cand);
-done:
-  if (t_search > 0) t_search = kf_now_s() - t_search;
-  {
-    cJSON *tm = cJSON_AddObjectToObject(res, "seconds");
-    cJSON_AddNumberToObject(tm, "create", t_create);
-    cJSON_AddNumberToObject(tm, "runs", t_runs);
-    cJSON_AddNumberToObject(tm, "reference_runs", t_ref);
-    cJSON_AddNumberToObject(tm, "search", t_search);
-  }
-  if (g_err[0]) cJSON_AddStringToObject(res, "error", g_err);
-  if (a.m) a.destroy(a.m);
-  for (int i = 0; a.out && i < n_out; i++)
-    if (a.out[i]) d->MemFree(a.out[i]);
-  if (stream) d->StreamDestroy(stream);
+}
+
+static void chk_fini(chk *c) {
+  const drv *d = c->d;
+  if (c->a.m) c->a.destroy(c->a.m);
+  for (int i = 0; c->a.out && i < c->n_out; i++)
+    if (c->a.out[i]) d->MemFree(c->a.out[i]);
+  if (c->stream) d->StreamDestroy(c->stream);
   /* unloaded: a fallback compile's module has the same temporary name */
-  if (a.lib) dlclose(a.lib);
-  for (int i = 0; ins && i < n_in; i++) {
-    free(ins[i].host);
-    if (ins[i].dev) d->MemFree(ins[i].dev);
+  if (c->a.lib) dlclose(c->a.lib);
+  for (int i = 0; c->ins && i < c->n_in; i++) {
+    free(c->ins[i].host);
+    if (c->ins[i].dev) d->MemFree(c->ins[i].dev);
   }
-  free(ins);
-  free(otd);
-  for (int i = 0; ya && i < n_out; i++) free(ya[i]);
-  for (int i = 0; yr && i < n_out; i++) free(yr[i]);
-  free(ya);
-  free(yr);
-  free(a.out);
-  free(in_ptrs);
-  free(out_a);
-  free(out_r);
-  free(out_u);
+  free(c->ins);
+  free(c->otd);
+  for (int i = 0; c->ya && i < c->n_out; i++) free(c->ya[i]);
+  for (int i = 0; c->yr && i < c->n_out; i++) free(c->yr[i]);
+  free(c->ya);
+  free(c->yr);
+  free(c->a.out);
+  free(c->in_ptrs);
+  free(c->out_a);
+  free(c->out_r);
+  free(c->out_u);
+}
+
+/* One check: the module SPEC names against the loaded reference r (and
+ * the unrounded model u, when it was built: the outputs' bounds); the
+ * result into res. */
+static void check_one(const drv *d, const mod *r, const mod *u, const cJSON *spec, cJSON *res) {
+  chk c;
+  memset(&c, 0, sizeof c);
+  c.d = d;
+  c.r = r;
+  c.u = u;
+  g_err[0] = 0;
+  int bad_set = -1;
+  if (chk_setup(&c, spec) && chk_sets(&c, spec, res, &bad_set) && bad_set >= 0) {
+    c.t_search = kf_now_s();
+    chk_search(&c, spec, res);
+    c.t_search = kf_now_s() - c.t_search;
+  }
+  cJSON *tm = cJSON_AddObjectToObject(res, "seconds");
+  cJSON_AddNumberToObject(tm, "create", c.t_create);
+  cJSON_AddNumberToObject(tm, "runs", c.t_runs);
+  cJSON_AddNumberToObject(tm, "reference_runs", c.t_ref);
+  cJSON_AddNumberToObject(tm, "search", c.t_search);
+  if (g_err[0]) cJSON_AddStringToObject(res, "error", g_err);
+  chk_fini(&c);
 }
 
 /* path written whole: under a temporary name, then renamed */
@@ -702,7 +764,7 @@ static bool parse_int(const char *s, long lo, long hi, long *v) {
 int kf_judge_module_check_main(int argc, char **argv, kf_compile_fn compile) {
   long sm = 0, arch = 0, prec = 0;
   if (argc != 7 || !parse_int(argv[4], 1, 1000, &sm) || !parse_int(argv[5], 0, 1, &arch) ||
-      !parse_int(argv[6], 0, KF_PRECISION_FP16, &prec)) {
+      !parse_int(argv[6], 0, KF_PRECISION_LAST, &prec)) {
     fprintf(stderr, "usage: kfuse module-check-worker MODEL DIR SM ARCH PRECISION (started by kfuse compile's "
                     "module check; the checks come as lines SPEC<TAB>RESULT on stdin)\n");
     return 2;

@@ -1104,7 +1104,7 @@ kf_status kf_partition_graph(const kf_graph *g, const kf_partition_options *opts
     opts = &dflt;
   }
   *out = NULL;
-  if (opts->precision < KF_PRECISION_DEFAULT || opts->precision > KF_PRECISION_FP16) {
+  if (opts->precision < KF_PRECISION_DEFAULT || opts->precision > KF_PRECISION_LAST) {
     kf_diag_error(diag, "partition: unknown precision policy %d", (int)opts->precision);
     return KF_ERR_ARG;
   }

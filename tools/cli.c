@@ -40,7 +40,7 @@ static const command commands[] = {
      "        --no-horizontal keeps sibling element-wise groups apart\n"},
     {"compile",
      "compile MODEL -o OUT.so [--emit so|obj] [--target sm_90|sm_90a]\n"
-     "          [--precision default|tf32|bf16|fp16] [--report R.json]\n"
+     "          [--precision default|tf32|bf16|fp16|fp32] [--report R.json]\n"
      "          [--embed-weights] [--no-fuse] [--no-horizontal] [--no-cudnn]\n"
      "          [--no-channels-last] [--channels-last-all] [--no-judge] [--judge-all]\n"
      "          [--no-verify-module]\n"
@@ -117,7 +117,7 @@ static const command commands[] = {
      "        the sessions; the units the judge verified go in as --unit does; the\n"
      "        built-in units stay wherever none is verified or the endpoint fails\n"},
     {"task",
-     "task MODEL (--group N | --all) -o DIR [--precision default|tf32|bf16|fp16]\n"
+     "task MODEL (--group N | --all) -o DIR [--precision default|tf32|bf16|fp16|fp32]\n"
      "          [--target sm_90|sm_90a] [--no-fuse] [--no-horizontal] [--no-cudnn]\n"
      "          [--no-channels-last] [-q]",
      "        write a fusion group (or every group that runs a kernel, in\n"
@@ -129,7 +129,7 @@ static const command commands[] = {
      "        DIR must not exist (docs/AGENT.md)\n"},
     {"tasks",
      "tasks MODEL... -o DIR [--update] [--keep-going] [--min-floor-us US]\n"
-     "          [--max-floor-us US] [--kinds KIND,...] [--precision default|tf32|bf16|fp16]\n"
+     "          [--max-floor-us US] [--kinds KIND,...] [--precision default|tf32|bf16|fp16|fp32]\n"
      "          [--target sm_90|sm_90a] [--no-fuse] [--no-horizontal] [--no-cudnn]\n"
      "          [--no-channels-last] [-q]",
      "        write the unique fusion groups of many models as tasks (a training\n"
@@ -202,7 +202,7 @@ static const command commands[] = {
      "        not pushed or a key not pulled (docs/CACHE.md)\n"},
     {"warm",
      "warm MODEL... [--cache DIR] [--remote URL [--remote-read-only] [--remote-timeout S]]\n"
-     "          [--shard K/N] [--target sm_90|sm_90a] [--precision default|tf32|bf16|fp16]\n"
+     "          [--shard K/N] [--target sm_90|sm_90a] [--precision default|tf32|bf16|fp16|fp32]\n"
      "          [--judge-timeout S] [-q] [--agent llm --endpoint URL --model NAME\n"
      "           [--agent-dir DIR] [--agent-* budgets and LLM options as compile's]]",
      "        fill the kernel cache for MODELs on a GPU: their unique groups (by\n"

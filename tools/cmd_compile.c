@@ -1,7 +1,7 @@
 /* tools/cmd_compile.c — `kfuse compile`: a model in, a module out.
  *
  *   kfuse compile MODEL -o OUT.so [--emit so|obj] [--target sm_90|sm_90a]
- *                 [--precision default|tf32|bf16|fp16] [--report R.json]
+ *                 [--precision default|tf32|bf16|fp16|fp32] [--report R.json]
  *                 [--embed-weights] [--no-fuse] [--no-horizontal] [--no-cudnn]
  *                 [--no-channels-last] [--channels-last-all] [--no-judge] [--judge-all] [--no-verify-module]
  *                 [--judge-timeout S] [--unit KEY=DIR ...] [--reference] [--prefix NAME] [--kernel-option KEY=N ...] [-q]

@@ -20,10 +20,14 @@ typedef enum kf_precision {
   KF_PRECISION_TF32 = 1,    /* TF32 in matmul and convolution */
   KF_PRECISION_BF16 = 2,    /* compute matmul/conv in bf16, fp32 accumulate */
   KF_PRECISION_FP16 = 3,
+  KF_PRECISION_FP32 = 4,    /* strict fp32: no TF32 anywhere (PyTorch with
+                               torch.backends.cudnn.allow_tf32 = False) */
 } kf_precision;
 
+#define KF_PRECISION_LAST KF_PRECISION_FP32
+
 KF_API const char *kf_precision_name(kf_precision p);
-/* "default", "tf32", "bf16", "fp16"; returns false when unknown. */
+/* "default", "tf32", "bf16", "fp16", "fp32"; returns false when unknown. */
 KF_API bool kf_precision_parse(const char *s, kf_precision *out);
 /* The precision a computation under policy p may use: the default policy
  * lets a convolution use TF32 (PyTorch's default,

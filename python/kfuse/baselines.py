@@ -74,7 +74,7 @@ def task_model(task_dir, task):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     torch.backends.cuda.matmul.allow_tf32 = task.get("precision") == "tf32"
-    torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = task.get("precision") != "fp32"
     return mod
 
 

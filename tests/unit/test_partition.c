@@ -1555,7 +1555,7 @@ static int failing_writer(void *user, const char *data, size_t n) {
 /* Names round-trip; bad arguments are refused with a message. */
 static void test_names_and_errors(void **state) {
   (void)state;
-  for (int i = KF_PRECISION_DEFAULT; i <= KF_PRECISION_FP16; i++) {
+  for (int i = KF_PRECISION_DEFAULT; i <= KF_PRECISION_LAST; i++) {
     kf_precision q;
     assert_true(kf_precision_parse(kf_precision_name((kf_precision)i), &q));
     assert_int_equal(q, i);
