@@ -8,7 +8,14 @@ process: each one's relative error norm against fp64 and median time.
     python3 scripts/zoo_precision.py --kfuse dist/kfuse-portable/bin/kfuse \\
         --only deeplabv3_mobilenet_v3_large/fp32,resnet50/fp32 \\
         --variant default= --variant fp32='--precision fp32' \\
-        --variant nchw=--no-channels-last --out out/prec
+        --variant nchw=--no-channels-last --variant legacy=@KFUSE_CUDNN_GRAPH=0 \
+        --out out/prec
+
+A variant's flags go to `kfuse compile`, except tokens @NAME=VALUE, which
+are set in the environment while its module is loaded (the runtime's
+KFUSE_CUDNN_GRAPH, KFUSE_CUDNN_FIND); variants with the same compile flags
+share one compile. Eager runs as exported (NCHW) and, for image models,
+also in channels-last memory format (what cuDNN computes in NHWC).
 
 Writes OUT/results.jsonl (a record per unit and variant: error, ms, the
 compile's seconds, the module check's verdict) and prints a table. Models
@@ -66,10 +73,12 @@ def main():
     ap.add_argument("--runs", type=int, default=20, help="timed runs of each")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    variants = []
+    variants = []  # (name, compile flags, load-time environment)
     for v in a.variant or ["default="]:
         name, _, flags = v.partition("=")
-        variants.append((name, shlex.split(flags)))
+        toks = shlex.split(flags)
+        env = dict(t[1:].split("=", 1) for t in toks if t.startswith("@") and "=" in t)
+        variants.append((name, [t for t in toks if not t.startswith("@")], env))
     import torch
     import kfuse
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -89,12 +98,15 @@ def main():
         pt2 = os.path.join(d, "model.pt2")
         m, _ = zoo.build_module(torch, models[name], False, dtype, a.seed)
         kfuse.export(m, zoo.input_tensors(torch, models[name], False, dtype, a.seed + 1, "cpu", fake=True), pt2)
-        for vn, flags in variants:
-            jobs.append((name, dtype, vn, flags, pt2, os.path.join(d, vn + ".so")))
+        seen = set()
+        for vn, flags, _ in variants:
+            if tuple(flags) not in seen:
+                seen.add(tuple(flags))
+                jobs.append((name, dtype, tuple(flags), pt2, os.path.join(d, f"c{len(seen)}.so")))
         print(f"exported {name}/{dtype}", flush=True)
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
-        done = dict(zip([(j[0], j[1], j[2]) for j in jobs],
-                        ex.map(lambda j: compile_one(a.kfuse, j[4], j[5], j[3], j[5] + ".log"), jobs)))
+        res = ex.map(lambda j: compile_one(a.kfuse, j[3], j[4], list(j[2]), j[4] + ".log"), jobs)
+        done = {(j[0], j[1], j[2]): (j[4],) + r for j, r in zip(jobs, res)}
     rows = []
     with open(os.path.join(a.out, "results.jsonl"), "a") as out:
         for name, dtype in units:
@@ -112,10 +124,18 @@ def main():
                                  "err": zoo.rel_err(torch, got, ref),
                                  "ms": median_ms(torch, lambda: m(*xs), a.runs)})
                 torch.backends.cudnn.allow_tf32 = True
-                for vn, flags in variants:
-                    so = os.path.join(a.out, zoo.file_id(f"{name}/{dtype}"), vn + ".so")
-                    rc, secs = done[(name, dtype, vn)]
-                    r = {"variant": f"kfuse {vn}", "flags": " ".join(flags), "compile_rc": rc,
+                if all(x.dim() in (4, 5) for x in xs if x.is_floating_point()) and any(x.is_floating_point()
+                                                                                        for x in xs):
+                    fmt = torch.channels_last if xs[0].dim() == 4 else torch.channels_last_3d
+                    mc_ = copy.deepcopy(m).to(memory_format=fmt)
+                    xc = [x.contiguous(memory_format=fmt) if x.is_floating_point() else x for x in xs]
+                    got = mc_(*xc)
+                    recs.append({"variant": "eager channels-last (cudnn tf32 on)", "err": zoo.rel_err(torch, got, ref),
+                                 "ms": median_ms(torch, lambda: mc_(*xc), a.runs)})
+                    del mc_, xc
+                for vn, flags, env in variants:
+                    so, rc, secs = done[(name, dtype, tuple(flags))]
+                    r = {"variant": f"kfuse {vn}", "flags": " ".join(flags), "env": env, "compile_rc": rc,
                          "compile_s": round(secs, 1)}
                     try:
                         with open(so + ".json") as f:
@@ -125,7 +145,16 @@ def main():
                     except (OSError, ValueError):
                         pass
                     if rc == 0:
-                        km = kfuse.load(so)
+                        saved = {k: os.environ.get(k) for k in env}
+                        os.environ.update(env)
+                        try:
+                            km = kfuse.load(so)
+                        finally:
+                            for k, v in saved.items():
+                                if v is None:
+                                    os.environ.pop(k, None)
+                                else:
+                                    os.environ[k] = v
                         got = km(*xs)
                         r["err"] = zoo.rel_err(torch, got if isinstance(got, tuple) else (got,), ref)
                         r["ms"] = median_ms(torch, lambda: km(*xs), a.runs)
