@@ -424,7 +424,8 @@ static bool chk_setup(chk *c, const cJSON *spec) {
     if (!desc_of(cJSON_GetArrayItem(jout, i), &c->otd[i])) ERR("output %d: rank over %d", i, KF_MAX_RANK);
   if (n_out != c->r->n_out) ERR("the module has %d outputs, the reference %d", n_out, c->r->n_out);
   for (int i = 0; i < n_out; i++)
-    if (!same_shape(&c->otd[i], &c->r->otd[i])) ERR("output %d of the module is not the reference's (dtype or shape)", i);
+    if (!same_shape(&c->otd[i], &c->r->otd[i]))
+      ERR("output %d of the module is not the reference's (dtype or shape)", i);
   double tc = kf_now_s();
   if (!create(d, &c->a, cJSON_GetObjectItem(spec, "module"), n_out, c->otd)) return false;
   c->t_create = kf_now_s() - tc;

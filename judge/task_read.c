@@ -81,7 +81,8 @@ static kf_status value(const char *path, const char *what, int i, const cJSON *e
   }
   char where[4200];
   snprintf(where, sizeof where, "%s: %s[%d]", path, what, i);
-  if (t->kind != KF_TYPE_TENSOR) return jvalue_of(where, name->valuestring, t, v, diag); /* refused */
+  if (t->kind != KF_TYPE_TENSOR) /* jvalue_of refuses it */
+    return jvalue_of(where, name->valuestring, t, v, diag);
   if (strcmp(dt->valuestring, kf_dtype_name(t->dtype)) != 0 || !ints_equal(field(e, "shape"), t->shape, t->rank, NULL) ||
       !ints_equal(field(e, "strides"), t->strides, t->rank, t->shape) || !cJSON_IsNumber(field(e, "offset")) ||
       (int64_t)field(e, "offset")->valuedouble != t->offset) {
