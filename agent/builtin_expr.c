@@ -770,36 +770,22 @@ static const char *binary_fn(kf_opcode c) {
   switch (c) {
   case KF_OP_ADD: return "add";
   case KF_OP_SUB: return "sub";
-  case KF_OP_MUL: return "mul";
   case KF_OP_REMAINDER: return "remainder";
   case KF_OP_FMOD: return "fmod";
   case KF_OP_POW: return "pow";
-  case KF_OP_ATAN2: return "atan2";
-  case KF_OP_MAXIMUM: return "maximum";
-  case KF_OP_MINIMUM: return "minimum";
-  case KF_OP_BITWISE_AND: return "bitwise_and";
-  case KF_OP_BITWISE_OR: return "bitwise_or";
-  case KF_OP_BITWISE_XOR: return "bitwise_xor";
-  case KF_OP_LOGICAL_AND: return "logical_and";
-  case KF_OP_LOGICAL_OR: return "logical_or";
-  case KF_OP_LOGICAL_XOR: return "logical_xor";
-  case KF_OP_EQ: return "eq";
-  case KF_OP_NE: return "ne";
-  case KF_OP_LT: return "lt";
-  case KF_OP_LE: return "le";
-  case KF_OP_GT: return "gt";
-  case KF_OP_GE: return "ge";
+    /* the one-row ops of ops.def: the device function of their name */
+#define KF_OP(ID, NAME, KIND, OPERANDS, RESULTS, ATTRS)
+#define KF_EW2(ID, NAME, RESULT, INTERP, TORCH, ATEN) \
+  case KF_OP_##ID: return NAME;
+#include "kfuse/ops.def"
+#undef KF_EW2
+#undef KF_OP
   default: return NULL;
   }
 }
 
-static bool is_compare(kf_opcode c) {
-  return c == KF_OP_EQ || c == KF_OP_NE || c == KF_OP_LT || c == KF_OP_LE || c == KF_OP_GT ||
-         c == KF_OP_GE;
-}
-static bool is_logical(kf_opcode c) {
-  return c == KF_OP_LOGICAL_AND || c == KF_OP_LOGICAL_OR || c == KF_OP_LOGICAL_XOR;
-}
+static bool is_compare(kf_opcode c) { return kf_op_ew2_result(c) == KF_EW2_CMP; }
+static bool is_logical(kf_opcode c) { return kf_op_ew2_result(c) == KF_EW2_LOGICAL; }
 
 static double num_attr(const kf_op *op, const char *name) {
   return kf_number_as_double(kf_op_get_number(op, name));
@@ -927,7 +913,7 @@ static kf_status emit_binary(kb_expr *e, const kf_op *op) {
   kf_dtype ct = kb_result_type(&va->type, &vb->type);
   if (is_logical(op->code)) ct = KF_DTYPE_BOOL;
   else if (op->code == KF_OP_DIV && !kf_op_has_attr(op, "rounding_mode")) ct = float_of(ct);
-  else if (op->code == KF_OP_ATAN2) ct = float_of(ct);
+  else if (kf_op_ew2_result(op->code) == KF_EW2_FLOAT) ct = float_of(ct);
   else if (!is_compare(op->code)) ct = rd;
   char a[512], b[512], expr[1200], lit[96];
   kf_status st;

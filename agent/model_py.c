@@ -84,17 +84,27 @@ static bool py_elementwise(const kf_op *op, const char *name, kf_strbuf *b) {
     kf_strbuf_printf(b, ")\n");
     return true;
   }
-  static const char *const torch_binary[] = {
-      "mul", "remainder", "fmod", "pow", "atan2", "maximum", "minimum", "bitwise_and", "bitwise_or",
-      "bitwise_xor", "logical_and", "logical_or", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge", NULL};
-  for (int i = 0; torch_binary[i]; i++)
-    if (!strcmp(name, torch_binary[i])) {
-      /* a scalar operand is a Python number: its own value, as the IR's */
-      kf_strbuf_printf(b, "torch.%s(", name);
-      operands(b, op, 0, 2);
-      kf_strbuf_printf(b, ")\n");
-      return true;
-    }
+  /* the binary one-row ops (their torch column) and the three with rules
+   * of their own that torch spells by their names */
+  switch (op->code) {
+#define KF_OP(ID, NAME, KIND, OPERANDS, RESULTS, ATTRS)
+#define KF_EW2(ID, NAME, RESULT, INTERP, TORCH, ATEN) \
+  case KF_OP_##ID: torch_fn = TORCH; break;
+#include "kfuse/ops.def"
+#undef KF_EW2
+#undef KF_OP
+  case KF_OP_REMAINDER: torch_fn = "torch.remainder"; break;
+  case KF_OP_FMOD: torch_fn = "torch.fmod"; break;
+  case KF_OP_POW: torch_fn = "torch.pow"; break;
+  default: break;
+  }
+  if (torch_fn) {
+    /* a scalar operand is a Python number: its own value, as the IR's */
+    kf_strbuf_printf(b, "%s(", torch_fn);
+    operands(b, op, 0, 2);
+    kf_strbuf_printf(b, ")\n");
+    return true;
+  }
   switch (op->code) {
   case KF_OP_SCALAR:
     number(b, A(0)->u.num);

@@ -1945,6 +1945,9 @@ static kf_status L_assert_metadata(at_ctx *c) {
 #define UN(sig, OP) {sig "(Tensor self) -> Tensor", L_unary, KF_OP_##OP, NULL}
 #define BIN_T(name, OP) {name ".Tensor(Tensor self, Tensor other) -> Tensor", L_binary, KF_OP_##OP, NULL}
 #define BIN_S(name, OP) {name ".Scalar(Tensor self, Scalar other) -> Tensor", L_binary, KF_OP_##OP, NULL}
+/* a KF_EW2 row's ATEN column: TS, the .Tensor and .Scalar overloads; T, the one */
+#define EW2_TS(name, OP) BIN_T(name, OP), BIN_S(name, OP)
+#define EW2_T(name, OP) {name "(Tensor self, Tensor other) -> Tensor", L_binary, KF_OP_##OP, NULL}
 
 const at_row kf_aten_rows[] = {
     /* element-wise unary: every one-row op of ops.def under its own name */
@@ -1979,14 +1982,19 @@ const at_row kf_aten_rows[] = {
     {"hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor", L_hardshrink, 0, "kf.where(|x| > lambd, x, 0)"},
     {"prelu(Tensor self, Tensor weight) -> Tensor", L_prelu, 0, "kf.where(kf.gt(x, 0), x, kf.mul(w, x))"},
 
-    /* element-wise binary */
+    /* element-wise binary: every one-row op of ops.def under its own name */
+#define KF_OP(ID, NAME, KIND, OPERANDS, RESULTS, ATTRS)
+#define KF_EW2(ID, NAME, RESULT, INTERP, TORCH, ATEN) EW2_##ATEN(NAME, ID),
+#include "kfuse/ops.def"
+#undef KF_EW2
+#undef KF_OP
     {"add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", L_binary, KF_OP_ADD, NULL},
     {"add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", L_binary, KF_OP_ADD, NULL},
     {"sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", L_binary, KF_OP_SUB, NULL},
     {"sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", L_binary, KF_OP_SUB, NULL},
     {"rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", L_rsub, 0, "kf.sub(other, self)"},
     {"rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", L_rsub, 0, "kf.sub(other, self)"},
-    BIN_T("mul", MUL), BIN_S("mul", MUL), BIN_T("div", DIV), BIN_S("div", DIV),
+    BIN_T("div", DIV), BIN_S("div", DIV),
     {"div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor", L_binary, KF_OP_DIV, NULL},
     {"div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor", L_binary, KF_OP_DIV, NULL},
     {"floor_divide(Tensor self, Tensor other) -> Tensor", L_floor_divide, 0, "kf.div {rounding_mode = floor}"},
@@ -1998,24 +2006,13 @@ const at_row kf_aten_rows[] = {
     {"pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", L_binary, KF_OP_POW, NULL},
     {"pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", L_binary, KF_OP_POW, NULL},
     {"pow.Scalar(Scalar self, Tensor exponent) -> Tensor", L_binary, KF_OP_POW, NULL},
-    {"atan2(Tensor self, Tensor other) -> Tensor", L_binary, KF_OP_ATAN2, NULL},
-    {"maximum(Tensor self, Tensor other) -> Tensor", L_binary, KF_OP_MAXIMUM, NULL},
-    {"minimum(Tensor self, Tensor other) -> Tensor", L_binary, KF_OP_MINIMUM, NULL},
     {"max.other(Tensor self, Tensor other) -> Tensor", L_binary, KF_OP_MAXIMUM, NULL},
     {"min.other(Tensor self, Tensor other) -> Tensor", L_binary, KF_OP_MINIMUM, NULL},
-    BIN_T("bitwise_and", BITWISE_AND), BIN_S("bitwise_and", BITWISE_AND),
     {"bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor", L_binary, KF_OP_BITWISE_AND, NULL},
-    BIN_T("bitwise_or", BITWISE_OR), BIN_S("bitwise_or", BITWISE_OR),
     {"bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor", L_binary, KF_OP_BITWISE_OR, NULL},
-    BIN_T("bitwise_xor", BITWISE_XOR), BIN_S("bitwise_xor", BITWISE_XOR),
     {"bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor", L_binary, KF_OP_BITWISE_XOR, NULL},
     BIN_T("__and__", BITWISE_AND), BIN_S("__and__", BITWISE_AND), BIN_T("__or__", BITWISE_OR),
     BIN_S("__or__", BITWISE_OR), BIN_T("__xor__", BITWISE_XOR), BIN_S("__xor__", BITWISE_XOR),
-    {"logical_and(Tensor self, Tensor other) -> Tensor", L_binary, KF_OP_LOGICAL_AND, NULL},
-    {"logical_or(Tensor self, Tensor other) -> Tensor", L_binary, KF_OP_LOGICAL_OR, NULL},
-    {"logical_xor(Tensor self, Tensor other) -> Tensor", L_binary, KF_OP_LOGICAL_XOR, NULL},
-    BIN_T("eq", EQ), BIN_S("eq", EQ), BIN_T("ne", NE), BIN_S("ne", NE), BIN_T("lt", LT), BIN_S("lt", LT),
-    BIN_T("le", LE), BIN_S("le", LE), BIN_T("gt", GT), BIN_S("gt", GT), BIN_T("ge", GE), BIN_S("ge", GE),
     {"where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", L_where, KF_OP_WHERE, NULL},
     {"where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor", L_where, KF_OP_WHERE, NULL},
     {"where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor", L_where, KF_OP_WHERE, NULL},

@@ -160,7 +160,6 @@ static kf_status run_binary(ki_ctx *c) {
     switch (op->code) {
     case KF_OP_ADD: z = x + alpha * y; break;
     case KF_OP_SUB: z = x - alpha * y; break;
-    case KF_OP_MUL: z = x * y; break;
     case KF_OP_DIV:
       z = mode == 0 ? x / y : mode == 1 ? trunc(x / y) : div_floor(x, y);
       break;
@@ -171,21 +170,13 @@ static kf_status run_binary(ki_ctx *c) {
         return ki_fail(c, KF_ERR_INVALID, "integers to negative integer powers are not allowed");
       z = pow(x, y);
       break;
-    case KF_OP_ATAN2: z = atan2(x, y); break;
-    case KF_OP_MAXIMUM: z = nan_max(x, y); break;
-    case KF_OP_MINIMUM: z = nan_min(x, y); break;
-    case KF_OP_BITWISE_AND: z = (double)((int64_t)x & (int64_t)y); break;
-    case KF_OP_BITWISE_OR: z = (double)((int64_t)x | (int64_t)y); break;
-    case KF_OP_BITWISE_XOR: z = (double)((int64_t)x ^ (int64_t)y); break;
-    case KF_OP_LOGICAL_AND: z = (x != 0) && (y != 0); break;
-    case KF_OP_LOGICAL_OR: z = (x != 0) || (y != 0); break;
-    case KF_OP_LOGICAL_XOR: z = (x != 0) != (y != 0); break;
-    case KF_OP_EQ: z = x == y; break;
-    case KF_OP_NE: z = x != y; break;
-    case KF_OP_LT: z = x < y; break;
-    case KF_OP_LE: z = x <= y; break;
-    case KF_OP_GT: z = x > y; break;
-    case KF_OP_GE: z = x >= y; break;
+      /* the one-row ops of ops.def: their interp column */
+#define KF_OP(ID, NAME, KIND, OPERANDS, RESULTS, ATTRS)
+#define KF_EW2(ID, NAME, RESULT, INTERP, TORCH, ATEN) \
+  case KF_OP_##ID: z = (INTERP); break;
+#include "kfuse/ops.def"
+#undef KF_EW2
+#undef KF_OP
     default:
       return ki_fail(c, KF_ERR_UNSUPPORTED, "binary op not supported by the interpreter");
     }

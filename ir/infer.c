@@ -287,33 +287,32 @@ static kf_status infer_unary(const kf_op *op, kf_type *res, kf_diag *diag) {
   return KF_OK;
 }
 
-static bool is_compare(kf_opcode c) {
-  return c == KF_OP_EQ || c == KF_OP_NE || c == KF_OP_LT || c == KF_OP_LE ||
-         c == KF_OP_GT || c == KF_OP_GE || c == KF_OP_LOGICAL_AND ||
-         c == KF_OP_LOGICAL_OR || c == KF_OP_LOGICAL_XOR;
-}
-
 static kf_status infer_binary(const kf_op *op, kf_type *res, kf_diag *diag) {
   const kf_type *a = opt(op, 0), *b = opt(op, 1);
   if (!a || !b) FAIL("needs two operands");
   kf_status st = broadcast_operands(op, res, diag);
   if (st) return st;
   kf_dtype dt = result_type2(a, b);
-  if (is_compare(op->code)) {
-    dt = KF_DTYPE_BOOL;
-  } else if (op->code == KF_OP_DIV && !kf_op_has_attr(op, "rounding_mode")) {
-    dt = float_of(dt);
-  } else if (op->code == KF_OP_ATAN2) {
-    dt = float_of(dt);
-  } else if (op->code == KF_OP_BITWISE_AND || op->code == KF_OP_BITWISE_OR ||
-             op->code == KF_OP_BITWISE_XOR) {
+  switch (kf_op_ew2_result(op->code)) {
+  case KF_EW2_CMP:
+  case KF_EW2_LOGICAL: dt = KF_DTYPE_BOOL; break;
+  case KF_EW2_FLOAT: dt = float_of(dt); break;
+  case KF_EW2_INT:
     if (kf_dtype_is_float(dt)) FAIL("bitwise ops need integer or bool operands");
-  } else if (op->code == KF_OP_DIV) {
-    const char *m = kf_op_get_str(op, "rounding_mode");
-    if (strcmp(m, "trunc") && strcmp(m, "floor"))
-      FAIL("rounding_mode must be \"trunc\" or \"floor\", not \"%s\"", m);
-  } else if (op->code == KF_OP_SUB && dt == KF_DTYPE_BOOL) {
-    FAIL("subtraction of bool tensors is not defined");
+    break;
+  case KF_EW2_PROMOTE: break;
+  case KF_EW2_NONE:
+    /* the binary ops with rules of their own */
+    if (op->code == KF_OP_DIV && !kf_op_has_attr(op, "rounding_mode")) {
+      dt = float_of(dt);
+    } else if (op->code == KF_OP_DIV) {
+      const char *m = kf_op_get_str(op, "rounding_mode");
+      if (strcmp(m, "trunc") && strcmp(m, "floor"))
+        FAIL("rounding_mode must be \"trunc\" or \"floor\", not \"%s\"", m);
+    } else if (op->code == KF_OP_SUB && dt == KF_DTYPE_BOOL) {
+      FAIL("subtraction of bool tensors is not defined");
+    }
+    break;
   }
   res[0].dtype = dt;
   return KF_OK;

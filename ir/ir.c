@@ -327,6 +327,18 @@ const kf_op_info *kf_op_info_get(kf_opcode code) {
   return &op_infos[code];
 }
 
+kf_ew2_result kf_op_ew2_result(kf_opcode code) {
+  switch (code) {
+#define KF_OP(ID, NAME, KIND, OPERANDS, RESULTS, ATTRS)
+#define KF_EW2(ID, NAME, RESULT, INTERP, TORCH, ATEN) \
+  case KF_OP_##ID: return KF_EW2_##RESULT;
+#include "kfuse/ops.def"
+#undef KF_EW2
+#undef KF_OP
+  default: return KF_EW2_NONE;
+  }
+}
+
 kf_opcode kf_opcode_from_name(const char *name, size_t len) {
   for (int c = 0; c < KF_OP_COUNT; c++)
     if (strlen(op_rows[c].name) == len && memcmp(op_rows[c].name, name, len) == 0)

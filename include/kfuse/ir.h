@@ -151,6 +151,18 @@ typedef struct kf_op_info {
 
 /* Parsed schema of an op (parsed from ops.def once, thread-safe). */
 KF_API const kf_op_info *kf_op_info_get(kf_opcode code);
+
+/* The result rule of a one-row binary op (ops.def's KF_EW2 rows);
+ * KF_EW2_NONE for every other op. */
+typedef enum kf_ew2_result {
+  KF_EW2_NONE = 0,
+  KF_EW2_PROMOTE, /* the operands' promoted type */
+  KF_EW2_FLOAT,   /* that type when floating, else the default float */
+  KF_EW2_INT,     /* that type, which must be integer or bool */
+  KF_EW2_CMP,     /* bool: the operands compared in their promoted type */
+  KF_EW2_LOGICAL, /* bool: the operands taken as bools */
+} kf_ew2_result;
+KF_API kf_ew2_result kf_op_ew2_result(kf_opcode code);
 /* Look up by name without "kf."; KF_OP_COUNT when unknown. */
 KF_API kf_opcode kf_opcode_from_name(const char *name, size_t len);
 KF_API const char *kf_opcode_name(kf_opcode code);
