@@ -589,6 +589,88 @@ static void nothing_judged(const kf_jreport *r, const kf_jproc *p, const kf_judg
              !p->reported && p->output_bytes ? 400 : 0, p->excerpt);
 }
 
+/* The candidate c's correctness and reward (-1, 1, 2, 3) against the floor
+ * and the baselines (the task's torch.compile time, else the built-in
+ * unit's b when judged), each step a line in reasons. */
+static bool reward_of(const kf_jtask *t, const kf_judge_options *o, const kf_jresult *c, const kf_jresult *b,
+                      double floor_ms, cJSON *reasons, int *reward) {
+  *reward = -1;
+  if (!c->ok) {
+    add_reason(reasons, "incorrect: %s", c->reason);
+    return false;
+  }
+  if (floor_ms > 0 && c->ms < FLOOR_SLACK * floor_ms) {
+    add_reason(reasons,
+               "rejected: %.4g ms is below %.2f of the roofline floor (%.4g ms): faster than the device can move "
+               "the bytes, so the timing cannot be real",
+               c->ms, FLOOR_SLACK, floor_ms);
+    return false;
+  }
+  *reward = 1;
+  add_reason(reasons, "correct on %d input sets (three runs each) and on the timing buffers", o->sets);
+  if (t->eager_ms >= 0) {
+    if (c->ms * SPEEDUP_NEEDED <= t->eager_ms) *reward = 2;
+    add_reason(reasons, "%.3fx the eager baseline (%.4g ms)%s", t->eager_ms / c->ms, t->eager_ms,
+               *reward >= 2 ? ": reward 2" : "");
+  } else {
+    add_reason(reasons, "no eager baseline in the task: reward 2 not assessed");
+  }
+  double base_ms = -1;
+  const char *base_name = NULL;
+  if (t->compile_ms >= 0) {
+    base_ms = t->compile_ms;
+    base_name = "torch.compile";
+  } else if (b && b->ok) {
+    base_ms = b->ms;
+    base_name = "the built-in unit";
+  }
+  if (base_name) {
+    if (c->ms * SPEEDUP_NEEDED <= base_ms) *reward = 3;
+    add_reason(reasons, "%.3fx %s (%.4g ms)%s", base_ms / c->ms, base_name, base_ms, *reward == 3 ? ": reward 3" : "");
+  } else {
+    add_reason(reasons, "no torch.compile time and no judged built-in unit: reward 3 not assessed");
+  }
+  return true;
+}
+
+/* The verdict's figures beyond the reward: the tolerance, the floor, the
+ * baselines, how the times were taken, the worker (p, workers, its fate) */
+static void add_details(cJSON *v, const kf_jtask *t, const kf_judge_options *o, const kf_jreport *r,
+                        const kf_jresult *c, const kf_jresult *b, bool has_base, double floor_ms, const kf_unit *cu,
+                        const kf_jproc *p, int workers, const char *fate) {
+  cJSON *tol = cJSON_AddObjectToObject(v, "tolerance");
+  kf_jtol tl = kf_jtol_for(kf_jtask_precision(t), t->out[0].type.dtype);
+  cJSON_AddNumberToObject(tol, "atol_x_rms", tl.atol);
+  cJSON_AddNumberToObject(tol, "rtol", tl.rtol);
+  cJSON_AddNumberToObject(tol, "rel_error_norm", tl.norm);
+  cJSON *fj = cJSON_AddObjectToObject(v, "floor");
+  cJSON_AddNumberToObject(fj, "bytes", (double)t->floor_bytes);
+  cJSON_AddNumberToObject(fj, "flops", t->floor_flops);
+  cJSON_AddNumberToObject(fj, "bandwidth_gbs", r->bw_gbs);
+  cJSON_AddNumberToObject(fj, "peak_tflops", task_peak_flops(t) / 1e12);
+  cJSON_AddNumberToObject(fj, "ms", floor_ms);
+  add_num_or_null(fj, "fraction", c->runs && floor_ms > 0 ? floor_ms / c->ms : 0, c->runs > 0 && floor_ms > 0);
+  if (o->profile) cJSON_AddItemToObject(v, "profile", profile_json(cu, c));
+  cJSON *bj = cJSON_AddObjectToObject(v, "baselines");
+  add_num_or_null(bj, "eager_ms", t->eager_ms, t->eager_ms >= 0);
+  add_num_or_null(bj, "torch_compile_ms", t->compile_ms, t->compile_ms >= 0);
+  add_num_or_null(bj, "builtin_ms", b->ms, has_base && b->ok);
+  char timing[400];
+  snprintf(timing, sizeof timing, "CUDA events around each run, %s, %s, inputs rotated over %d copies, device "
+           "synchronised after, median",
+           r->spin ? "a spin kernel queued ahead (launch gaps left out)"
+                   : "no spin kernel ahead (it did not load: launch gaps included)",
+           r->flush ? "the L2 flushed before (written over twice its size)" : "the L2 not flushed (no memory for it)",
+           c->copies);
+  cJSON_AddStringToObject(v, "timing", timing);
+  cJSON *wj = cJSON_AddObjectToObject(v, "worker");
+  cJSON_AddNumberToObject(wj, "wall_s", p->wall_s);
+  cJSON_AddNumberToObject(wj, "workers", workers);
+  cJSON_AddNumberToObject(wj, "output_bytes", (double)p->output_bytes);
+  if (p->output_bytes) cJSON_AddStringToObject(wj, "output_start", p->excerpt);
+  if (fate[0]) cJSON_AddStringToObject(wj, "fate", fate);
+}
+
 kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_judge_options *opt, kf_strbuf *out,
                         kf_diag *diag) {
   kf_judge_options o;
@@ -717,42 +799,8 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
 
   /* floor, reward */
   double floor_ms = floor_ms_of(&t, r);
-  bool correct = c->ok;
   int reward = -1;
-  double base_ms = -1;
-  const char *base_name = NULL;
-  if (!correct) {
-    add_reason(reasons, "incorrect: %s", c->reason);
-  } else if (floor_ms > 0 && c->ms < FLOOR_SLACK * floor_ms) {
-    add_reason(reasons,
-               "rejected: %.4g ms is below %.2f of the roofline floor (%.4g ms): faster than the device can move "
-               "the bytes, so the timing cannot be real",
-               c->ms, FLOOR_SLACK, floor_ms);
-    correct = false;
-  } else {
-    reward = 1;
-    add_reason(reasons, "correct on %d input sets (three runs each) and on the timing buffers", o.sets);
-    if (t.eager_ms >= 0) {
-      if (c->ms * SPEEDUP_NEEDED <= t.eager_ms) reward = 2;
-      add_reason(reasons, "%.3fx the eager baseline (%.4g ms)%s", t.eager_ms / c->ms, t.eager_ms,
-                 reward >= 2 ? ": reward 2" : "");
-    } else {
-      add_reason(reasons, "no eager baseline in the task: reward 2 not assessed");
-    }
-    if (t.compile_ms >= 0) {
-      base_ms = t.compile_ms;
-      base_name = "torch.compile";
-    } else if (w.units[0] && b->ok) {
-      base_ms = b->ms;
-      base_name = "the built-in unit";
-    }
-    if (base_name) {
-      if (c->ms * SPEEDUP_NEEDED <= base_ms) reward = 3;
-      add_reason(reasons, "%.3fx %s (%.4g ms)%s", base_ms / c->ms, base_name, base_ms, reward == 3 ? ": reward 3" : "");
-    } else {
-      add_reason(reasons, "no torch.compile time and no judged built-in unit: reward 3 not assessed");
-    }
-  }
+  bool correct = reward_of(&t, &o, c, w.units[0] ? b : NULL, floor_ms, reasons, &reward);
   if (w.units[0] && !b->ok) add_reason(reasons, "the built-in unit failed: %s", b->reason);
   if (!base_ok && o.builtin && t.builtin_dir[0])
     add_reason(reasons, "the built-in unit was not judged: %s", base.log.data ? base.log.data : "");
@@ -763,37 +811,7 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   cJSON_AddItemToObject(v, "reasons", reasons);
   cJSON_AddItemToObject(v, "candidate", result_json(c, o.sets));
   if (w.units[0]) cJSON_AddItemToObject(v, "builtin", result_json(b, o.sets));
-  cJSON *tol = cJSON_AddObjectToObject(v, "tolerance");
-  kf_jtol tl = kf_jtol_for(kf_jtask_precision(&t), t.out[0].type.dtype);
-  cJSON_AddNumberToObject(tol, "atol_x_rms", tl.atol);
-  cJSON_AddNumberToObject(tol, "rtol", tl.rtol);
-  cJSON_AddNumberToObject(tol, "rel_error_norm", tl.norm);
-  cJSON *fj = cJSON_AddObjectToObject(v, "floor");
-  cJSON_AddNumberToObject(fj, "bytes", (double)t.floor_bytes);
-  cJSON_AddNumberToObject(fj, "flops", t.floor_flops);
-  cJSON_AddNumberToObject(fj, "bandwidth_gbs", r->bw_gbs);
-  cJSON_AddNumberToObject(fj, "peak_tflops", task_peak_flops(&t) / 1e12);
-  cJSON_AddNumberToObject(fj, "ms", floor_ms);
-  add_num_or_null(fj, "fraction", c->runs && floor_ms > 0 ? floor_ms / c->ms : 0, c->runs > 0 && floor_ms > 0);
-  if (o.profile) cJSON_AddItemToObject(v, "profile", profile_json(cand.u, c));
-  cJSON *bj = cJSON_AddObjectToObject(v, "baselines");
-  add_num_or_null(bj, "eager_ms", t.eager_ms, t.eager_ms >= 0);
-  add_num_or_null(bj, "torch_compile_ms", t.compile_ms, t.compile_ms >= 0);
-  add_num_or_null(bj, "builtin_ms", b->ms, w.units[0] && b->ok);
-  char timing[400];
-  snprintf(timing, sizeof timing, "CUDA events around each run, %s, %s, inputs rotated over %d copies, device "
-           "synchronised after, median",
-           r->spin ? "a spin kernel queued ahead (launch gaps left out)"
-                   : "no spin kernel ahead (it did not load: launch gaps included)",
-           r->flush ? "the L2 flushed before (written over twice its size)" : "the L2 not flushed (no memory for it)",
-           c->copies);
-  cJSON_AddStringToObject(v, "timing", timing);
-  cJSON *wj = cJSON_AddObjectToObject(v, "worker");
-  cJSON_AddNumberToObject(wj, "wall_s", p.wall_s);
-  cJSON_AddNumberToObject(wj, "workers", workers);
-  cJSON_AddNumberToObject(wj, "output_bytes", (double)p.output_bytes);
-  if (p.output_bytes) cJSON_AddStringToObject(wj, "output_start", p.excerpt);
-  if (fate[0]) cJSON_AddStringToObject(wj, "fate", fate);
+  add_details(v, &t, &o, r, c, b, w.units[0] != NULL, floor_ms, cand.u, &p, workers, fate);
   cJSON *sj = cJSON_AddObjectToObject(v, "seconds");
   cJSON_AddNumberToObject(sj, "compile", t_compile);
   cJSON_AddNumberToObject(sj, "reference", jp.seconds);
