@@ -551,6 +551,135 @@ static kf_status write_report(const char *path, const kf_graph *g, const kf_part
 
 /* ---- the driver ---------------------------------------------------------- */
 
+/* The largest scratch one unit needs (each buffer rounded to 256 bytes);
+ * INT64_MAX on overflow, which the memory plan refuses, naming the size */
+static int64_t max_scratch(const kf_uslot *slots, int ns) {
+  int64_t scratch = 0;
+  for (int s = 0; s < ns; s++) {
+    int64_t sum = 0, b = 0;
+    for (int k = 0; k < slots[s].unit->n_scratch; k++)
+      if (__builtin_add_overflow(slots[s].unit->scratch_bytes[k], 255, &b) ||
+          __builtin_add_overflow(sum, b / 256 * 256, &sum))
+        sum = INT64_MAX;
+    if (sum > scratch) scratch = sum;
+  }
+  return scratch;
+}
+
+/* The weights laid out (into OUT.weights under its temporary name, art's
+ * ART_WEIGHTS, unless embedded: *woff their offsets, *wbytes their size)
+ * and the module's plan built (*blob); the weights file's header, which
+ * names the plan's model id, written last. */
+static kf_status weights_and_plan(kf_graph *g, kf_partition *p, kf_memplan *mp, kf_unit **units,
+                                  const kf_compile_options *o, const char *out_path, artifact *art, int64_t **woff_out,
+                                  int64_t *wbytes_out, void **blob, size_t *blob_bytes, kf_diag *diag) {
+  FILE *wf = NULL;
+  int64_t wbytes = 0;
+  int64_t *woff = *woff_out = calloc((size_t)g->n_weights + 1, sizeof *woff);
+  if (!woff) return KF_ERR_NOMEM;
+  kf_status st = KF_OK;
+  const char *wrecord = NULL;
+  kfr_xxh64_state whash;
+  kfr_xxh64_init(&whash, 0);
+  if (!o->embed_weights) {
+    size_t n = strlen(out_path) + 16;
+    char *wpath = malloc(n);
+    if (!wpath) return KF_ERR_NOMEM;
+    snprintf(wpath, n, "%s.weights", out_path);
+    st = art_init(&art[ART_WEIGHTS], wpath);
+    free(wpath);
+    if (st) return st;
+    /* written under its temporary name, reported under its own */
+    const char *wname = art[ART_WEIGHTS].final;
+    wf = fopen(art[ART_WEIGHTS].tmp, "wb");
+    if (!wf) {
+      kf_diag_error(diag, "%s: cannot open for writing: %s", wname, strerror(errno));
+      return KF_ERR_IO;
+    }
+    /* the header, filled in once the plan (and so its model id) exists */
+    static const kfr_weights_header blank;
+    if (fwrite(&blank, 1, sizeof blank, wf) != sizeof blank) {
+      kf_diag_error(diag, "%s: write failed: %s", wname, strerror(errno));
+      st = KF_ERR_IO;
+    }
+    if (!st) st = layout_weights(g, woff, &wbytes, wf, &whash, wname, diag);
+    /* recorded to name it in messages; a shared module finds it beside
+     * itself, an object module by this name relative to its program */
+    wrecord = base_name(art[ART_WEIGHTS].final);
+  } else {
+    st = layout_weights(g, woff, &wbytes, NULL, NULL, "weights", diag);
+  }
+  *wbytes_out = wbytes;
+  if (!st) {
+    kf_plan_input pi = {
+        .graph = g,
+        .partition = p,
+        .memplan = mp,
+        .units = units,
+        .target = o->target,
+        .weight_offset = woff,
+        .weights_bytes = wbytes,
+        .weights_hash = kfr_xxh64_final(&whash),
+        .weights_path = wrecord,
+        .weights_beside_module = o->emit == KF_EMIT_SO,
+        .embed_weights = o->embed_weights,
+    };
+    st = kf_plan_build(&pi, blob, blob_bytes, diag);
+  }
+  if (wf) {
+    const char *wname = art[ART_WEIGHTS].final;
+    if (!st) {
+      kfr_weights_header wh;
+      kfr_weights_header_fill(*blob, &wh);
+      if (fseek(wf, 0, SEEK_SET) != 0 || fwrite(&wh, 1, sizeof wh, wf) != sizeof wh) {
+        kf_diag_error(diag, "%s: write failed: %s", wname, strerror(errno));
+        st = KF_ERR_IO;
+      }
+    }
+    if (fclose(wf) != 0 && !st) {
+      kf_diag_error(diag, "%s: write failed: %s", wname, strerror(errno));
+      st = KF_ERR_IO;
+    }
+  }
+  return st;
+}
+
+/* The plan emitted as an object (beside the module for a shared one,
+ * *objpath; the object module itself, with its header, for --emit obj)
+ * under art's temporary names; the create function's prefix chosen. */
+static kf_status emit_module(const kf_graph *g, const kf_compile_options *o, const char *out_path, const void *blob,
+                             size_t blob_bytes, artifact *art, char **objpath, kf_diag *diag) {
+  char prefix[256];
+  if (o->emit == KF_EMIT_SO) {
+    snprintf(prefix, sizeof prefix, "kfuse_model");
+  } else if (o->prefix) {
+    snprintf(prefix, sizeof prefix, "%s", o->prefix);
+  } else {
+    snprintf(prefix, sizeof prefix, "kfuse_%s", g->name);
+    for (char *c = prefix; *c; c++)
+      if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
+        *c = '_';
+  }
+  kf_status st = art_init(&art[ART_MODULE], out_path);
+  if (st) return st;
+  size_t n = strlen(art[ART_MODULE].tmp) + 8;
+  *objpath = malloc(n);
+  if (!*objpath) return KF_ERR_NOMEM;
+  /* a shared module links an object written beside it */
+  if (o->emit == KF_EMIT_SO)
+    snprintf(*objpath, n, "%s.o", art[ART_MODULE].tmp);
+  else
+    snprintf(*objpath, n, "%s", art[ART_MODULE].tmp);
+  st = kf_emit_object(blob, blob_bytes, prefix, *objpath, out_path, diag);
+  if (!st && o->emit == KF_EMIT_OBJ) {
+    char *hpath = kf_header_path(out_path);
+    st = hpath ? art_init(&art[ART_HEADER], hpath) : KF_ERR_NOMEM;
+    free(hpath);
+    if (!st) st = kf_write_header(art[ART_HEADER].tmp, art[ART_HEADER].final, out_path, prefix, g, diag);
+  }
+  return st;
+}
+
 kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char *out_path,
                            kf_diag *diag) {
   double phase[9] = {0}, t0 = kf_now_s(), t;
@@ -565,7 +694,6 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   char *objpath = NULL;
   artifact art[ART_COUNT];
   memset(art, 0, sizeof art);
-  FILE *wf = NULL;
   kf_status st;
 
   if (o->emit == KF_EMIT_SO && !ends_with(out_path, ".so"))
@@ -595,126 +723,18 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
   if (st) goto done;
 
   t = kf_now_s();
-  int64_t scratch = 0;
-  for (int s = 0; s < ns; s++) {
-    int64_t sum = 0, b = 0;
-    for (int k = 0; k < slots[s].unit->n_scratch; k++)
-      if (__builtin_add_overflow(slots[s].unit->scratch_bytes[k], 255, &b) ||
-          __builtin_add_overflow(sum, b / 256 * 256, &sum))
-        sum = INT64_MAX; /* the memory plan refuses it, naming the size */
-    if (sum > scratch) scratch = sum;
-  }
+  int64_t scratch = max_scratch(slots, ns);
   st = o->keep_values ? kf_memplan_build_keep(p, scratch, &mp, diag) : kf_memplan_build(p, scratch, &mp, diag);
   phase[3] = kf_now_s() - t;
   if (st) goto done;
 
   t = kf_now_s();
-  woff = calloc((size_t)g->n_weights + 1, sizeof *woff);
-  if (!woff) {
-    st = KF_ERR_NOMEM;
-    goto done;
-  }
-  const char *wrecord = NULL;
-  kfr_xxh64_state whash;
-  kfr_xxh64_init(&whash, 0);
-  if (!o->embed_weights) {
-    size_t n = strlen(out_path) + 16;
-    char *wpath = malloc(n);
-    if (!wpath) {
-      st = KF_ERR_NOMEM;
-      goto done;
-    }
-    snprintf(wpath, n, "%s.weights", out_path);
-    st = art_init(&art[ART_WEIGHTS], wpath);
-    free(wpath);
-    if (st) goto done;
-    /* written under its temporary name, reported under its own */
-    const char *wname = art[ART_WEIGHTS].final;
-    wf = fopen(art[ART_WEIGHTS].tmp, "wb");
-    if (!wf) {
-      kf_diag_error(diag, "%s: cannot open for writing: %s", wname, strerror(errno));
-      st = KF_ERR_IO;
-      goto done;
-    }
-    /* the header, filled in once the plan (and so its model id) exists */
-    static const kfr_weights_header blank;
-    if (fwrite(&blank, 1, sizeof blank, wf) != sizeof blank) {
-      kf_diag_error(diag, "%s: write failed: %s", wname, strerror(errno));
-      st = KF_ERR_IO;
-      goto done;
-    }
-    st = layout_weights(g, woff, &wbytes, wf, &whash, wname, diag);
-    if (st) goto done;
-    /* recorded to name it in messages; a shared module finds it beside
-     * itself, an object module by this name relative to its program */
-    wrecord = base_name(art[ART_WEIGHTS].final);
-  } else {
-    st = layout_weights(g, woff, &wbytes, NULL, NULL, "weights", diag);
-    if (st) goto done;
-  }
-  kf_plan_input pi = {
-      .graph = g,
-      .partition = p,
-      .memplan = mp,
-      .units = units,
-      .target = o->target,
-      .weight_offset = woff,
-      .weights_bytes = wbytes,
-      .weights_hash = kfr_xxh64_final(&whash),
-      .weights_path = wrecord,
-      .weights_beside_module = o->emit == KF_EMIT_SO,
-      .embed_weights = o->embed_weights,
-  };
-  st = kf_plan_build(&pi, &blob, &blob_bytes, diag);
-  if (!st && wf) {
-    const char *wname = art[ART_WEIGHTS].final;
-    kfr_weights_header wh;
-    kfr_weights_header_fill(blob, &wh);
-    if (fseek(wf, 0, SEEK_SET) != 0 || fwrite(&wh, 1, sizeof wh, wf) != sizeof wh) {
-      kf_diag_error(diag, "%s: write failed: %s", wname, strerror(errno));
-      st = KF_ERR_IO;
-    }
-    if (fclose(wf) != 0 && !st) {
-      kf_diag_error(diag, "%s: write failed: %s", wname, strerror(errno));
-      st = KF_ERR_IO;
-    }
-    wf = NULL;
-  }
+  st = weights_and_plan(g, p, mp, units, o, out_path, art, &woff, &wbytes, &blob, &blob_bytes, diag);
   phase[4] = kf_now_s() - t;
   if (st) goto done;
 
   t = kf_now_s();
-  char prefix[256];
-  if (o->emit == KF_EMIT_SO) {
-    snprintf(prefix, sizeof prefix, "kfuse_model");
-  } else if (o->prefix) {
-    snprintf(prefix, sizeof prefix, "%s", o->prefix);
-  } else {
-    snprintf(prefix, sizeof prefix, "kfuse_%s", g->name);
-    for (char *c = prefix; *c; c++)
-      if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
-        *c = '_';
-  }
-  if ((st = art_init(&art[ART_MODULE], out_path))) goto done;
-  size_t n = strlen(art[ART_MODULE].tmp) + 8;
-  objpath = malloc(n);
-  if (!objpath) {
-    st = KF_ERR_NOMEM;
-    goto done;
-  }
-  /* a shared module links an object written beside it */
-  if (o->emit == KF_EMIT_SO)
-    snprintf(objpath, n, "%s.o", art[ART_MODULE].tmp);
-  else
-    snprintf(objpath, n, "%s", art[ART_MODULE].tmp);
-  st = kf_emit_object(blob, blob_bytes, prefix, objpath, out_path, diag);
-  if (!st && o->emit == KF_EMIT_OBJ) {
-    char *hpath = kf_header_path(out_path);
-    st = hpath ? art_init(&art[ART_HEADER], hpath) : KF_ERR_NOMEM;
-    free(hpath);
-    if (!st)
-      st = kf_write_header(art[ART_HEADER].tmp, art[ART_HEADER].final, out_path, prefix, g, diag);
-  }
+  st = emit_module(g, o, out_path, blob, blob_bytes, art, &objpath, diag);
   phase[5] = kf_now_s() - t;
   if (st) goto done;
 
@@ -764,7 +784,6 @@ kf_status kf_compile_graph(kf_graph *g, const kf_compile_options *o, const char 
             ps.replaced, ps.stored);
   }
 done:
-  if (wf) fclose(wf);
   if (objpath && o->emit == KF_EMIT_SO) unlink(objpath); /* gone unless emission failed */
   art_fini(art);
   free(objpath);
