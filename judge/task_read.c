@@ -174,7 +174,7 @@ kf_status kf_jtask_read(const char *dir, kf_jtask *t, kf_diag *diag) {
     goto out;
   }
   if (!cJSON_IsString(prec) || !kf_precision_parse(prec->valuestring, &t->precision)) {
-    kf_diag_error(diag, "%s: \"precision\" must be default, tf32, bf16 or fp16", path);
+    kf_diag_error(diag, "%s: \"precision\" must be default, tf32, bf16, fp16 or fp32", path);
     goto out;
   }
   if (!cJSON_IsString(tgt) || (strcmp(tgt->valuestring, "sm_90") != 0 && strcmp(tgt->valuestring, "sm_90a") != 0)) {

@@ -178,7 +178,7 @@ int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
     } else if (strcmp(a, "--precision") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
       if (!kf_precision_parse(v, &o.precision))
-        return kf_cli_error("compile", diag, "--precision takes default, tf32, bf16 or fp16, not '%s'", v);
+        return kf_cli_error("compile", diag, "--precision takes default, tf32, bf16, fp16 or fp32, not '%s'", v);
     } else if (strcmp(a, "--report") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &o.report_path, diag)) return 2;
     } else if (strcmp(a, "--prefix") == 0) {

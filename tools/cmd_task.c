@@ -23,7 +23,7 @@ int kf_cli_task_option(int argc, char **argv, int *i, const char *cmd, kf_compil
   if (strcmp(a, "--precision") == 0) {
     if (!kf_cli_value(argc, argv, i, cmd, &v, diag)) return -1;
     if (!kf_precision_parse(v, &o->precision)) {
-      kf_cli_error(cmd, diag, "--precision takes default, tf32, bf16 or fp16, not '%s'", v);
+      kf_cli_error(cmd, diag, "--precision takes default, tf32, bf16, fp16 or fp32, not '%s'", v);
       return -1;
     }
   } else if (strcmp(a, "--target") == 0) {

@@ -276,7 +276,7 @@ int kf_cmd_warm(int argc, char **argv, kf_diag *diag) {
     } else if (strcmp(a, "--precision") == 0) {
       if (!kf_cli_value(argc, argv, &i, cmd, &v, diag)) goto out;
       if (!kf_precision_parse(v, &o.precision)) {
-        kf_cli_error(cmd, diag, "--precision takes default, tf32, bf16 or fp16, not '%s'", v);
+        kf_cli_error(cmd, diag, "--precision takes default, tf32, bf16, fp16 or fp32, not '%s'", v);
         goto out;
       }
     } else if (strcmp(a, "--judge-timeout") == 0) {

@@ -378,7 +378,7 @@ static int cmd_partition(int argc, char **argv, kf_diag *diag) {
     } else if (strcmp(argv[i], "--precision") == 0) {
       if (!kf_cli_value(argc, argv, &i, "partition", &v, diag)) return 2;
       if (!kf_precision_parse(v, &po.precision))
-        return kf_cli_error("partition", diag, "--precision takes default, tf32, bf16 or fp16, not '%s'", v);
+        return kf_cli_error("partition", diag, "--precision takes default, tf32, bf16, fp16 or fp32, not '%s'", v);
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return kf_cli_unknown("partition", argv[i], diag);
     } else if (path) {

@@ -57,7 +57,7 @@
 // TF32: // group 6 gemm key [[KEY:[0-9a-f]+]]
 // TF32: // group 7 gemm key [[KEY]]
 
-// BADPREC: kfuse: error: partition: --precision takes default, tf32, bf16 or fp16, not 'fp8'
+// BADPREC: kfuse: error: partition: --precision takes default, tf32, bf16, fp16 or fp32, not 'fp8'
 
 "builtin.module"() ({
   "func.func"() <{arg_attrs = [{kf.name = "x"}, {kf.name = "y"}, {kf.name = "z"}], function_type = (tensor<2x4x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) -> (tensor<2x4x8xf32>, tensor<16x8xf32>), sym_name = "partition"}> ({
