@@ -137,193 +137,228 @@ void kf_cli_compile_judge_options(kf_judge_options *jo, double timeout_s) {
   jo->max_host_bytes = 4.0 * (1 << 30);
 }
 
-int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
+/* What `kfuse compile`'s arguments say */
+enum { MAX_GIVEN = 64 };
+typedef struct compile_args {
   kf_compile_options o;
-  kf_compile_options_init(&o);
-  o.progress = true;
-  const char *in = NULL, *out = NULL;
-  bool judge_all = false, judge_seconds_given = false, no_verify_module = false;
-  enum { MAX_GIVEN = 64 };
-  const char *given_keys[MAX_GIVEN], *given_dirs[MAX_GIVEN];
-  int n_given = 0;
-  double judge_timeout = 60;
+  const char *in, *out;
+  bool judge_all, judge_seconds_given, no_verify_module;
+  const char *given_keys[MAX_GIVEN], *given_dirs[MAX_GIVEN]; /* --unit KEY=DIR (keys malloc'd) */
+  int n_given;
+  double judge_timeout;
   /* --agent llm: sessions before the compile (driver/compile_agent.c) */
-  bool agent = false;
+  bool agent;
   kf_agent_options ao;
-  kf_agent_options_init(&ao);
-  const char *agent_dir = NULL;
+  const char *agent_dir;
   kf_compile_agent_options cao;
-  kf_compile_agent_options_init(&cao);
   kf_cli_cache cc;
-  memset(&cc, 0, sizeof cc);
+} compile_args;
+
+/* The options one by one into a; -1 when the compile should go on, else
+ * the command's exit status (0 after --help, 2 for bad usage) */
+static int parse_args(int argc, char **argv, compile_args *a, kf_diag *diag) {
+  kf_compile_options *o = &a->o;
   for (int i = 0; i < argc; i++) {
-    const char *a = argv[i], *v;
-    int k = kf_cli_agent_option(argc, argv, &i, "compile", &agent, &agent_dir, &ao, &cao, diag);
-    if (k == 0) k = kf_cli_cache_option(argc, argv, &i, "compile", &cc, diag);
+    const char *arg = argv[i], *v;
+    int k = kf_cli_agent_option(argc, argv, &i, "compile", &a->agent, &a->agent_dir, &a->ao, &a->cao, diag);
+    if (k == 0) k = kf_cli_cache_option(argc, argv, &i, "compile", &a->cc, diag);
     if (k < 0) return 2;
     if (k > 0) continue;
-    if (kf_cli_is_help(a)) {
+    if (kf_cli_is_help(arg)) {
       kf_cli_usage(stdout, "compile");
       return 0;
-    } else if (strcmp(a, "-o") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "compile", &out, diag)) return 2;
-    } else if (strcmp(a, "--emit") == 0) {
+    } else if (strcmp(arg, "-o") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &a->out, diag)) return 2;
+    } else if (strcmp(arg, "--emit") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
-      if (strcmp(v, "so") == 0) o.emit = KF_EMIT_SO;
-      else if (strcmp(v, "obj") == 0) o.emit = KF_EMIT_OBJ;
+      if (strcmp(v, "so") == 0) o->emit = KF_EMIT_SO;
+      else if (strcmp(v, "obj") == 0) o->emit = KF_EMIT_OBJ;
       else return kf_cli_error("compile", diag, "--emit takes so or obj, not '%s'", v);
-    } else if (strcmp(a, "--target") == 0) {
+    } else if (strcmp(arg, "--target") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
-      if (!kf_cli_target("compile", v, &o.target, diag)) return 2;
-    } else if (strcmp(a, "--precision") == 0) {
+      if (!kf_cli_target("compile", v, &o->target, diag)) return 2;
+    } else if (strcmp(arg, "--precision") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
-      if (!kf_precision_parse(v, &o.precision))
+      if (!kf_precision_parse(v, &o->precision))
         return kf_cli_error("compile", diag, "--precision takes default, tf32, bf16, fp16 or fp32, not '%s'", v);
-    } else if (strcmp(a, "--report") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "compile", &o.report_path, diag)) return 2;
-    } else if (strcmp(a, "--prefix") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "compile", &o.prefix, diag)) return 2;
-    } else if (strcmp(a, "--embed-weights") == 0) {
-      o.embed_weights = true;
-    } else if (strcmp(a, "--no-fuse") == 0) {
-      o.fuse = false;
-    } else if (strcmp(a, "--no-judge") == 0 || strcmp(a, "--no-tune") == 0) {
-      o.no_tune = true;
-    } else if (strcmp(a, "--judge-all") == 0) {
-      judge_all = true;
-    } else if (strcmp(a, "--unit") == 0) {
+    } else if (strcmp(arg, "--report") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &o->report_path, diag)) return 2;
+    } else if (strcmp(arg, "--prefix") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "compile", &o->prefix, diag)) return 2;
+    } else if (strcmp(arg, "--embed-weights") == 0) {
+      o->embed_weights = true;
+    } else if (strcmp(arg, "--no-fuse") == 0) {
+      o->fuse = false;
+    } else if (strcmp(arg, "--no-judge") == 0 || strcmp(arg, "--no-tune") == 0) {
+      o->no_tune = true;
+    } else if (strcmp(arg, "--judge-all") == 0) {
+      a->judge_all = true;
+    } else if (strcmp(arg, "--unit") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
       const char *eq = strchr(v, '=');
       if (!eq || eq - v != 64 || !eq[1] || strspn(v, "0123456789abcdef") != 64)
         return kf_cli_error("compile", diag, "--unit takes KEY=DIR, KEY a group's 64-hex-digit key, not '%s'", v);
-      if (n_given >= MAX_GIVEN) return kf_cli_error("compile", diag, "more than %d --unit options", MAX_GIVEN);
-      given_keys[n_given] = strndup(v, 64);
-      given_dirs[n_given] = eq + 1;
-      if (!given_keys[n_given]) return 1;
-      n_given++;
-    } else if (strcmp(a, "--judge-seconds") == 0) {
+      if (a->n_given >= MAX_GIVEN) return kf_cli_error("compile", diag, "more than %d --unit options", MAX_GIVEN);
+      a->given_keys[a->n_given] = strndup(v, 64);
+      a->given_dirs[a->n_given] = eq + 1;
+      if (!a->given_keys[a->n_given]) return 1;
+      a->n_given++;
+    } else if (strcmp(arg, "--judge-seconds") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
-      if (!kf_cli_double("compile", a, v, 0, 1e7, &o.judge_seconds, diag)) return 2;
-      judge_seconds_given = true;
-    } else if (strcmp(a, "--judge-timeout") == 0) {
+      if (!kf_cli_double("compile", arg, v, 0, 1e7, &o->judge_seconds, diag)) return 2;
+      a->judge_seconds_given = true;
+    } else if (strcmp(arg, "--judge-timeout") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
       char *end = NULL;
-      judge_timeout = strtod(v, &end);
-      if (end == v || *end || !(judge_timeout >= 1 && judge_timeout <= 3600))
+      a->judge_timeout = strtod(v, &end);
+      if (end == v || *end || !(a->judge_timeout >= 1 && a->judge_timeout <= 3600))
         return kf_cli_error("compile", diag, "--judge-timeout takes seconds from 1 to 3600, not '%s'", v);
-    } else if (strcmp(a, "--no-verify-module") == 0) {
-      no_verify_module = true;
-    } else if (strcmp(a, "--no-channels-last") == 0) {
-      o.no_channels_last = true;
-    } else if (strcmp(a, "--channels-last-all") == 0) {
-      o.channels_last_all = true;
-    } else if (strcmp(a, "--no-horizontal") == 0) {
-      o.no_horizontal = true;
-    } else if (strcmp(a, "--no-cudnn") == 0) {
-      o.no_cudnn = true;
-    } else if (strcmp(a, "--kernel-option") == 0) {
+    } else if (strcmp(arg, "--no-verify-module") == 0) {
+      a->no_verify_module = true;
+    } else if (strcmp(arg, "--no-channels-last") == 0) {
+      o->no_channels_last = true;
+    } else if (strcmp(arg, "--channels-last-all") == 0) {
+      o->channels_last_all = true;
+    } else if (strcmp(arg, "--no-horizontal") == 0) {
+      o->no_horizontal = true;
+    } else if (strcmp(arg, "--no-cudnn") == 0) {
+      o->no_cudnn = true;
+    } else if (strcmp(arg, "--kernel-option") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
-      if (!kernel_option(&o, v, diag)) return 2;
-    } else if (strcmp(a, "--reference") == 0) {
-      o.reference = true;
-    } else if (strcmp(a, "--require-cached") == 0) {
-      o.require_cached = true;
-    } else if (strcmp(a, "--reverify") == 0) {
-      o.reverify = true;
-    } else if (strcmp(a, "-q") == 0) {
-      o.progress = false;
-    } else if (a[0] == '-' && a[1]) {
-      return kf_cli_unknown("compile", a, diag);
-    } else if (!in) {
-      in = a;
+      if (!kernel_option(o, v, diag)) return 2;
+    } else if (strcmp(arg, "--reference") == 0) {
+      o->reference = true;
+    } else if (strcmp(arg, "--require-cached") == 0) {
+      o->require_cached = true;
+    } else if (strcmp(arg, "--reverify") == 0) {
+      o->reverify = true;
+    } else if (strcmp(arg, "-q") == 0) {
+      o->progress = false;
+    } else if (arg[0] == '-' && arg[1]) {
+      return kf_cli_unknown("compile", arg, diag);
+    } else if (!a->in) {
+      a->in = arg;
     } else {
-      return kf_cli_error("compile", diag, "more than one model given ('%s', '%s')", in, a);
+      return kf_cli_error("compile", diag, "more than one model given ('%s', '%s')", a->in, arg);
     }
   }
-  if (!in) return kf_cli_error("compile", diag, "no model given");
-  if (!out) return kf_cli_error("compile", diag, "-o OUT.so is required");
-  if (o.prefix && o.emit != KF_EMIT_OBJ) {
+  return -1;
+}
+
+/* The options that contradict each other or are missing: the exit status
+ * 2 with a message, or -1 */
+static int check_args(compile_args *a, kf_diag *diag) {
+  kf_compile_options *o = &a->o;
+  if (!a->in) return kf_cli_error("compile", diag, "no model given");
+  if (!a->out) return kf_cli_error("compile", diag, "-o OUT.so is required");
+  if (o->prefix && o->emit != KF_EMIT_OBJ) {
     kf_diag_error(diag, "--prefix applies to --emit obj only (a .so exports kfuse_model_*)");
     return 2;
   }
-  if (judge_all && o.no_tune) {
+  if (a->judge_all && o->no_tune) {
     kf_diag_error(diag, "--judge-all and --no-judge contradict each other");
     return 2;
   }
-  if (judge_all && !judge_seconds_given) o.judge_seconds = 0; /* every group verified, however long */
-  if (!kf_cli_cache_usage_ok(&cc, "compile", diag)) return 2;
-  if (agent && cc.offline)
+  if (a->judge_all && !a->judge_seconds_given) o->judge_seconds = 0; /* every group verified, however long */
+  if (!kf_cli_cache_usage_ok(&a->cc, "compile", diag)) return 2;
+  if (a->agent && a->cc.offline)
     return kf_cli_error("compile", diag, "--offline never calls an LLM: drop --agent llm or --offline");
-  if (agent && o.require_cached)
+  if (a->agent && o->require_cached)
     return kf_cli_error("compile", diag, "--require-cached builds from the cache alone: drop --agent llm");
-  if ((o.require_cached || o.reverify) && cc.off)
+  if ((o->require_cached || o->reverify) && a->cc.off)
     return kf_cli_error("compile", diag, "%s needs the kernel cache: drop --no-cache",
-                        o.require_cached ? "--require-cached" : "--reverify");
-  kf_judge_options jo;
-  kf_cli_compile_judge_options(&jo, judge_timeout);
-  kf_judge_picker jp;
-  kf_judge_picker_init(&jp, &jo, judge_all);
-  o.picker = &jp.picker;
-  kf_compile_given *ag = NULL;
-  char adir[4200];
-  if (agent) {
-    if (!ao.llm.endpoint || !ao.llm.model)
-      return kf_cli_error("compile", diag, "--agent llm needs --endpoint and --model");
-    if (!agent_dir) {
-      snprintf(adir, sizeof adir, "%s.agent", out);
-      agent_dir = adir;
-    }
-    ag = calloc(1, sizeof *ag);
-    if (!ag) return 1;
-    cao.judge.timeout_s = judge_timeout;
-    kf_status as = kf_compile_agent(in, &o, &ao, agent_dir, &cao, ag, diag);
-    if (as != KF_OK) {
-      /* the built-in policy still gives a module */
-      kf_diag_warn(diag, "the agent sessions did not finish (%s); compiling with the built-in units",
-                   kf_status_str(as));
-    }
-    if (n_given + ag->n > MAX_GIVEN)
-      kf_diag_warn(diag, "%d verified agent units left out: at most %d units are given to one compile",
-                   n_given + ag->n - MAX_GIVEN, MAX_GIVEN);
-    for (int k = 0; k < ag->n && n_given < MAX_GIVEN; k++) {
-      given_keys[n_given] = strdup(ag->keys[k]);
-      if (!given_keys[n_given]) {
-        free(ag);
-        return 1;
-      }
-      given_dirs[n_given++] = ag->dirs[k];
-    }
+                        o->require_cached ? "--require-cached" : "--reverify");
+  if (a->agent && (!a->ao.llm.endpoint || !a->ao.llm.model))
+    return kf_cli_error("compile", diag, "--agent llm needs --endpoint and --model");
+  return -1;
+}
+
+/* --agent llm: the sessions on the model's groups before the compile; their
+ * verified units join the given ones (*ag keeps their directories' names).
+ * False only when out of memory. */
+static bool agent_units(compile_args *a, char *adir, size_t adir_n, kf_compile_given **ag, kf_diag *diag) {
+  if (!a->agent_dir) {
+    snprintf(adir, adir_n, "%s.agent", a->out);
+    a->agent_dir = adir;
   }
-  if (agent) o.llm_endpoint = ao.llm.endpoint;
-  o.n_given = n_given;
-  o.given_keys = given_keys;
-  o.given_dirs = given_dirs;
-  kf_status st = kf_cli_cache_open(&cc, "compile", &o.cache, &o.remote, diag);
-  if (!st && (o.require_cached || o.reverify) && !o.cache) {
+  *ag = calloc(1, sizeof **ag);
+  if (!*ag) return false;
+  a->cao.judge.timeout_s = a->judge_timeout;
+  kf_status as = kf_compile_agent(a->in, &a->o, &a->ao, a->agent_dir, &a->cao, *ag, diag);
+  if (as != KF_OK) {
+    /* the built-in policy still gives a module */
+    kf_diag_warn(diag, "the agent sessions did not finish (%s); compiling with the built-in units",
+                 kf_status_str(as));
+  }
+  if (a->n_given + (*ag)->n > MAX_GIVEN)
+    kf_diag_warn(diag, "%d verified agent units left out: at most %d units are given to one compile",
+                 a->n_given + (*ag)->n - MAX_GIVEN, MAX_GIVEN);
+  for (int k = 0; k < (*ag)->n && a->n_given < MAX_GIVEN; k++) {
+    a->given_keys[a->n_given] = strdup((*ag)->keys[k]);
+    if (!a->given_keys[a->n_given]) return false;
+    a->given_dirs[a->n_given++] = (*ag)->dirs[k];
+  }
+  a->o.llm_endpoint = a->ao.llm.endpoint;
+  return true;
+}
+
+int kf_cmd_compile(int argc, char **argv, kf_diag *diag) {
+  compile_args *a = calloc(1, sizeof *a);
+  if (!a) return 1;
+  kf_compile_options *o = &a->o;
+  kf_compile_options_init(o);
+  o->progress = true;
+  a->judge_timeout = 60;
+  kf_agent_options_init(&a->ao);
+  kf_compile_agent_options_init(&a->cao);
+  kf_compile_given *ag = NULL;
+  int rc = parse_args(argc, argv, a, diag);
+  if (rc < 0) rc = check_args(a, diag);
+  if (rc >= 0) goto out;
+  kf_judge_options jo;
+  kf_cli_compile_judge_options(&jo, a->judge_timeout);
+  kf_judge_picker jp;
+  kf_judge_picker_init(&jp, &jo, a->judge_all);
+  o->picker = &jp.picker;
+  char adir[4200];
+  if (a->agent && !agent_units(a, adir, sizeof adir, &ag, diag)) {
+    rc = 1;
+    goto out;
+  }
+  o->n_given = a->n_given;
+  o->given_keys = a->given_keys;
+  o->given_dirs = a->given_dirs;
+  kf_status st = kf_cli_cache_open(&a->cc, "compile", &o->cache, &o->remote, diag);
+  if (!st && (o->require_cached || o->reverify) && !o->cache) {
     kf_diag_error(diag, "%s needs the kernel cache, and none could be opened",
-                  o.require_cached ? "--require-cached" : "--reverify");
+                  o->require_cached ? "--require-cached" : "--reverify");
     st = KF_ERR_IO;
   }
   /* the whole module checked against the fp64 reference before it is
    * written (judge/module_check.c); on a mismatch, compiled again with the
    * safer lowerings in turn, each checked likewise */
   kf_judge_module_checker mck;
-  kf_judge_module_checker_init(&mck, in);
+  kf_judge_module_checker_init(&mck, a->in);
   kf_module_check mres;
   memset(&mres, 0, sizeof mres);
-  if (!no_verify_module && o.emit == KF_EMIT_SO && !o.reference && st == KF_OK) {
-    o.checker = &mck.checker;
-    o.check_out = &mres;
+  if (!a->no_verify_module && o->emit == KF_EMIT_SO && !o->reference && st == KF_OK) {
+    o->checker = &mck.checker;
+    o->check_out = &mres;
     /* the reference is built while the module is compiled */
-    kf_judge_module_checker_start(&mck, &o);
+    kf_judge_module_checker_start(&mck, o);
   }
-  if (st == KF_OK) st = kf_compile_file(in, &o, out, diag);
+  if (st == KF_OK) st = kf_compile_file(a->in, o, a->out, diag);
   kf_judge_module_checker_fini(&mck);
   /* the sessions into the report; the module stands whatever happens here */
-  if (st == KF_OK && agent && o.report_path && kf_compile_agent_report(agent_dir, o.report_path, o.progress, diag))
-    kf_diag_warn(diag, "the agent sessions are not in the report %s (see %s/agent.json)", o.report_path, agent_dir);
-  for (int k = 0; k < n_given; k++) free((char *)given_keys[k]);
+  if (st == KF_OK && a->agent && o->report_path &&
+      kf_compile_agent_report(a->agent_dir, o->report_path, o->progress, diag))
+    kf_diag_warn(diag, "the agent sessions are not in the report %s (see %s/agent.json)", o->report_path,
+                 a->agent_dir);
+  kf_cli_cache_close(o->cache, o->remote);
+  rc = st == KF_OK ? 0 : 1;
+out:
+  for (int k = 0; k < a->n_given; k++) free((char *)a->given_keys[k]);
   free(ag);
-  kf_cli_cache_close(o.cache, o.remote);
-  return st == KF_OK ? 0 : 1;
+  free(a);
+  return rc;
 }
