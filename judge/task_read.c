@@ -1,8 +1,8 @@
 /* judge/task_read.c — the task the judge judges against: a group of the
  * graph kfuse compile is compiling, in memory (kf_jtask_from_group), or a
- * task directory (agent/task.c writes it; docs/AGENT.md) read back: task.json for the policy, the precision, the
- * target, the floor and the baselines; group.mlir for the graph the
- * reference runs. The values a unit sees are the graph's arguments and
+ * task directory (agent/task.c writes it; docs/AGENT.md) read back:
+ * task.json for the policy, the precision, the target, the floor and the
+ * baselines; group.mlir for the graph the reference runs. The values a unit sees are the graph's arguments and
  * results, which must agree with task.json's inputs and outputs (dtype,
  * shape, strides, offset): a task whose files disagree is refused. */
 #include <math.h>
