@@ -55,6 +55,21 @@ def median_ms(torch, fn, runs):
     return statistics.median(times)
 
 
+def load_with(kfuse, so, env):
+    """kfuse.load(so) with env set in the environment while it loads (the
+    runtime reads KFUSE_CUDNN_* when the module is created)"""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return kfuse.load(so)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def compile_one(kfuse, pt2, so, flags, log):
     t0 = time.perf_counter()
     with open(log, "w") as f:
@@ -89,7 +104,9 @@ def main():
     for u in a.only.split(","):
         name, _, dtype = u.partition("/")
         if name not in models:
-            sys.exit(f"zoo_precision: no zoo model '{name}'")
+            sys.exit(f"zoo_precision: --only {u}: no zoo model '{name}' (scripts/zoo.py --list names them)")
+        if dtype and dtype not in ("fp32", "fp16", "bf16"):
+            sys.exit(f"zoo_precision: --only {u}: dtype '{dtype}' is not fp32, fp16 or bf16")
         units.append((name, dtype or "fp32"))
     # export each, then compile every variant of every unit
     jobs = []
@@ -145,21 +162,17 @@ def main():
                                              if k in mc}
                     except (OSError, ValueError):
                         pass
-                    if rc == 0:
-                        saved = {k: os.environ.get(k) for k in env}
-                        os.environ.update(env)
+                    if rc != 0:
+                        r["error"] = f"kfuse compile exited {rc} (see {so}.log)"
+                    else:
                         try:
-                            km = kfuse.load(so)
-                        finally:
-                            for k, v in saved.items():
-                                if v is None:
-                                    os.environ.pop(k, None)
-                                else:
-                                    os.environ[k] = v
-                        got = km(*xs)
-                        r["err"] = zoo.rel_err(torch, got if isinstance(got, tuple) else (got,), ref)
-                        r["ms"] = median_ms(torch, lambda: km(*xs), a.runs)
-                        del km
+                            km = load_with(kfuse, so, env)
+                            got = km(*xs)
+                            r["err"] = zoo.rel_err(torch, got if isinstance(got, tuple) else (got,), ref)
+                            r["ms"] = median_ms(torch, lambda: km(*xs), a.runs)
+                            del km
+                        except Exception as e:  # noqa: BLE001 -- recorded, the other variants go on
+                            r["error"] = f"{type(e).__name__}: {e}".splitlines()[0][:300]
                     recs.append(r)
             for r in recs:
                 r.update(unit=f"{name}/{dtype}", device=torch.cuda.get_device_name())
@@ -170,10 +183,10 @@ def main():
     print("| unit | variant | error vs fp64 | ms | compile s | module check |")
     print("|---|---|---|---|---|---|")
     for r in rows:
-        err = r.get("err")
-        print(f"| {r['unit']} | {r['variant']} | {err:.3g} |" if err is not None else f"| {r['unit']} | "
-              f"{r['variant']} | — |", f"{r['ms']:.3f} |" if r.get("ms") else "— |",
-              f"{r.get('compile_s', '')} | {json.dumps(r.get('module_check', ''))} |")
+        err = f"{r['err']:.3g}" if r.get("err") is not None else r.get("error", "—")
+        ms = f"{r['ms']:.3f}" if r.get("ms") else "—"
+        print(f"| {r['unit']} | {r['variant']} | {err} | {ms} | {r.get('compile_s', '')} | "
+              f"{json.dumps(r.get('module_check', ''))} |")
 
 
 if __name__ == "__main__":
