@@ -329,7 +329,7 @@ kf_status kf_builtin_unit(const kf_partition *p, const kf_group *g, const kf_bui
     if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
       *c = '_';
   snprintf(policy, sizeof policy, "builtin:%s/v1 rule%s", kind ? kind : "group",
-           o->fp64 ? " fp64-reference" : "");
+           !o->fp64 ? "" : o->tf32_conv_operands ? " fp64-reference tf32-conv" : " fp64-reference");
   kf_unit *u = kf_unit_new(name, policy);
   if (!u) return KF_ERR_NOMEM;
   kf_strbuf src;

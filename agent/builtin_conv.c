@@ -609,6 +609,12 @@ kf_status kb_unit_conv(const kf_partition *p, const kf_group *g, const kf_builti
   kb_def(&k, "KF_X", "kf_p%d", px);
   kb_def(&k, "KF_W", "kf_p%d", pw);
   kb_def(&k, "KF_HAS_BIAS", "%d", pb >= 0 ? 1 : 0);
+  /* the module check's reference: operands rounded where the module's
+   * cuDNN convolution computes in TF32 (cudnn_compute) */
+  bool dw = !tr && (sp == 2 || sp == 3) && groups > 1 && groups == cin;
+  bool tf32 = o->fp64 && o->tf32_conv_operands && x->dtype == KF_DTYPE_F32 && w->dtype == KF_DTYPE_F32 &&
+              cudnn_compute(KF_DTYPE_F32, o->precision, dw) == KFR_COMPUTE_32F_TF32;
+  kb_def(&k, "KF_TF32_OPERANDS", "%d", tf32 ? 1 : 0);
   if (pb >= 0) {
     kb_def(&k, "KF_B", "kf_p%d", pb);
     kb_def(&k, "KF_BST", "%lldLL", (long long)bv->type.strides[0]);

@@ -47,6 +47,7 @@ void kf_compile_builtin_options(const kf_compile_options *o, kf_builtin_options 
   bo->precision = o->precision;
   bo->no_cudnn = o->no_cudnn || o->reference;
   bo->fp64 = o->reference;
+  bo->tf32_conv_operands = o->reference && o->reference_tf32;
   bo->block_size = o->block_size;
   bo->vector_width = o->vector_width;
   bo->row_threads = o->row_threads;

@@ -245,7 +245,7 @@ double kf_mc_draw(int set_k, uint64_t *s);
  * against the reference to see how far rounding to the model's dtypes
  * moves its answer. */
 struct cJSON *kf_mc_build_reference(kf_compile_fn compile, const char *model_path, kf_target target,
-                                    kf_precision precision, const char *so_path, bool unrounded, char *why,
-                                    size_t n);
+                                    kf_precision precision, bool tf32, const char *so_path, bool unrounded,
+                                    char *why, size_t n);
 
 #endif

@@ -1,5 +1,5 @@
 /* judge/module_check_worker.c — `kfuse module-check-worker MODEL DIR SM ARCH
- * PRECISION`: the GPU side of kfuse compile's module check (judge/module_check.c
+ * PRECISION TF32`: the GPU side of kfuse compile's module check (judge/module_check.c
  * says why and starts it). A fresh process image: the compiling process
  * has run NVRTC, after which CUDA does not start in a forked child
  * (judge/worker.c).
@@ -763,11 +763,12 @@ static bool parse_int(const char *s, long lo, long hi, long *v) {
 }
 
 int kf_judge_module_check_main(int argc, char **argv, kf_compile_fn compile) {
-  long sm = 0, arch = 0, prec = 0;
-  if (argc != 7 || !parse_int(argv[4], 1, 1000, &sm) || !parse_int(argv[5], 0, 1, &arch) ||
-      !parse_int(argv[6], 0, KF_PRECISION_LAST, &prec)) {
-    fprintf(stderr, "usage: kfuse module-check-worker MODEL DIR SM ARCH PRECISION (started by kfuse compile's "
-                    "module check; the checks come as lines SPEC<TAB>RESULT on stdin)\n");
+  long sm = 0, arch = 0, prec = 0, tf32 = 0;
+  if (argc != 8 || !parse_int(argv[4], 1, 1000, &sm) || !parse_int(argv[5], 0, 1, &arch) ||
+      !parse_int(argv[6], 0, KF_PRECISION_LAST, &prec) || !parse_int(argv[7], 0, 1, &tf32)) {
+    fprintf(stderr, "usage: kfuse module-check-worker MODEL DIR SM ARCH PRECISION TF32 (started by kfuse "
+                    "compile's module check; TF32 1: the reference rounds fp32 convolutions' operands to "
+                    "TF32; the checks come as lines SPEC<TAB>RESULT on stdin)\n");
     return 2;
   }
   const char *model = argv[2], *dir = argv[3];
@@ -818,7 +819,8 @@ int kf_judge_module_check_main(int argc, char **argv, kf_compile_fn compile) {
   kf_target tg = {.sm = (int)sm, .arch_specific = arch != 0};
   {
     char why[700];
-    r.spec = kf_mc_build_reference(compile, model, tg, (kf_precision)prec, refso, false, why, sizeof why);
+    r.spec = kf_mc_build_reference(compile, model, tg, (kf_precision)prec, tf32 != 0, refso, false, why,
+                                    sizeof why);
     if (!r.spec) {
       cJSON_AddStringToObject(rdy, "error", why);
       rc = write_json(ready, rdy);
@@ -843,7 +845,7 @@ int kf_judge_module_check_main(int argc, char **argv, kf_compile_fn compile) {
   {
     char why[700], uso[4300];
     snprintf(uso, sizeof uso, "%s/unrounded.so", dir);
-    u.spec = kf_mc_build_reference(compile, model, tg, (kf_precision)prec, uso, true, why, sizeof why);
+    u.spec = kf_mc_build_reference(compile, model, tg, (kf_precision)prec, false, uso, true, why, sizeof why);
     const cJSON *jo = cJSON_GetObjectItem(u.spec, "outputs");
     u.n_out = cJSON_GetArraySize(jo);
     u.otd = u.spec ? calloc((size_t)u.n_out + 1, sizeof *u.otd) : NULL;

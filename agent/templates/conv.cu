@@ -12,7 +12,9 @@
 // channels per group, KF_TRANSPOSED; KF_X, KF_W, KF_B (when KF_HAS_BIAS,
 // stride KF_BST) with storage types KF_XS, KF_WS, KF_BS; the epilogue
 // KF_BODY over the output coordinates c[] with KF_CONV the convolution's
-// value, KF_LD(k) / KF_ST(k, v) as in elementwise.cu.
+// value, KF_LD(k) / KF_ST(k, v) as in elementwise.cu. KF_TF32_OPERANDS:
+// fp32 operands rounded to TF32 before the product (the module check's
+// reference for a module whose convolutions may use TF32).
 #include "kf_common.cuh"
 #include "kf_ops.cuh"
 
@@ -21,6 +23,11 @@
 #define KF_LD(k) kf::ld<KF_L##k##_R>(KF_L##k##_P + kf::dot(c, kf_lst_##k))
 #define KF_ST(k, v) kf::st(KF_S##k##_P + kf::dot(c, kf_sst_##k), (v))
 #define KF_CONV kf_acc
+#if KF_TF32_OPERANDS
+#define KF_OPND(p) kf::cvt<A>(kf::tf32(*(p)))
+#else
+#define KF_OPND(p) kf::ld<A>(p)
+#endif
 
 extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
   typedef KF_INDEX I;
@@ -57,8 +64,8 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
           for (I k2 = 0; k2 < (I)K[2]; k2++) {
             const I i2 = oc[2] * (I)S[2] - (I)P[2] + k2 * (I)D[2];
             if (i2 < 0 || i2 >= (I)IN[2]) continue;
-            kf_acc += kf::ld<A>(xc + i0 * (I)XST[2] + i1 * (I)XST[3] + i2 * (I)XST[4]) *
-                      kf::ld<A>(wc + k0 * (I)WST[2] + k1 * (I)WST[3] + k2 * (I)WST[4]);
+            kf_acc += KF_OPND(xc + i0 * (I)XST[2] + i1 * (I)XST[3] + i2 * (I)XST[4]) *
+                      KF_OPND(wc + k0 * (I)WST[2] + k1 * (I)WST[3] + k2 * (I)WST[4]);
           }
         }
       }
@@ -84,8 +91,8 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
             if (t2 < 0 || t2 % (I)S[2]) continue;
             const I i2 = t2 / (I)S[2];
             if (i2 >= (I)IN[2]) continue;
-            kf_acc += kf::ld<A>(xc + i0 * (I)XST[2] + i1 * (I)XST[3] + i2 * (I)XST[4]) *
-                      kf::ld<A>(wc + k0 * (I)WST[2] + k1 * (I)WST[3] + k2 * (I)WST[4]);
+            kf_acc += KF_OPND(xc + i0 * (I)XST[2] + i1 * (I)XST[3] + i2 * (I)XST[4]) *
+                      KF_OPND(wc + k0 * (I)WST[2] + k1 * (I)WST[3] + k2 * (I)WST[4]);
           }
         }
       }
@@ -103,3 +110,4 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) KF_KERNEL(KF_PARAMS) {
 #undef KF_LD
 #undef KF_ST
 #undef KF_CONV
+#undef KF_OPND

@@ -121,6 +121,16 @@ template <class S, class R> __device__ __forceinline__ R round_as(R x) {
   return cvt<R>(cvt<S>(x));
 }
 
+// An fp32 value rounded to TF32's 10-bit mantissa, to nearest even: the
+// module check's reference rounds a convolution's operands so where the
+// module's may run on TF32 tensor cores (agent/builtin_conv.c).
+__device__ __forceinline__ float tf32(float x) {
+  unsigned u = __float_as_uint(x);
+  if ((u & 0x7f800000u) == 0x7f800000u) return x; // inf, NaN
+  u += 0xfffu + ((u >> 13) & 1u);
+  return __uint_as_float(u & 0xffffe000u);
+}
+
 // ---- loads and stores -------------------------------------------------------
 
 template <class R, class S> __device__ __forceinline__ R ld(const S *p) { return cvt<R>(*p); }

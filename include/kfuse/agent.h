@@ -185,6 +185,10 @@ typedef struct kf_builtin_options {
   /* compute in fp64 (inputs converted on load, outputs rounded to their
    * dtype on store): the per-op verification reference */
   bool fp64;
+  /* with fp64: fp32 convolutions' operands rounded to TF32 before the
+   * product, as a module whose convolutions may use TF32 rounds them (the
+   * module check's reference for such a module) */
+  bool tf32_conv_operands;
   /* convolutions without cuDNN: im2col + cuBLASLt GEMM or the direct
    * template (kfuse compile --no-cudnn) */
   bool no_cudnn;

@@ -177,6 +177,10 @@ typedef struct kf_compile_options {
   bool reference;           /* the verification reference: one group per op,
                                every kernel computing in fp64 (storage dtypes
                                unchanged), no cuDNN; implies !fuse */
+  bool reference_tf32;      /* with reference: fp32 convolutions' operands
+                               rounded to TF32 (the module check's
+                               reference for a module whose convolutions
+                               may use TF32) */
   /* the kernel cache (docs/CACHE.md): each unique group's unit is looked
    * up by its key before anything is built, and a unit the picker verified
    * is stored. NULL: no cache. Not used with options that change the code

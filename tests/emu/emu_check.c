@@ -13,7 +13,14 @@
  *         im2col + GEMM or direct kernels), fused-chunked (attention's
  *         GEMM lowering with a 16 KiB score scratch: many chunks),
  *         perop-fp64 (one group per op, computed in fp64: the fixture's
- *         own tolerance), or fused-oob (every integer input set out of
+ *         own tolerance), perop-tf32 (perop-fp64 with fp32 convolutions'
+ *         operands rounded to TF32, the module check's reference where
+ *         TF32 is allowed: each output's largest difference from the
+ *         reference, over its largest magnitude, between 1e-5 (the
+ *         rounding is seen to happen: fp32 against fp64 moves them
+ *         2e-7) and 2e-3 (TF32's size: 2^-11 an operand), element-wise
+ *         tolerances being meaningless where products cancel), or
+ *         fused-oob (every integer input set out of
  *         range for any index op: the outputs are not compared, the
  *         kernels' out-of-range index flag must be set)
  *   In every other mode the flag (kf_index_error, kf_common.cuh) must stay
@@ -120,7 +127,8 @@ static int make_reference(const kf_graph *g, kf_io_file *io, kf_diag *d) {
 static int run(const char *model, const char *kfio, const char *work, const char *mode) {
   kf_diag d;
   kf_diag_init(&d, NULL, NULL);
-  bool fp64 = strcmp(mode, "perop-fp64") == 0;
+  bool tf32 = strcmp(mode, "perop-tf32") == 0;
+  bool fp64 = strcmp(mode, "perop-fp64") == 0 || tf32;
   bool nocudnn = strcmp(mode, "fused-nocudnn") == 0;
   /* fused-reread: normalisations read their rows again instead of keeping
    * them in registers, two rows a block of 128 threads each */
@@ -149,7 +157,7 @@ static int run(const char *model, const char *kfio, const char *work, const char
       strcmp(mode, "fused") != 0) {
     fprintf(stderr,
             "unknown mode '%s' (fused, fused-nocudnn, fused-reread, fused-nhwc, fused-cl, fused-chunked, fused-oob, "
-            "fused-variants, fused-convbatch, perop-fp64)\n",
+            "fused-variants, fused-convbatch, perop-fp64, perop-tf32)\n",
             mode);
     return 2;
   }
@@ -181,6 +189,7 @@ static int run(const char *model, const char *kfio, const char *work, const char
   kf_builtin_options bo;
   kf_builtin_options_init(&bo);
   bo.fp64 = fp64;
+  bo.tf32_conv_operands = tf32;
   bo.no_cudnn = nocudnn;
   if (chunked) bo.attn_scratch_bytes = 16 << 10;
   if (convbatch) bo.conv_batch = 1;
@@ -293,6 +302,7 @@ static int run(const char *model, const char *kfio, const char *work, const char
     rtol = rtol > 1e-2 ? rtol : 1e-2;
   }
   int bad = 0;
+  double moved = 0; /* the largest |got - reference| / max |reference| */
   for (int i = 0; i < g->n_outputs && i < io.n_outputs; i++) {
     const kf_value *v = g->outputs[i];
     kf_tensor got;
@@ -316,8 +326,30 @@ static int run(const char *model, const char *kfio, const char *work, const char
     snprintf(what, sizeof what, "%s output %d (%s)", mname, i, io.outputs[i].name);
     double rt = rtol;
     if (v->type.dtype == KF_DTYPE_F16 || v->type.dtype == KF_DTYPE_BF16) rt = rt > 1e-2 ? rt : 1e-2;
-    if (kf_tensor_compare(&got, &io.outputs[i].t, atol, rt, what, &d)) bad++;
+    if (tf32 && kf_dtype_is_float(got.dtype) && kf_tensor_numel(&got) == kf_tensor_numel(&io.outputs[i].t)) {
+      double dmax = 0, rmax = 0;
+      for (int64_t e = 0; e < kf_tensor_numel(&got); e++) {
+        double a = kf_tensor_get(&got, e), r = kf_tensor_get(&io.outputs[i].t, e);
+        if (!(fabs(a - r) <= dmax)) dmax = fabs(a - r); /* NaN too */
+        if (fabs(r) > rmax) rmax = fabs(r);
+      }
+      double m = rmax > 0 ? dmax / rmax : dmax;
+      if (!(m <= 2e-3)) {
+        fprintf(stderr, "FAIL: %s is %.3g off the reference (relative to its largest), over TF32's 2e-3\n", what, m);
+        bad++;
+      }
+      if (m > moved) moved = m;
+    } else if (kf_tensor_compare(&got, &io.outputs[i].t, atol, rt, what, &d)) {
+      bad++;
+    }
     kf_tensor_fini(&got);
+  }
+  if (tf32) {
+    printf("%s %s: outputs moved %.3g (relative to their largest) by the TF32 rounding\n", mname, mode, moved);
+    if (!(moved > 1e-5)) {
+      fprintf(stderr, "FAIL: the TF32 operands left the outputs where fp64 puts them (%.3g)\n", moved);
+      bad++;
+    }
   }
   printf("%s %s: %d outputs, %d mismatched (atol %g rtol %g)\n", mname, mode, g->n_outputs, bad, atol,
          rtol);

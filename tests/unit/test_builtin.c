@@ -767,6 +767,48 @@ static void test_conv_without_cudnn(void **state) {
   }
 }
 
+/* the module check's reference for a TF32 module: the fp64 direct kernel
+ * rounds the operands where the module's cuDNN step computes in TF32 (not
+ * a depthwise convolution under the default policy, nothing under fp32) */
+static void test_conv_tf32_reference(void **state) {
+  (void)state;
+  static const char *dw = "    %y = \"kf.conv\"(%x, %w) {dilation = array<i64: 1, 1>, groups = 8 : i64, "
+                          "operandSegmentSizes = array<i32: 1, 1, 0>, output_padding = array<i64: 0, 0>, padding = "
+                          "array<i64: 1, 1>, stride = array<i64: 1, 1>, transposed = false} : "
+                          "(tensor<2x8x13x11xf32>, tensor<8x1x3x3xf32>) -> tensor<2x8x13x11xf32>\n";
+  struct {
+    bool flag, depthwise;
+    kf_precision p;
+    const char *want;
+  } cases[] = {
+      {false, false, KF_PRECISION_DEFAULT, "#define KF_TF32_OPERANDS 0\n"},
+      {true, false, KF_PRECISION_DEFAULT, "#define KF_TF32_OPERANDS 1\n"},
+      {true, false, KF_PRECISION_FP32, "#define KF_TF32_OPERANDS 0\n"},
+      {true, true, KF_PRECISION_DEFAULT, "#define KF_TF32_OPERANDS 0\n"},
+      {true, true, KF_PRECISION_TF32, "#define KF_TF32_OPERANDS 1\n"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    kf_builtin_options o;
+    kf_builtin_options_init(&o);
+    o.fp64 = true;
+    o.tf32_conv_operands = cases[i].flag;
+    o.precision = cases[i].p;
+    built b;
+    if (cases[i].depthwise)
+      assert_int_equal(build_from("%x: tensor<2x8x13x11xf32>, %w: tensor<8x1x3x3xf32>",
+                                  "tensor<2x8x13x11xf32>, tensor<8x1x3x3xf32>", "tensor<2x8x13x11xf32>", dw, "%y",
+                                  KF_GROUP_CONV, &o, &b),
+                       KF_OK);
+    else
+      assert_int_equal(build_conv(true, "    %y = \"kf.relu\"(%c) : (" T75 ") -> " T75 "\n", "%y", &o, &b),
+                       KF_OK);
+    assert_non_null(b.u->source);
+    assert_true(has(b.u->source, cases[i].want));
+    assert_true(has(b.u->policy, cases[i].flag ? "tf32-conv" : "fp64-reference"));
+    built_fini(&b);
+  }
+}
+
 /* linear: x @ permute(w) — the permuted weight is a transposed operand,
  * no copy; full fp32 by default, TF32 under that policy */
 static void test_gemm_linear(void **state) {
@@ -1484,6 +1526,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_conv_epilogue_nhwc),
     cmocka_unit_test(test_conv_cudnn_transposed),
     cmocka_unit_test(test_conv_without_cudnn),
+    cmocka_unit_test(test_conv_tf32_reference),
     cmocka_unit_test(test_bmm_expand),
     cmocka_unit_test(test_addmm_epilogue),
     cmocka_unit_test(test_nvrtc),
