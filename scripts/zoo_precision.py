@@ -158,7 +158,8 @@ def main():
                     try:
                         with open(so + ".json") as f:
                             mc = json.load(f).get("module_check") or {}
-                        r["module_check"] = {k: mc.get(k) for k in ("passed", "max_rel_err", "bound", "fallback")
+                        r["module_check"] = {k: mc.get(k) for k in ("passed", "max_rel_err", "bound", "rounding_rel_err",
+                                                                "fallback", "first_failure")
                                              if k in mc}
                     except (OSError, ValueError):
                         pass
