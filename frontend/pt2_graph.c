@@ -420,6 +420,10 @@ static kf_status add_inputs(ctx *c, const cJSON *specs) {
                                  : !strcmp(kind, "buffer")  ? "buffer"
                                                             : "constant");
       if (st) return st;
+    } else if (!strcmp(kind, "constant_input")) {
+      /* a number, bool, string or None the model was called with (a flag
+       * such as use_cache=False, positional or keyword): specialised into
+       * the graph by export, so not an input of the compiled module */
     } else if (!strcmp(kind, "token")) {
       return err(c, KF_ERR_UNSUPPORTED, "the program takes an effect token (side-effecting ops); not supported");
     } else if (!strcmp(kind, "custom_obj")) {

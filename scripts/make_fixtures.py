@@ -561,6 +561,15 @@ class Factories(nn.Module):
                 torch.full((2, 2), 7, dtype=torch.int64), torch.ones(3, dtype=torch.bool) & (x[:, 0] > 0))
 
 
+class ConstantArgs(nn.Module):
+    """non-tensor arguments (a flag, a number, None), as Hugging Face
+    models take use_cache=False: export specialises them into the graph
+    (input_specs 'constant_input') and the module takes only x"""
+    def forward(self, x, use_cache, scale, mask):
+        y = x * scale if not use_cache else x
+        return y + 1.0 if mask is None else y * mask
+
+
 class Views(nn.Module):
     def forward(self, x, m):
         y = x * 2.0
@@ -922,6 +931,8 @@ FIXTURES = {
     "compare_where": (CompareWhere, inputs_compare, ATOL, RTOL, ""),
     "casts": (Casts, inputs_casts, ATOL, RTOL, ""),
     "factories": (Factories, lambda: dict(x=randn(3, 5)), ATOL, RTOL, ""),
+    "constant_args": (ConstantArgs, lambda: dict(x=randn(3, 5), use_cache=False, scale=2.5, mask=None),
+                      ATOL, RTOL, "non-tensor arguments: constants of the graph, not module inputs"),
     "views": (Views, lambda: dict(x=randn(2, 3, 4, 5), m=randn(3, 7)), ATOL, RTOL, ""),
     "shape_ops": (ShapeOps, lambda: dict(x=randn(2, 4, 6), y=randn(2, 1, 6), z=randn(3, 2, 6, 2)),
                   ATOL, RTOL, ""),
@@ -1130,7 +1141,7 @@ def make_one(name, spec, outdir):
     half = HALF.get(name)
     if half is not None:  # weights, buffers and floating inputs in the half type
         model.to(half)
-        kw = {k: v.to(half) if v.is_floating_point() else v for k, v in kw.items()}
+        kw = {k: v.to(half) if torch.is_tensor(v) and v.is_floating_point() else v for k, v in kw.items()}
     params = list(inspect.signature(model.forward).parameters)
     if sorted(params) != sorted(kw):
         raise SystemExit(f"{name}: inputs {sorted(kw)} do not match forward{tuple(params)}")
@@ -1139,14 +1150,14 @@ def make_one(name, spec, outdir):
     with torch.no_grad():
         out32 = flatten_outputs(model(*args))
         # the float64 reference: the same model and inputs, widened exactly
-        args64 = tuple(a.double() if a.is_floating_point() else a for a in args)
+        args64 = tuple(a.double() if torch.is_tensor(a) and a.is_floating_point() else a for a in args)
         if half is None:
             out64 = flatten_outputs(model.double()(*args64))
             model.float()
             worst = check_tolerance(name, out32, out64, atol, rtol)
         else:
             out64 = flatten_outputs(copy.deepcopy(model).double()(*args64))
-            args32 = tuple(a.float() if a.is_floating_point() else a for a in args)
+            args32 = tuple(a.float() if torch.is_tensor(a) and a.is_floating_point() else a for a in args)
             wide32 = flatten_outputs(copy.deepcopy(model).float()(*args32))
             worst = check_half_tolerance(name, out32, out64, wide32, atol, rtol, half)
 
@@ -1196,13 +1207,15 @@ def make_one(name, spec, outdir):
                 if not torch.allclose(a.double(), b.double(), atol=atol * 0.1, rtol=rtol * 0.1,
                                       equal_nan=True):
                     raise SystemExit(f"{name}.{flav}: exported program disagrees with eager on {oname}")
+    # the module's inputs: the tensors (other arguments are the graph's constants)
+    tensors = [k for k in params if torch.is_tensor(kw[k])]
     kfio = os.path.join(outdir, f"{name}.kfio")
-    write_kfio(kfio, name, atol, rtol, [(k, kw[k]) for k in params], out32)
+    write_kfio(kfio, name, atol, rtol, [(k, kw[k]) for k in tensors], out32)
     for flav, p in flavours.items():
         written.append((f"{name}.{flav}.pt2", os.path.getsize(p), targets_in(p)))
     written.append((f"{name}.kfio", os.path.getsize(kfio), []))
     info = dict(name=name, atol=atol, rtol=rtol, note=note, worst=worst,
-                inputs=[(k, DTYPE_NAMES[kw[k].dtype], list(kw[k].shape)) for k in params],
+                inputs=[(k, DTYPE_NAMES[kw[k].dtype], list(kw[k].shape)) for k in tensors],
                 outputs=[(n, DTYPE_NAMES[t.dtype], list(t.shape)) for n, t in out32],
                 files=written, ep_core=core)
     return info
