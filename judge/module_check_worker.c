@@ -480,8 +480,10 @@ static bool chk_sets(chk *c, const cJSON *spec, cJSON *res, int *bad_set) {
   c->bound = policy;
   /* an output's bound: the policy's, or factor times how far rounding to
    * the model's dtypes moves it (the reference against the unrounded
-   * model u, on the same inputs; judge/module_check.c's bound_for) */
-  double factor = num_or(spec, "rounding_factor", 0), rounding = -1, bound_max = policy;
+   * model u, on the same inputs; judge/module_check.c's bound_for), at
+   * least the floor that holds once that is measured */
+  double factor = num_or(spec, "rounding_factor", 0), rounding = -1, bound_max = 0;
+  double rfloor = num_or(spec, "rounding_floor", policy);
   uint64_t seed = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(spec, "seed"));
   double worst = 0;
   int bad_out = -1;
@@ -519,9 +521,9 @@ static bool chk_sets(chk *c, const cJSON *spec, cJSON *res, int *bad_set) {
         double er = kf_mc_rel_err(c->yr[i], yu, c->otd[i].numel);
         free(yu);
         if (!(er <= rounding)) rounding = isfinite(er) ? er : 1e308;
-        if (isfinite(er) && factor * er > out_bound) out_bound = factor * er;
-        if (out_bound > bound_max) bound_max = out_bound;
+        if (isfinite(er)) out_bound = factor * er > rfloor ? factor * er : rfloor;
       }
+      if (out_bound > bound_max) bound_max = out_bound;
       double e = kf_mc_rel_err(c->ya[i], c->yr[i], c->otd[i].numel);
       if (e > out_worst[i]) out_worst[i] = e;
       if (e > worst) worst = e;
@@ -544,7 +546,7 @@ static bool chk_sets(chk *c, const cJSON *spec, cJSON *res, int *bad_set) {
     cJSON_AddItemToArray(jo, cJSON_CreateNumber(isfinite(out_worst[i]) ? out_worst[i] : 1e308));
   cJSON_AddNumberToObject(res, "sets", *bad_set >= 0 ? *bad_set + 1 : sets);
   cJSON_AddNumberToObject(res, "max_rel_err", isfinite(worst) ? worst : 1e308);
-  cJSON_AddNumberToObject(res, "bound", bound_max);
+  cJSON_AddNumberToObject(res, "bound", bound_max > 0 ? bound_max : policy);
   if (rounding >= 0) cJSON_AddNumberToObject(res, "rounding_rel_err", rounding);
   cJSON_AddBoolToObject(res, "passed", *bad_set < 0);
   if (*bad_set >= 0) {
