@@ -96,9 +96,9 @@
  * built). On the H200 (2026-11-29) correct fp32 modules of fourteen conv
  * models were 0.3-1.1 e_round from the reference; the mobilenet_v3 family
  * in channels-last 2.1-2.9 (deeplabv3 3.7-4.2), which the margin of 3 let
- * through but for deeplabv3 (docs/PERFORMANCE.md). TF32 matmuls (--precision tf32) the reference does not
- * round: there the factor is 3 times 2^13 (TF32's 10-bit mantissa against
- * fp32's 23). */
+ * through but for deeplabv3 (docs/PERFORMANCE.md). TF32 matmuls
+ * (--precision tf32) the reference does not round: there the factor is 3
+ * times 2^13 (TF32's 10-bit mantissa against fp32's 23). */
 #define KF_MC_ROUND_MARGIN 3.0
 #define KF_MC_TF32_MARGIN 2.0
 static bool ref_tf32(const kf_compile_options *o) {

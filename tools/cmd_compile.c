@@ -162,6 +162,9 @@ static int parse_args(int argc, char **argv, compile_args *a, kf_diag *diag) {
     const char *arg = argv[i], *v;
     int k = kf_cli_agent_option(argc, argv, &i, "compile", &a->agent, &a->agent_dir, &a->ao, &a->cao, diag);
     if (k == 0) k = kf_cli_cache_option(argc, argv, &i, "compile", &a->cc, diag);
+    /* --precision, --target, --no-fuse, --no-horizontal, --no-cudnn,
+     * --no-channels-last, -q: as kfuse task and kfuse tasks take them */
+    if (k == 0) k = kf_cli_task_option(argc, argv, &i, "compile", o, diag);
     if (k < 0) return 2;
     if (k > 0) continue;
     if (kf_cli_is_help(arg)) {
@@ -174,21 +177,12 @@ static int parse_args(int argc, char **argv, compile_args *a, kf_diag *diag) {
       if (strcmp(v, "so") == 0) o->emit = KF_EMIT_SO;
       else if (strcmp(v, "obj") == 0) o->emit = KF_EMIT_OBJ;
       else return kf_cli_error("compile", diag, "--emit takes so or obj, not '%s'", v);
-    } else if (strcmp(arg, "--target") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
-      if (!kf_cli_target("compile", v, &o->target, diag)) return 2;
-    } else if (strcmp(arg, "--precision") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
-      if (!kf_precision_parse(v, &o->precision))
-        return kf_cli_error("compile", diag, "--precision takes default, tf32, bf16, fp16 or fp32, not '%s'", v);
     } else if (strcmp(arg, "--report") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &o->report_path, diag)) return 2;
     } else if (strcmp(arg, "--prefix") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &o->prefix, diag)) return 2;
     } else if (strcmp(arg, "--embed-weights") == 0) {
       o->embed_weights = true;
-    } else if (strcmp(arg, "--no-fuse") == 0) {
-      o->fuse = false;
     } else if (strcmp(arg, "--no-judge") == 0 || strcmp(arg, "--no-tune") == 0) {
       o->no_tune = true;
     } else if (strcmp(arg, "--judge-all") == 0) {
@@ -215,14 +209,8 @@ static int parse_args(int argc, char **argv, compile_args *a, kf_diag *diag) {
         return kf_cli_error("compile", diag, "--judge-timeout takes seconds from 1 to 3600, not '%s'", v);
     } else if (strcmp(arg, "--no-verify-module") == 0) {
       a->no_verify_module = true;
-    } else if (strcmp(arg, "--no-channels-last") == 0) {
-      o->no_channels_last = true;
     } else if (strcmp(arg, "--channels-last-all") == 0) {
       o->channels_last_all = true;
-    } else if (strcmp(arg, "--no-horizontal") == 0) {
-      o->no_horizontal = true;
-    } else if (strcmp(arg, "--no-cudnn") == 0) {
-      o->no_cudnn = true;
     } else if (strcmp(arg, "--kernel-option") == 0) {
       if (!kf_cli_value(argc, argv, &i, "compile", &v, diag)) return 2;
       if (!kernel_option(o, v, diag)) return 2;
@@ -232,8 +220,6 @@ static int parse_args(int argc, char **argv, compile_args *a, kf_diag *diag) {
       o->require_cached = true;
     } else if (strcmp(arg, "--reverify") == 0) {
       o->reverify = true;
-    } else if (strcmp(arg, "-q") == 0) {
-      o->progress = false;
     } else if (arg[0] == '-' && arg[1]) {
       return kf_cli_unknown("compile", arg, diag);
     } else if (!a->in) {

@@ -8,7 +8,8 @@
  * The groups are those `kfuse compile` would make with the same options
  * (`kfuse partition` lists them). Needs no GPU: the floor's time and the
  * baselines are the judge's to measure. The compile options are parsed by
- * kf_cli_task_option, which `kfuse tasks` (tools/cmd_tasks.c) shares. */
+ * kf_cli_task_option, which `kfuse tasks` (tools/cmd_tasks.c) and `kfuse
+ * compile` (tools/cmd_compile.c) share. */
 #include <stdio.h>
 #include <string.h>
 
@@ -17,7 +18,8 @@
 #include "kfuse/task.h"
 #include "tools_int.h"
 
-/* the compile options kfuse task and kfuse tasks share (tools_int.h) */
+/* the compile options kfuse task, kfuse tasks and kfuse compile share
+ * (tools_int.h) */
 int kf_cli_task_option(int argc, char **argv, int *i, const char *cmd, kf_compile_options *o, kf_diag *diag) {
   const char *a = argv[*i], *v;
   if (strcmp(a, "--precision") == 0) {

@@ -43,7 +43,7 @@ bool kf_cli_target(const char *cmd, const char *s, kf_target *t, kf_diag *diag);
 int kf_cmd_compile(int argc, char **argv, kf_diag *diag);
 int kf_cmd_task(int argc, char **argv, kf_diag *diag);
 int kf_cmd_tasks(int argc, char **argv, kf_diag *diag);
-/* A compile option that kfuse task and kfuse tasks share (--precision,
+/* A compile option that kfuse task, kfuse tasks and kfuse compile share (--precision,
  * --target, --no-fuse, --no-horizontal, --no-cudnn, --no-channels-last,
  * -q) at argv[*i] into o: 1 taken (advancing *i past its value), 0 not
  * one, -1 an error (reported; tools/cmd_task.c). */
