@@ -1028,6 +1028,44 @@ static kf_status L_repeat(at_ctx *c) {
   return done(c, at_reshape(c, v, n, out));
 }
 
+/* repeat_interleave with an int count: each element r times in a row along
+ * dim (the flattened tensor when dim is None): view as [.., s, 1, ..],
+ * expand to [.., s, r, ..] and merge the pair (GPT-J's and CodeGen's
+ * rotary embedding, grouped-query attention's key/value heads). */
+static kf_status L_repeat_interleave(at_ctx *c) {
+  kf_value *x = need_tensor(c, "self");
+  AT_CHECK(c, x);
+  int64_t r = at_int(c, "repeats");
+  if (r < 0) return at_err(c, KF_ERR_INVALID, "negative repeat count %lld", (long long)r);
+  if (at_none(c, "dim")) { /* flattened */
+    int64_t numel = 1;
+    for (int i = 0; i < x->type.rank; i++) numel *= x->type.shape[i];
+    x = at_reshape(c, x, 1, &numel);
+    AT_CHECK(c, x);
+  }
+  const kf_type *t = &x->type;
+  int64_t d = 0;
+  if (!at_none(c, "dim") && !at_wrap_dim(c, at_int(c, "dim"), t->rank, "dim", &d)) return c->st;
+  if (t->rank + 1 > KF_MAX_RANK) return at_err(c, KF_ERR_LIMIT, "repeat_interleave of a %d-d tensor exceeds kfuse's rank limit", t->rank);
+  int64_t a[KF_MAX_RANK], e[KF_MAX_RANK], out[KF_MAX_RANK];
+  for (int i = 0, j = 0; i < t->rank; i++) {
+    a[j] = e[j] = out[i] = t->shape[i];
+    j++;
+    if (i == d) {
+      a[j] = 1;
+      e[j++] = r;
+      if (__builtin_mul_overflow(r, t->shape[i], &out[i]) || out[i] > AT_LIMIT)
+        return at_err(c, KF_ERR_LIMIT, "repeat_interleave makes a dim of more than 2^50 elements");
+    }
+  }
+  if (!at_none(c, "output_size") && at_int(c, "output_size") != out[d])
+    return at_err(c, KF_ERR_INVALID, "output_size %lld, but the result has %lld along dim %lld",
+                  (long long)at_int(c, "output_size"), (long long)out[d], (long long)d);
+  kf_value *v = at_reshape(c, x, t->rank + 1, a);
+  v = at_expand(c, v, t->rank + 1, e);
+  return done(c, at_reshape(c, v, t->rank, out));
+}
+
 static kf_status L_flip(at_ctx *c) {
   kf_value *x = need_tensor(c, "self");
   AT_CHECK(c, x);
@@ -2119,6 +2157,8 @@ const at_row kf_aten_rows[] = {
     {"embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, "
      "bool sparse=False) -> Tensor", L_embedding, KF_OP_EMBEDDING, NULL},
     {"repeat(Tensor self, SymInt[] repeats) -> Tensor", L_repeat, 0, "kf.reshape + kf.expand + kf.reshape"},
+    {"repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor",
+     L_repeat_interleave, 0, "kf.reshape + kf.expand + kf.reshape"},
     {"flip(Tensor self, int[] dims) -> Tensor", L_flip, 0, "kf.index_select with a reversed kf.arange"},
     {"roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", L_roll, 0, "kf.cat of two kf.slice per dim"},
     {"diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor", L_diff, 0,

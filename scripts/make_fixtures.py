@@ -489,6 +489,16 @@ class UnaryRows(nn.Module):
         return torch.erfc(x), torch.erfc(tail)
 
 
+class RepeatInterleave(nn.Module):
+    """repeat_interleave with an int count, as GPT-J's and CodeGen's rotary
+    embedding (dim -1) and grouped-query attention (the head dim) use it,
+    over the flattened tensor, and with output_size given."""
+    def forward(self, x, sin):
+        rot = sin[:, :, None, :].repeat_interleave(2, 3)
+        return (x.repeat_interleave(2, dim=-1), x.repeat_interleave(3, dim=1), x.repeat_interleave(2),
+                torch.repeat_interleave(x, 2, dim=0, output_size=4), rot * 2.0)
+
+
 class SpecialValues(nn.Module):
     """isnan / isinf / nan propagation on inputs holding nan and +-inf."""
 
@@ -923,6 +933,7 @@ FIXTURES = {
     # op coverage
     "unary_math": (UnaryMath, inputs_unary, ATOL, RTOL, ""),
     "unary_rows": (UnaryRows, lambda: dict(x=uni((4, 6), -3, 3), tail=uni((4, 6), 2, 9)), ATOL, RTOL, ""),
+    "repeat_interleave": (RepeatInterleave, lambda: dict(x=randn(2, 4, 3, 5), sin=randn(1, 6, 4)), ATOL, RTOL, ""),
     "special_values": (SpecialValues, inputs_special, ATOL, RTOL, ""),
     "activations": (Activations, lambda: dict(x=uni((4, 8), -6, 6)), ATOL, RTOL, ""),
     "binary_float": (BinaryFloat, inputs_binary_float, ATOL, RTOL, ""),

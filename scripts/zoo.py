@@ -326,6 +326,9 @@ hf_text("qwen2-0.5b", "qwen2", "decoder", "Qwen2Config",  # Qwen2.5 0.5B's sizes
          "num_key_value_heads": 2, "max_position_embeddings": 32768, "rope_theta": 1000000.0,
          "tie_word_embeddings": True, "use_sliding_window": False, "rms_norm_eps": 1e-6},
         "num_hidden_layers", 151936, call_kw=_NOCACHE)
+hf_text("gptj-0.4b", "gptj", "decoder", "GPTJConfig",  # GPT-J's block scaled: parallel attn/MLP, partial
+        {"n_embd": 1024, "n_layer": 12, "n_head": 16, "rotary_dim": 32,  # interleaved rotary (repeat_interleave)
+         "n_positions": 2048}, "n_layer", 50400, tier="all", call_kw=_NOCACHE)
 # transformers: vision
 hf("vit-base-hf", "vit_hf", "vision", "ViTConfig", {},
    [{"name": "pixel_values", "shape": [32, 3, 224, 224], "kind": "float"}],
