@@ -11,13 +11,30 @@
  * passed as in-memory headers, for the real target arch (sm_XX, or sm_XXa
  * when arch-specific features are allowed), C++17, -default-device, and
  * without --use_fast_math: the templates implement PyTorch's numerics,
- * which fast math would change. */
+ * which fast math would change.
+ *
+ * A unit's source is untrusted: kf_unit_source_check (unit_source.c)
+ * refuses it before NVRTC runs unless every #include names kfuse's headers
+ * or the toolkit's device headers. A unit that includes a toolkit header
+ * (cuda_fp16.h, mma.h, cuda/pipeline, ...) gets the toolkit's include
+ * folder (and its cccl/ folder, where CUDA 13 keeps libcu++) on the include
+ * path: $CUDA_HOME/include, $CUDA_PATH/include, the include folder beside
+ * the NVRTC that loaded (lib64/../include, also pip's nvidia/cu13 layout),
+ * /usr/local/cuda/include, /usr/include; the first holding cuda_fp16.h.
+ * Other units compile without one. What NVRTC says goes back to the policy
+ * reduced to what concerns the unit (reduce_log): the lines about the
+ * unit's own source (with its own line quoted from the unit, not from the
+ * compiler) and kfuse's headers, ptxas's lines, and the toolkit's headers
+ * named by their path under <cuda>/; nothing the compiler quoted from
+ * another file, and no host path. */
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cuda.h>
 #include <nvrtc.h>
@@ -135,6 +152,133 @@ static int header_list(const char ***texts, const char ***names) {
   return n;
 }
 
+/* ---- the toolkit's headers ---- */
+
+static pthread_once_t inc_once = PTHREAD_ONCE_INIT;
+static char inc_dir[PATH_MAX], inc_cccl[PATH_MAX + 8], inc_looked[1024];
+
+static bool has_fp16(const char *dir) {
+  char p[PATH_MAX + 32];
+  snprintf(p, sizeof p, "%s/cuda_fp16.h", dir);
+  return access(p, R_OK) == 0;
+}
+
+static void inc_try(const char *dir) {
+  if (inc_dir[0] || !dir || !*dir) return;
+  size_t l = strlen(inc_looked);
+  snprintf(inc_looked + l, sizeof inc_looked - l, "%s%s", l ? ", " : "", dir);
+  char real[PATH_MAX];
+  if (!realpath(dir, real) || !has_fp16(real)) return;
+  snprintf(inc_dir, sizeof inc_dir, "%s", real);
+  char c[PATH_MAX + 16];
+  snprintf(c, sizeof c, "%s/cccl/cuda/std", real);
+  if (access(c, R_OK) == 0) snprintf(inc_cccl, sizeof inc_cccl, "%s/cccl", real);
+}
+
+static void inc_find(void) {
+  char d[PATH_MAX + 16];
+  const char *envs[] = {"CUDA_HOME", "CUDA_PATH"};
+  for (int i = 0; i < 2; i++) {
+    const char *e = getenv(envs[i]);
+    if (e && *e) {
+      snprintf(d, sizeof d, "%s/include", e);
+      inc_try(d);
+    }
+  }
+  Dl_info info;
+  if (nv.lib && dladdr((void *)nv.create, &info) && info.dli_fname) {
+    char lib[PATH_MAX];
+    if (realpath(info.dli_fname, lib)) {
+      char *slash = strrchr(lib, '/'); /* .../lib64/libnvrtc.so.13 -> .../include */
+      if (slash) {
+        *slash = '\0';
+        snprintf(d, sizeof d, "%s/../include", lib);
+        inc_try(d);
+      }
+    }
+  }
+  inc_try("/usr/local/cuda/include");
+  inc_try("/usr/include");
+}
+
+/* ---- what the compiler says, reduced to what concerns the unit ---- */
+
+static bool starts(const char *s, const char *e, const char *p) {
+  size_t l = strlen(p);
+  return (size_t)(e - s) >= l && memcmp(s, p, l) == 0;
+}
+
+/* "FILE(N): ..." where FILE is prog; N into *line */
+static bool about(const char *s, const char *e, const char *file, long *line) {
+  size_t l = strlen(file);
+  if ((size_t)(e - s) <= l + 3 || memcmp(s, file, l) != 0 || s[l] != '(') return false;
+  char *end = NULL;
+  long n = strtol(s + l + 1, &end, 10);
+  if (end == s + l + 1 || end >= e || *end != ')') return false;
+  *line = n;
+  return true;
+}
+
+static bool kf_header_line(const char *s, const char *e) {
+  if (starts(s, e, "agent/templates/")) return true;
+  if (!starts(s, e, "kf_")) return false;
+  const char *p = memchr(s, '(', (size_t)(e - s));
+  return p && p - s > 4 && memcmp(p - 4, ".cuh", 4) == 0;
+}
+
+/* The source's line n (from 1), or NULL */
+static const char *source_line(const char *src, long n, size_t *len) {
+  if (n < 1) return NULL;
+  for (long k = 1; k < n && src; k++) {
+    src = strchr(src, '\n');
+    if (src) src++;
+  }
+  if (!src || !*src) return NULL;
+  const char *e = strchr(src, '\n');
+  *len = e ? (size_t)(e - src) : strlen(src);
+  return src;
+}
+
+static char *reduce_log(const char *log, const char *prog, const char *source) {
+  kf_strbuf out = {0};
+  int dropped = 0;
+  char done[200];
+  snprintf(done, sizeof done, "in the compilation of \"%s\"", prog);
+  int quote = 0; /* NVRTC quotes the line and marks the column after a message */
+  for (const char *s = log; s && *s;) {
+    const char *e = strchr(s, '\n');
+    if (!e) e = s + strlen(s);
+    long ln = 0;
+    const char *b = s;
+    while (b < e && (*b == ' ' || *b == '\t')) b++;
+    bool context = quote > 0 && b > s;
+    quote = context ? quote - 1 : 0;
+    if (context) {
+      /* the unit's own line is quoted from the unit instead */
+    } else if (about(s, e, prog, &ln)) {
+      quote = 2;
+      kf_strbuf_printf(&out, "%.*s\n", (int)(e - s), s);
+      size_t l = 0;
+      const char *src = source_line(source, ln, &l);
+      if (src && l <= 400) kf_strbuf_printf(&out, "    %.*s\n", (int)l, src);
+    } else if (starts(s, e, "ptxas") || kf_header_line(s, e) ||
+               ((b[0] >= '0' && b[0] <= '9') && strstr(b, " bytes stack frame") && strstr(b, " bytes stack frame") < e) ||
+               (strstr(s, done) && strstr(s, done) < e)) {
+      kf_strbuf_printf(&out, "%.*s\n", (int)(e - s), s);
+    } else if (inc_dir[0] && starts(s, e, inc_dir) && s[strlen(inc_dir)] == '/' && memchr(s, ':', (size_t)(e - s))) {
+      kf_strbuf_printf(&out, "<cuda>%.*s\n", (int)(e - s - strlen(inc_dir)), s + strlen(inc_dir));
+    } else if (e > b) {
+      dropped++;
+    }
+    s = *e ? e + 1 : e;
+  }
+  if (dropped)
+    kf_strbuf_printf(&out, "(%d line%s of compiler output quoting source text or naming other files left out)\n",
+                     dropped, dropped == 1 ? "" : "s");
+  if (!out.data) return strdup("");
+  return out.data;
+}
+
 /* Compile `source` (named `name` in messages) into a cubin. */
 static kf_status compile_source(const char *name, const char *source, const kf_target *t,
                                 void **cubin, size_t *cubin_bytes, char **log_out,
@@ -150,6 +294,29 @@ static kf_status compile_source(const char *name, const char *source, const kf_t
   if (!t || t->sm < 50 || t->sm > 999) {
     kf_diag_error(diag, "unit %s: invalid target sm_%d", name, t ? t->sm : 0);
     return KF_ERR_ARG;
+  }
+  bool toolkit = false;
+  kf_strbuf why = {0};
+  if (!kf_unit_source_check(source, &toolkit, &why)) {
+    kf_diag_error(diag, "unit %s: refused before compiling:\n%s", name, why.data ? why.data : "");
+    free(why.data);
+    return KF_ERR_INVALID;
+  }
+  free(why.data);
+  char inc_opt[PATH_MAX + 32], cccl_opt[PATH_MAX + 48];
+  int nopt = 4;
+  if (toolkit) {
+    pthread_once(&inc_once, inc_find);
+    if (!inc_dir[0]) {
+      kf_diag_error(diag,
+                    "unit %s: includes the CUDA toolkit's headers, which are not on this machine (looked in "
+                    "$CUDA_HOME/include, $CUDA_PATH/include, beside NVRTC, /usr/local/cuda/include, "
+                    "/usr/include); install the CUDA 13 toolkit's headers or set CUDA_HOME",
+                    name);
+      return KF_ERR_UNSUPPORTED;
+    }
+    snprintf(inc_opt, sizeof inc_opt, "--include-path=%s", inc_dir);
+    snprintf(cccl_opt, sizeof cccl_opt, "--include-path=%s", inc_cccl);
   }
   const char **htexts = NULL, **hnames = NULL;
   int nh = header_list(&htexts, &hnames);
@@ -171,8 +338,12 @@ static kf_status compile_source(const char *name, const char *source, const kf_t
   char arch[48];
   snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%s", t->sm, t->arch_specific ? "a" : "");
   /* ptxas's per-kernel resource lines (registers, spills) go to the log */
-  const char *opts[] = {arch, "-std=c++17", "-default-device", "--ptxas-options=-v"};
-  nvrtcResult cr = nv.compile(prog, (int)(sizeof opts / sizeof opts[0]), opts);
+  const char *opts[6] = {arch, "-std=c++17", "-default-device", "--ptxas-options=-v"};
+  if (toolkit) {
+    opts[nopt++] = inc_opt;
+    if (inc_cccl[0]) opts[nopt++] = cccl_opt;
+  }
+  nvrtcResult cr = nv.compile(prog, nopt, opts);
   size_t lsz = 0;
   r = nv.log_size(prog, &lsz);
   if (r != NVRTC_SUCCESS) {
@@ -192,6 +363,15 @@ static kf_status compile_source(const char *name, const char *source, const kf_t
     goto done;
   }
   log[lsz] = '\0';
+  {
+    char *reduced = reduce_log(log, prog_name, source);
+    if (!reduced) {
+      st = KF_ERR_NOMEM;
+      goto done;
+    }
+    free(log);
+    log = reduced;
+  }
   if (cr != NVRTC_SUCCESS) {
     kf_diag_error(diag, "unit %s: NVRTC failed to compile for sm_%d%s (%s):\n%s", name, t->sm,
                   t->arch_specific ? "a" : "", rstr(cr), log);

@@ -2,7 +2,8 @@
  * launch shapes the device cannot run (Hopper's limits: grid x < 2^31,
  * y and z <= 65535, blocks of at most 1024 threads with z <= 64, at most
  * 227 KiB of dynamic shared memory), arguments naming a value or buffer
- * the task does not have or pointing outside it, memsets and copies
+ * the task does not have or pointing outside it, a source that includes
+ * what a unit may not (agent/unit_source.c), memsets and copies
  * writing an input or running past their buffer, library steps' operands
  * naming buffers that do not exist, scratch over the limit.
  * Each reason is one line of the verdict. Pointers inside their buffer
@@ -91,6 +92,18 @@ static void check_ptrs(const kf_jtask *t, const kf_unit *u, int s, const kf_unit
 bool kf_junit_check(const kf_jtask *t, const kf_unit *u, const kf_judge_options *o, kf_strbuf *why) {
   int n = 0;
   if (u->n_steps < 1) why_line(why, &n, "the unit has no steps");
+  if (u->source) { /* what the source may include (agent/unit_source.c) */
+    kf_strbuf inc = {0};
+    if (!kf_unit_source_check(u->source, NULL, &inc)) {
+      for (char *l = inc.data; l && *l;) {
+        char *e = strchr(l, '\n');
+        if (e) *e = '\0';
+        why_line(why, &n, "source %s", l);
+        l = e ? e + 1 : l + strlen(l);
+      }
+    }
+    kf_strbuf_fini(&inc);
+  }
   int64_t scratch = 0;
   for (int i = 0; i < u->n_scratch; i++) {
     if (u->scratch_bytes[i] < 0) why_line(why, &n, "scratch %d has a negative size", i);

@@ -248,4 +248,11 @@ struct cJSON *kf_mc_build_reference(kf_compile_fn compile, const char *model_pat
                                     kf_precision precision, bool tf32, const char *so_path, bool unrounded,
                                     char *why, size_t n);
 
+/* The environment the judge's workers start with (worker.c): the judging
+ * process's less anything not for CUDA, the loader or kfuse, and no
+ * KFUSE_* variable named like a secret (KEY, TOKEN, SECRET, PASS, BEARER).
+ * A NULL-terminated array the caller frees (not the strings, which are
+ * environ's); NULL when out of memory. */
+char **kf_jworker_env(void);
+
 #endif

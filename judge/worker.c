@@ -32,6 +32,7 @@
  * kf_jcompile runs NVRTC the same way (`kfuse judge-compile`), under the
  * same timeout. */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -302,11 +303,58 @@ done:
   return rc;
 }
 
+/* The environment a worker starts with: the judging process's, less
+ * anything that is not for CUDA, the toolkit, the loader or kfuse itself.
+ * A worker runs a unit's code (NVRTC on its source, its kernels) and
+ * inherits no API key, serve token or other secret: kept are PATH,
+ * LD_LIBRARY_PATH, TMPDIR, LANG, LC_*, TZ, CUDA_*, NVIDIA_*, the
+ * sanitizers' *SAN_OPTIONS, the test fakes' FAKE_CUDA_* and FAKE_CUDNN_*,
+ * and KFUSE_* unless its name says KEY, TOKEN, SECRET, PASS or BEARER.
+ * Made before each fork (the child may only exec; NULL when out of memory,
+ * and the worker is then not started). */
+extern char **environ;
+
+static bool env_kept(const char *kv) {
+  static const char *const exact[] = {"PATH=", "LD_LIBRARY_PATH=", "TMPDIR=", "LANG=", "TZ="};
+  static const char *const prefix[] = {"LC_", "CUDA_", "NVIDIA_", "FAKE_CUDA_", "FAKE_CUDNN_", "KFUSE_"};
+  for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+    if (strncmp(kv, exact[i], strlen(exact[i])) == 0) return true;
+  const char *eq = strchr(kv, '=');
+  if (!eq) return false;
+  size_t nl = (size_t)(eq - kv);
+  if (nl > 11 && strncmp(eq - 8, "_OPTIONS", 8) == 0 && strncmp(eq - 11, "SAN", 3) == 0) return true;
+  for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++) {
+    if (strncmp(kv, prefix[i], strlen(prefix[i])) != 0) continue;
+    if (strcmp(prefix[i], "KFUSE_") != 0) return true;
+    static const char *const secret[] = {"KEY", "TOKEN", "SECRET", "PASS", "BEARER"};
+    for (size_t k = 0; k < sizeof secret / sizeof secret[0]; k++) {
+      size_t sl = strlen(secret[k]);
+      for (size_t j = 0; j + sl <= nl; j++)
+        if (strncmp(kv + j, secret[k], sl) == 0) return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+char **kf_jworker_env(void) {
+  size_t n = 0;
+  for (char **e = environ; e && *e; e++) n++;
+  char **env = calloc(n + 1, sizeof *env);
+  if (!env) return NULL;
+  size_t k = 0;
+  for (char **e = environ; e && *e; e++)
+    if (env_kept(*e)) env[k++] = *e; /* borrowed from environ until the exec */
+  return env;
+}
+
 /* In the forked child: its own process group, death with the parent, no
  * core files, stdin /dev/null, stdout and stderr to out_fd, the report pipe
  * on fd 3, the work on fd 4, then `kfuse CMD` from exe (this process's
- * image when NULL). Only async-signal-safe calls until the exec. */
-static void spawn_child(const char *exe, const char *cmd, pid_t parent, int out_fd, int rep_fd, int work_fd) {
+ * image when NULL) with kf_jworker_env's environment. Only
+ * async-signal-safe calls until the exec. */
+static void spawn_child(const char *exe, const char *cmd, pid_t parent, int out_fd, int rep_fd, int work_fd,
+                        char **env) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(3); /* the parent is already gone */
@@ -321,7 +369,7 @@ static void spawn_child(const char *exe, const char *cmd, pid_t parent, int out_
       dup2(w, WORK_FD) < 0)
     _exit(4);
   char *const argv[] = {"kfuse", (char *)cmd, NULL};
-  execv(exe ? exe : "/proc/self/exe", argv);
+  execve(exe ? exe : "/proc/self/exe", argv, env);
   static const char msg[] = "judge: cannot start the worker image\n";
   if (write(2, msg, sizeof msg - 1) < 0) _exit(5);
   _exit(5);
@@ -360,7 +408,14 @@ kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *d
   int mfd = memfd_create("kfuse-judge-work", MFD_CLOEXEC);
   kf_status st = mfd < 0 ? KF_ERR_INTERNAL : work_write(mfd, w, diag);
   if (mfd < 0) kf_diag_error(diag, "judge: memfd_create: %s", strerror(errno));
+  char **env = kf_jworker_env();
+  if (!env && !st) {
+    kf_diag_error(diag, "judge: cannot start the worker: out of memory");
+    st = KF_ERR_NOMEM;
+  }
   pid_t parent = getpid(), pid = st ? -1 : fork();
+  if (pid == 0) spawn_child(w->opt->worker_exe, "judge-worker", parent, op[1], rp[1], mfd, env);
+  free(env); /* the child has exec'd or exited */
   if (pid < 0) {
     if (!st) kf_diag_error(diag, "judge: cannot start the worker: fork: %s", strerror(errno));
     close(rp[0]);
@@ -370,7 +425,6 @@ kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *d
     if (mfd >= 0) close(mfd);
     return st ? st : KF_ERR_INTERNAL;
   }
-  if (pid == 0) spawn_child(w->opt->worker_exe, "judge-worker", parent, op[1], rp[1], mfd);
   close(mfd);
   setpgid(pid, pid); /* also done by the child: whichever runs first */
   close(rp[1]);
@@ -634,8 +688,10 @@ kf_status kf_jcompile(kf_unit *u, const kf_target *tg, const kf_judge_options *o
   const char *name = u->name ? u->name : "unit";
   bool ok = put(&in, &h, sizeof h) && put_blob(&in, name, strlen(name)) &&
             put_blob(&in, u->source, strlen(u->source));
-  pid_t parent = getpid(), pid = ok ? fork() : -1;
-  if (pid == 0) spawn_child(o->worker_exe, "judge-compile", parent, -1, rp[1], mfd);
+  char **env = kf_jworker_env();
+  pid_t parent = getpid(), pid = ok && env ? fork() : -1;
+  if (pid == 0) spawn_child(o->worker_exe, "judge-compile", parent, -1, rp[1], mfd, env);
+  free(env); /* the child has exec'd or exited */
   close(mfd);
   close(rp[1]);
   if (pid < 0) {

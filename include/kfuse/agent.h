@@ -127,6 +127,17 @@ typedef struct kf_target {
  * diagnostic. Units without source succeed trivially. */
 KF_API kf_status kf_unit_compile(kf_unit *u, const kf_target *t, kf_diag *diag);
 
+/* Whether a unit's source includes only what a unit may (agent/unit_source.c,
+ * docs/AGENT.md "What a unit may include"): kfuse's headers (kf_*.cuh) and
+ * an allow-list of the CUDA toolkit's device headers, named literally. Also
+ * refused: #include_next, #import, #embed, __has_include, raw string
+ * literals, trigraphs and backslash-space line ends (constructs that could
+ * hide a directive from this check). When not, appends one line per reason
+ * (with the source line) to why and returns false. *needs_toolkit (may be
+ * NULL) tells whether a toolkit header is included. kf_unit_compile refuses
+ * such a source before NVRTC sees it. */
+KF_API bool kf_unit_source_check(const char *source, bool *needs_toolkit, kf_strbuf *why);
+
 /* Write the embedded templates (agent/templates: the .cu/.cuh files and the
  * CPU emulation header kf_emu.h) into the existing directory dir, for a
  * host compiler (the module check's CPU emulation). */

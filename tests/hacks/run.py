@@ -12,9 +12,11 @@
                             unit of library steps run through the runtime
 
 The task is made here from model.mlir (y = x * sigmoid(x), 2048 x 1024 f32)
-with `kfuse task`. Each unit directory holds unit.json, unit.cu and
-`expect`: "accept" (reward >= 1), "reward N", or "reject A|B" (reward -1
-and a reason containing A or B). Prints one line per unit and the counts;
+with `kfuse task`, or from the model a unit's `model` file names
+(model_bf16.mlir: the same in bf16; model_gemm.mlir: relu(x @ w + b),
+128 x 256 x 256 in fp16, small enough for the CPU reference). Each unit directory holds unit.json, unit.cu and `expect`: "accept"
+(reward >= 1), "reward N", or "reject A|B" (reward -1 and a reason
+containing A or B). Prints one line per unit and the counts;
 exit status 0 when every expectation holds.
 """
 import json
@@ -62,10 +64,20 @@ def holds(exp, rc, v):
     return False
 
 
-def make_task(kfuse, tmp, name="task"):
+def make_task(kfuse, tmp, name="task", model="model.mlir"):
     d = os.path.join(tmp, name)
-    subprocess.run([kfuse, "task", os.path.join(HERE, "model.mlir"), "--group", "0", "-o", d, "-q"], check=True)
+    subprocess.run([kfuse, "task", os.path.join(HERE, model), "--group", "0", "-o", d, "-q"], check=True)
     return d
+
+
+def task_for(kfuse, tmp, task, name):
+    """The task a unit is judged on: its `model` file's, else the default."""
+    p = os.path.join(HERE, name, "model")
+    if not os.path.isfile(p):
+        return task
+    model = open(p).read().strip()
+    d = os.path.join(tmp, "task_" + model.replace(".", "_"))
+    return d if os.path.isdir(d) else make_task(kfuse, tmp, os.path.basename(d), model)
 
 
 def with_baselines(task, tmp, name, **ms):
@@ -87,7 +99,7 @@ def gpu(kfuse, tmp):
         # 8 input sets: a content-keyed cache escapes one set's B values with
         # probability 0.23, all eight with 8e-6
         extra = ["--sets", "8", "--timeout", "30"]
-        rc, v, err = judge(kfuse, task, os.path.join(HERE, name), *extra)
+        rc, v, err = judge(kfuse, task_for(kfuse, tmp, task, name), os.path.join(HERE, name), *extra)
         ok = holds(exp, rc, v)
         fails += not ok
         if v and v.get("reward") == -1:
@@ -137,7 +149,8 @@ def ci(kfuse, tmp):
 
     for name in units():
         exp = expect_of(name)
-        rc, v, err = judge(kfuse, task, os.path.join(HERE, name), "--no-builtin", "--timeout", "10")
+        rc, v, err = judge(kfuse, task_for(kfuse, tmp, task, name), os.path.join(HERE, name), "--no-builtin",
+                           "--timeout", "10")
         if any(s in exp for s in STATIC):
             check(f"{name}: {exp}", holds(exp, rc, v), v, err)
         else:

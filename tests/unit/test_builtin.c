@@ -962,6 +962,111 @@ static void test_nvrtc(void **state) {
   built_fini(&b);
 }
 
+/* What a unit may include (agent/unit_source.c): each source is checked
+ * alone; refused ones must name the line */
+static bool source_ok(const char *src, bool *toolkit, char *why, size_t n) {
+  kf_strbuf b = {0};
+  bool ok = kf_unit_source_check(src, toolkit, &b);
+  snprintf(why, n, "%s", b.data ? b.data : "");
+  kf_strbuf_fini(&b);
+  return ok;
+}
+
+static void test_unit_includes(void **state) {
+  (void)state;
+  char why[2048];
+  bool tk = false;
+  static const char *const allowed[] = {
+    "#include \"kf_common.cuh\"\n__global__ void k() {}\n",
+    "#include <kf_common.cuh>\n",
+    "  #  include <cuda_fp16.h>\n#include <cuda_bf16.h> // halves\n#include <mma.h>\n",
+    "#include <cuda/pipeline>\n#include <cuda/std/cstdint>\n#include <cooperative_groups/reduce.h>\n",
+    "%:include <cooperative_groups.h>\n",
+    "// #include \"/etc/passwd\" in a comment\n/* #include \"/etc/passwd\"\n */ int x;\n",
+    "const char *s = \"#include </etc/passwd>\"; int n = 1'000'000;\n",
+    "#line 1 \"agent/templates/reduce.cu\"\n#pragma unroll\n#define STR(x) #x\n",
+  };
+  for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++) {
+    if (!source_ok(allowed[i], &tk, why, sizeof why)) fail_msg("allowed source %zu refused: %s", i, why);
+  }
+  assert_true(source_ok(allowed[2], &tk, why, sizeof why) && tk);
+  assert_true(source_ok(allowed[0], &tk, why, sizeof why) && !tk);
+  static const struct { const char *src, *why; } refused[] = {
+    {"#include \"/etc/passwd\"\n", "line 1: #include of /etc/passwd is not allowed"},
+    {"int a;\n#include \"secrets.txt\"\n", "line 2: #include of secrets.txt"},
+    {"#include <../../../../proc/self/environ>\n", "proc/self/environ is not allowed"},
+    {"#include <cuda/../../x.h>\n", "is not allowed"},
+    {"#include <cuda/std/../../../etc/passwd>\n", "is not allowed"},
+    {"#include \"cuda_fp16.h\"\n", "included as <...>"},
+    {"#define F \"/etc/passwd\"\n#include F\n", "line 2: #include F: a unit names its header literally"},
+    {"#include <cuda_fp16.h> x\n", "not one header name"},
+    {"#include_next <cuda_fp16.h>\n", "#include_next is not allowed"},
+    {"#import \"x\"\n", "#import is not allowed"},
+    {"#embed \"/etc/passwd\"\n", "#embed is not allowed"},
+    {"#if __has_include(\"/etc/passwd\")\n#endif\n", "__has_include is not allowed"},
+    {"%:include \"/etc/passwd\"\n", "is not allowed"},
+    {"/* c */ # /* c */ include \"/etc/passwd\"\n", "is not allowed"},
+    {"/* a\n b */ #include \"/etc/passwd\"\n", "is not allowed"},
+    {"#inc\\\nlude \"/etc/passwd\"\n", "line 1: #include of /etc/passwd"},
+    {"int x; \\  \n#include \"/etc/passwd\"\n", "backslash followed by spaces"},
+    {"?\?=include \"/etc/passwd\"\n", "trigraph"},
+    {"const char *r = R\"x( /* )x\";\n#include \"/etc/passwd\"\n// */\n", "raw string literal"},
+    {"int a = 1'2 + '/*';\n#include \"/etc/passwd\"\n// */\n", "line 2: #include of /etc/passwd"},
+    {"char c = '\\'';\n#include \"/etc/passwd\"\n", "line 2"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    if (source_ok(refused[i].src, &tk, why, sizeof why)) fail_msg("source %zu accepted:\n%s", i, refused[i].src);
+    if (!strstr(why, refused[i].why)) fail_msg("source %zu: reason %s lacks '%s'", i, why, refused[i].why);
+  }
+
+  /* kf_unit_compile refuses before NVRTC runs, and compiles units with the
+   * toolkit's headers (half, bf16, tensor cores, pipelines, groups) */
+  char nv[512];
+  if (!kf_nvrtc_available(nv, sizeof nv)) fail_msg("NVRTC missing: %s", nv);
+  kf_unit *u = calloc(1, sizeof *u);
+  assert_non_null(u);
+  u->name = strdup("inc");
+  u->source = strdup("#include \"/etc/hostname\"\n__global__ void k() {}\n");
+  kf_target t = {90, false};
+  collect c = {{0}};
+  kf_diag d;
+  kf_diag_init(&d, collect_fn, &c);
+  assert_int_equal(kf_unit_compile(u, &t, &d), KF_ERR_INVALID);
+  assert_true(has(c.last, "refused before compiling"));
+  assert_null(u->cubin);
+  free(u->source);
+  u->source = strdup("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <mma.h>\n"
+                     "#include <cuda/pipeline>\n#include <cooperative_groups.h>\n"
+                     "using namespace nvcuda;\n"
+                     "extern \"C\" __global__ void k(const __half *a, const __half *b, float *c, __nv_bfloat16 *o) {\n"
+                     "  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;\n"
+                     "  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;\n"
+                     "  wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;\n"
+                     "  wmma::fill_fragment(fc, 0.0f);\n"
+                     "  wmma::load_matrix_sync(fa, a, 16);\n"
+                     "  wmma::load_matrix_sync(fb, b, 16);\n"
+                     "  wmma::mma_sync(fc, fa, fb, fc);\n"
+                     "  wmma::store_matrix_sync(c, fc, 16, wmma::mem_row_major);\n"
+                     "  cooperative_groups::thread_block g = cooperative_groups::this_thread_block();\n"
+                     "  g.sync();\n"
+                     "  o[threadIdx.x] = __float2bfloat16(__half2float(a[threadIdx.x]) * 2.0f);\n"
+                     "}\n");
+  kf_diag_init(&d, collect_fn, &c);
+  kf_status st = kf_unit_compile(u, &t, &d);
+  if (st != KF_OK) fail_msg("a unit with the toolkit's headers: %s", c.last);
+  assert_non_null(u->cubin);
+  /* a compile error: the unit's line and the message, no host path */
+  free(u->source);
+  u->source = strdup("#include <cuda_fp16.h>\n__global__ void k(__half *h) {\n  h[0] = undefined_thing;\n}\n");
+  kf_diag_init(&d, collect_fn, &c);
+  assert_int_equal(kf_unit_compile(u, &t, &d), KF_ERR_INVALID);
+  assert_true(has(c.last, "inc.cu(3): error"));
+  assert_true(has(c.last, "    h[0] = undefined_thing;"));
+  assert_false(has(c.last, "/usr/"));
+  assert_false(has(u->compile_log, "/usr/"));
+  kf_unit_destroy(u);
+}
+
 /* ptxas's report decides the occupancy of cached-row kernels: every
  * reduce.cu kernel that still spills registers after compiling is one the
  * compiler already lowered (KF_MINB_LOW); the log carries ptxas's lines */
@@ -1530,6 +1635,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_bmm_expand),
     cmocka_unit_test(test_addmm_epilogue),
     cmocka_unit_test(test_nvrtc),
+    cmocka_unit_test(test_unit_includes),
     cmocka_unit_test(test_occupancy_by_spills),
     cmocka_unit_test(test_bench_rows_no_spills),
     cmocka_unit_test(test_scan_lowering),

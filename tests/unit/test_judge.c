@@ -314,6 +314,39 @@ static void test_task_in_memory(void **state) {
   assert_true(compared > 20);
 }
 
+/* The workers run a unit's code: they start without the secrets of the
+ * process that judges (API keys, the serve token), with what CUDA, the
+ * loader and kfuse need */
+static void test_worker_env(void **state) {
+  (void)state;
+  setenv("OPENAI_API_KEY", "sk-test-secret", 1);
+  setenv("KFUSE_SERVE_TOKEN", "tok-secret", 1);
+  setenv("KFUSE_CACHE_REMOTE_BEARER", "bearer-secret", 1);
+  setenv("AWS_SECRET_ACCESS_KEY", "aws-secret", 1);
+  setenv("KFUSE_LIBCUDA", "/x/libcuda.so.1", 1);
+  setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+  setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+  char **env = kf_jworker_env();
+  assert_non_null(env);
+  bool cuda = false, libcuda = false, path = getenv("PATH") == NULL, asan = false;
+  for (char **e = env; *e; e++) {
+    assert_null(strstr(*e, "secret"));
+    cuda |= strcmp(*e, "CUDA_VISIBLE_DEVICES=1") == 0;
+    libcuda |= strcmp(*e, "KFUSE_LIBCUDA=/x/libcuda.so.1") == 0;
+    path |= strncmp(*e, "PATH=", 5) == 0;
+    asan |= strcmp(*e, "ASAN_OPTIONS=detect_leaks=0") == 0;
+  }
+  assert_true(cuda && libcuda && path && asan);
+  free(env);
+  unsetenv("OPENAI_API_KEY");
+  unsetenv("KFUSE_SERVE_TOKEN");
+  unsetenv("KFUSE_CACHE_REMOTE_BEARER");
+  unsetenv("AWS_SECRET_ACCESS_KEY");
+  unsetenv("KFUSE_LIBCUDA");
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  unsetenv("ASAN_OPTIONS");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compare_basic),
@@ -323,6 +356,7 @@ int main(void) {
       cmocka_unit_test(test_tolerances),
       cmocka_unit_test_setup_teardown(test_task_and_checks, make_task, remove_task),
       cmocka_unit_test(test_task_in_memory),
+      cmocka_unit_test(test_worker_env),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
