@@ -8,10 +8,18 @@
  *               [--token-env NAME] [--judge-timeout S] [--sets N] [-q]
  *
  * The main thread accepts connections (loopback by default; port 0 picks
- * one) and hands them to a fixed pool of threads, each serving one
- * connection at a time; the bound address goes to stdout as one line
- * ("http://HOST:PORT"). SIGINT or SIGTERM: stop accepting, let the
- * requests in flight finish (a judge call included), close every session
+ * one) and reads them: it polls every open connection, takes what each
+ * has without waiting (tools/serve_http.c) and, once a request is whole,
+ * hands it to a fixed pool of threads, which answer it and give the
+ * connection back. So an idle or slow client holds a slot in the poll set
+ * (at most MAX_CONNS), never a thread: a connection idle for IDLE_S
+ * without a request, or whose request is not whole READ_S after its first
+ * byte, is closed (a 408 for the latter). The Authorization header is
+ * decided as soon as the head is whole, before any body is read: a 401
+ * then, like every error the service answers, closes the connection. The
+ * bound address goes to stdout as one line ("http://HOST:PORT"). SIGINT
+ * or SIGTERM: stop accepting, answer the requests already whole and let
+ * those in flight finish (a judge call included), close every session
  * with its result written, exit 0. Exit 1 when it cannot start, 2 on bad
  * usage. The token (--token-env names the variable holding it) is read
  * from the environment and never printed or written. */
@@ -27,13 +35,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "serve_int.h"
 #include "tools_int.h"
-
-#define QUEUE_MAX 128
 
 static volatile sig_atomic_t stopping;
 static int wake_fd = -1; /* the write end of the self-pipe */
@@ -48,108 +55,197 @@ static void on_signal(int sig) {
   errno = e;
 }
 
+#define MAX_CONNS 1024 /* open connections, idle or reading */
+#define IDLE_S 15.0     /* a connection without a request */
+#define READ_S 30.0     /* a request, from its first byte to its last */
+#define SEND_S 10.0     /* a response, to a client that does not read */
+
+/* A connection: the poller's while it waits for a whole request, a
+ * worker's while that is answered. */
+typedef struct conn {
+  kf_http_conn c;
+  double idle_until;  /* with no request under way */
+  double read_until;  /* the request under way: 0 when none */
+  double drain_until; /* after an error was answered: drop what comes, then close (0: not) */
+  bool continued;     /* "100 Continue" sent for the request under way */
+  kf_http_req req;    /* the whole request, for the worker */
+  struct conn *next;  /* in the pool's queue or its list of returns */
+} conn;
+
 typedef struct pool {
   kf_serve *svc;
   size_t max_body;
   bool quiet;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  int q[QUEUE_MAX];
-  int head, n;
-  bool done; /* no more connections come */
+  conn *q_head, *q_tail; /* whole requests for the workers */
+  conn *back;            /* connections the workers give back (keep-alive) */
+  int in_flight;         /* connections the workers hold */
+  bool done;             /* no more requests come */
 } pool;
 
-/* After an error answered without reading the request (a body over the
- * limit): read and drop what the client still sends, for a moment, so
- * that closing with unread bytes does not reset the connection before
- * the client reads the answer. */
-static void drain(int fd) {
-  if (shutdown(fd, SHUT_WR) != 0) return;
-  char tmp[16384];
-  double end = kf_now_s() + 2.0;
-  size_t total = 0;
-  while (kf_now_s() < end && total < ((size_t)64 << 20)) {
-    struct pollfd p = {fd, POLLIN, 0};
-    int k = poll(&p, 1, 200);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;
-    ssize_t got = recv(fd, tmp, sizeof tmp, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    total += (size_t)got;
+static void conn_close(conn *k) {
+  kf_http_req_fini(&k->req);
+  free(k->c.buf);
+  close(k->c.fd);
+  free(k);
+}
+
+static void wake(void) {
+  if (wake_fd >= 0 && write(wake_fd, "r", 1) < 0) {
+    /* the pipe is full: the poller is being woken anyway */
   }
 }
 
-/* One connection, request after request until it closes, goes idle, or
- * the service stops (then the request in flight is answered first). */
-static void serve_conn(pool *P, int fd) {
-  kf_http_conn c = {fd, NULL, 0, 0};
-  for (;;) {
-    kf_http_req q;
-    int status = 0;
-    const char *why = NULL;
-    kf_http_read_result rr = kf_http_read(&c, &q, P->max_body, 15.0, 30.0, &stopping, &status, &why);
-    if (rr == KF_HTTP_CLOSED) {
-      kf_http_req_fini(&q);
-      break;
-    }
-    if (rr == KF_HTTP_BAD) {
-      char *b = kf_serve_error_body(why);
-      if (kf_http_send(&c, status, b, false)) drain(fd);
-      free(b);
-      if (!P->quiet) fprintf(stderr, "kfuse: serve: a bad request: %d %s\n", status, why);
-      kf_http_req_fini(&q);
-      break;
-    }
-    double t0 = kf_now_s();
-    char *body = NULL;
-    int st = kf_serve_handle(P->svc, &q, &body);
-    bool keep = q.keep_alive && !stopping;
-    bool sent = kf_http_send(&c, st, body, keep);
-    if (!P->quiet)
-      fprintf(stderr, "kfuse: serve: %s %s %d (%.0f ms)\n", q.method, q.path, st, (kf_now_s() - t0) * 1e3);
-    free(body);
-    kf_http_req_fini(&q);
-    if (!sent || !keep) break;
-  }
-  free(c.buf);
-  close(fd);
-}
-
+/* A worker: answers one whole request after another; a connection that
+ * stays open goes back to the poller, one that does not is closed. */
 static void *worker(void *arg) {
   pool *P = arg;
   for (;;) {
     pthread_mutex_lock(&P->mu);
-    while (!P->n && !P->done) pthread_cond_wait(&P->cv, &P->mu);
-    if (!P->n) { /* done, and nothing left */
+    while (!P->q_head && !P->done) pthread_cond_wait(&P->cv, &P->mu);
+    conn *k = P->q_head;
+    if (!k) { /* done, and nothing left */
       pthread_mutex_unlock(&P->mu);
       return NULL;
     }
-    int fd = P->q[P->head];
-    P->head = (P->head + 1) % QUEUE_MAX;
-    P->n--;
+    P->q_head = k->next;
+    if (!P->q_head) P->q_tail = NULL;
+    k->next = NULL;
     pthread_mutex_unlock(&P->mu);
-    serve_conn(P, fd);
+    double t0 = kf_now_s();
+    char *body = NULL;
+    int st = kf_serve_handle(P->svc, &k->req, &body);
+    /* after an error the connection is closed: a client that sent
+     * something wrong starts again on a fresh one */
+    bool keep = k->req.keep_alive && !stopping && st < 400;
+    bool sent = kf_http_send(&k->c, st, body, keep);
+    if (!P->quiet)
+      fprintf(stderr, "kfuse: serve: %s %s %d (%.0f ms)\n", k->req.method, k->req.path, st, (kf_now_s() - t0) * 1e3);
+    free(body);
+    kf_http_req_fini(&k->req);
+    if (!sent || !keep) {
+      conn_close(k);
+      pthread_mutex_lock(&P->mu);
+      P->in_flight--;
+      pthread_mutex_unlock(&P->mu);
+      continue;
+    }
+    pthread_mutex_lock(&P->mu);
+    P->in_flight--;
+    k->next = P->back;
+    P->back = k;
+    pthread_mutex_unlock(&P->mu);
+    wake();
   }
 }
 
-/* A connection to the pool, or a 503 when its queue is full. */
-static void enqueue(pool *P, int fd) {
+static void dispatch(pool *P, conn *k) {
   pthread_mutex_lock(&P->mu);
-  bool full = P->n == QUEUE_MAX;
-  if (!full) {
-    P->q[(P->head + P->n) % QUEUE_MAX] = fd;
-    P->n++;
-    pthread_cond_signal(&P->cv);
-  }
+  k->next = NULL;
+  if (P->q_tail) P->q_tail->next = k;
+  else P->q_head = k;
+  P->q_tail = k;
+  P->in_flight++;
+  pthread_cond_signal(&P->cv);
   pthread_mutex_unlock(&P->mu);
-  if (full) {
-    kf_http_conn c = {fd, NULL, 0, 0};
+}
+
+/* An error answered by the poller itself: a small response sent without
+ * waiting (dropped if the client's window is full), then the connection
+ * is shut for writing and what the client still sends is read and dropped
+ * for a moment, so that closing with unread bytes does not reset the
+ * connection before the client reads the answer. */
+static void answer_error(conn *k, int status, const char *why, bool quiet) {
+  char *b = kf_serve_error_body(why);
+  kf_http_send_now(&k->c, status, b);
+  free(b);
+  if (!quiet) fprintf(stderr, "kfuse: serve: a bad request: %d %s\n", status, why);
+  shutdown(k->c.fd, SHUT_WR);
+  k->c.len = 0;
+  k->drain_until = kf_now_s() + 2.0;
+}
+
+typedef enum { K_KEEP, K_GONE, K_DISPATCHED } conn_fate;
+
+/* What the poller does with a connection that may hold (part of) a
+ * request: parse it; a whole one to the workers, a bad or unauthorised
+ * one answered here. */
+static conn_fate advance(pool *P, conn *k, double now) {
+  if (k->drain_until) return K_KEEP;
+  int status = 0;
+  const char *why = NULL;
+  bool expect = false;
+  kf_http_parse_result r = kf_http_parse(&k->c, &k->req, P->max_body, &expect, &status, &why);
+  if (r == KF_HTTP_MORE) {
+    if (k->c.len && !k->read_until) k->read_until = now + READ_S;
+    return K_KEEP;
+  }
+  if (!k->read_until) k->read_until = now + READ_S;
+  if (r == KF_HTTP_BAD) {
+    answer_error(k, status, why, P->quiet);
+    return K_KEEP;
+  }
+  /* the head is whole: the token decides before the body is read */
+  if (!kf_serve_authorised(P->svc, k->req.auth)) {
+    answer_error(k, 401, "a bearer token is needed (Authorization: Bearer ...)", P->quiet);
+    return K_KEEP;
+  }
+  if (r == KF_HTTP_HEAD) {
+    if (expect && !k->continued) {
+      static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+      k->continued = true;
+      if (send(k->c.fd, cont, sizeof cont - 1, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)(sizeof cont - 1))
+        return K_GONE;
+    }
+    return K_KEEP;
+  }
+  k->read_until = 0;
+  k->continued = false;
+  dispatch(P, k);
+  return K_DISPATCHED;
+}
+
+/* What came on the wake pipe: signals and connections given back */
+static void take_back(pool *P, conn **open, int *n_open, int rfd) {
+  char tmp[256];
+  while (read(rfd, tmp, sizeof tmp) > 0) {
+  }
+  pthread_mutex_lock(&P->mu);
+  conn *k = P->back;
+  P->back = NULL;
+  pthread_mutex_unlock(&P->mu);
+  double now = kf_now_s();
+  while (k) {
+    conn *next = k->next;
+    k->next = NULL;
+    k->idle_until = now + IDLE_S;
+    conn_fate f = stopping ? K_GONE : advance(P, k, now); /* pipelined bytes may hold the next request */
+    if (f == K_GONE) conn_close(k);
+    else if (f == K_KEEP) open[(*n_open)++] = k;
+    k = next;
+  }
+}
+
+/* A new connection, or a 503 when MAX_CONNS are open. */
+static void admit(pool *P, int fd, conn **open, int *n_open) {
+  struct timeval tv = {(time_t)SEND_S, 0};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  pthread_mutex_lock(&P->mu);
+  int in_flight = P->in_flight;
+  pthread_mutex_unlock(&P->mu);
+  conn *k = *n_open + in_flight < MAX_CONNS ? calloc(1, sizeof *k) : NULL;
+  if (!k) {
     char *b = kf_serve_error_body("the service is overloaded; retry later");
-    kf_http_send(&c, 503, b, false);
+    kf_http_conn c = {fd, NULL, 0, 0};
+    kf_http_send_now(&c, 503, b);
     free(b);
     close(fd);
+    return;
   }
+  k->c.fd = fd;
+  k->idle_until = kf_now_s() + IDLE_S;
+  open[(*n_open)++] = k;
 }
 
 /* HOST:PORT ([V6]:PORT) into host and port; false when malformed. */
@@ -231,6 +327,107 @@ static int open_listener(const char *listen_at, char *bound, size_t bn, bool *lo
     snprintf(bound, bn, "http://[%s]:%d", h, p);
   }
   return fd;
+}
+
+/* One connection's turn in the poll: what it sent, then its deadlines. */
+static conn_fate conn_turn(pool *P, conn *k, short revents, double now) {
+  if (revents & (POLLIN | POLLHUP | POLLERR)) {
+    bool closed = false;
+    if (!kf_http_recv(&k->c, &closed)) closed = true;
+    if (k->drain_until) k->c.len = 0; /* dropped */
+    if (closed) return K_GONE;
+    if (!k->drain_until) {
+      conn_fate f = advance(P, k, now);
+      if (f != K_KEEP) return f;
+    }
+  }
+  if (k->drain_until) return now < k->drain_until ? K_KEEP : K_GONE;
+  if (k->read_until && now >= k->read_until) {
+    answer_error(k, 408, "the request was not sent in time", P->quiet);
+    return K_KEEP;
+  }
+  if (k->read_until || k->c.len) return K_KEEP;
+  return now < k->idle_until && !stopping ? K_KEEP : K_GONE;
+}
+
+static double conn_deadline(const conn *k) {
+  return k->drain_until ? k->drain_until : k->read_until ? k->read_until : k->idle_until;
+}
+
+/* The poller: accepts, reads every open connection, hands whole requests
+ * to the workers, takes connections back; until a signal stops it (then
+ * it accepts what the kernel already took and gives the requests under
+ * way a second to arrive whole). 0, or 1 on a failure of poll. */
+static int serve_loop(pool *P, int lfd, int rfd, kf_diag *diag) {
+  conn **open = calloc(MAX_CONNS, sizeof *open);
+  struct pollfd *fds = calloc(MAX_CONNS + 2, sizeof *fds);
+  conn **polled = calloc(MAX_CONNS, sizeof *polled);
+  int n = 0, rc = 0;
+  if (!open || !fds || !polled) {
+    kf_diag_error(diag, "serve: out of memory");
+    rc = 1;
+  }
+  double last_reap = kf_now_s(), stop_by = 0;
+  while (!rc) {
+    double now = kf_now_s();
+    if (stopping && !stop_by) {
+      stop_by = now + 1.0;
+      if (fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK) == 0) {
+        int fd;
+        while ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0 || errno == EINTR || errno == ECONNABORTED)
+          if (fd >= 0) admit(P, fd, open, &n);
+      }
+    }
+    if (stop_by && now >= stop_by) break;
+    int m = 0;
+    fds[m++] = (struct pollfd){rfd, POLLIN, 0};
+    if (!stop_by) fds[m++] = (struct pollfd){lfd, POLLIN, 0};
+    double next = now + 1.0;
+    for (int i = 0; i < n; i++) {
+      fds[m + i] = (struct pollfd){open[i]->c.fd, POLLIN, 0};
+      polled[i] = open[i];
+      double d = conn_deadline(open[i]);
+      if (d < next) next = d;
+    }
+    int polled_n = n;
+    int ms = next <= now ? 0 : (int)((next - now) * 1000) + 1;
+    int k = poll(fds, (nfds_t)(m + polled_n), ms);
+    if (k < 0 && errno != EINTR) {
+      kf_diag_error(diag, "serve: poll: %s", strerror(errno));
+      rc = 1;
+      break;
+    }
+    now = kf_now_s();
+    if (now - last_reap >= 1) {
+      kf_serve_reap(P->svc);
+      last_reap = now;
+    }
+    /* each polled connection's turn; those the poller keeps, in order */
+    int kept = 0;
+    for (int i = 0; i < polled_n; i++) {
+      conn *c = polled[i];
+      conn_fate f = conn_turn(P, c, k > 0 ? fds[m + i].revents : 0, now);
+      if (f == K_GONE) conn_close(c);
+      else if (f == K_KEEP) open[kept++] = c;
+    }
+    n = kept;
+    if (k > 0 && (fds[0].revents & POLLIN)) take_back(P, open, &n, rfd);
+    if (k > 0 && !stop_by && (fds[1].revents & POLLIN) && !stopping) {
+      int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+      if (fd >= 0) {
+        admit(P, fd, open, &n);
+      } else {
+        if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED)
+          kf_diag_warn(diag, "serve: accept: %s", strerror(errno));
+        if (errno == EMFILE || errno == ENFILE) usleep(100000);
+      }
+    }
+  }
+  for (int i = 0; i < n; i++) conn_close(open[i]);
+  free(open);
+  free(fds);
+  free(polled);
+  return rc;
 }
 
 int kf_cmd_serve(int argc, char **argv, kf_diag *diag) {
@@ -367,36 +564,7 @@ int kf_cmd_serve(int argc, char **argv, kf_diag *diag) {
       fprintf(stderr, "kfuse: serve: %s: tasks %s, %d GPU(s), at most %d sessions, %lld threads\n", bound,
               o.tasks_dir, o.gpus, o.max_sessions, threads);
   }
-  double last_reap = kf_now_s();
-  while (!rc && !stopping) {
-    struct pollfd fds[2] = {{lfd, POLLIN, 0}, {pp[0], POLLIN, 0}};
-    int k = poll(fds, 2, 1000);
-    if (k < 0 && errno != EINTR) {
-      kf_diag_error(diag, "serve: poll: %s", strerror(errno));
-      rc = 1;
-      break;
-    }
-    if (kf_now_s() - last_reap >= 1) {
-      kf_serve_reap(svc);
-      last_reap = kf_now_s();
-    }
-    if (k <= 0 || !(fds[0].revents & POLLIN) || stopping) continue;
-    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED)
-        kf_diag_warn(diag, "serve: accept: %s", strerror(errno));
-      if (errno == EMFILE || errno == ENFILE) usleep(100000);
-      continue;
-    }
-    enqueue(&P, fd);
-  }
-  /* stop: no new connections; those the kernel already took are served
-   * (their clients sent before the stop), the requests in flight finish */
-  if (!rc && fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK) == 0) {
-    int fd;
-    while ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0 || errno == EINTR || errno == ECONNABORTED)
-      if (fd >= 0) enqueue(&P, fd);
-  }
+  if (!rc) rc = serve_loop(&P, lfd, pp[0], diag);
   close(lfd);
   if (!o.quiet) fprintf(stderr, "kfuse: serve: stopping: finishing the requests in flight\n");
   pthread_mutex_lock(&P.mu);
@@ -406,6 +574,11 @@ int kf_cmd_serve(int argc, char **argv, kf_diag *diag) {
   pthread_mutex_unlock(&P.mu);
   for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
   free(tids);
+  for (conn *k = P.back; k;) { /* given back after the poller stopped */
+    conn *next = k->next;
+    conn_close(k);
+    k = next;
+  }
   int left = kf_serve_sessions(svc);
   kf_serve_destroy(svc);
   if (!o.quiet) fprintf(stderr, "kfuse: serve: stopped (%d open session(s) closed)\n", left);

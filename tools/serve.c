@@ -659,9 +659,9 @@ static void close_session(kf_serve *s, const char *sid, reply *r) {
   ok(r, o);
 }
 
-static bool authorised(kf_serve *s, const kf_http_req *q) {
+bool kf_serve_authorised(kf_serve *s, const char *auth) {
   if (!s->o.token) return true;
-  const char *a = q->auth;
+  const char *a = auth;
   if (!a || strncasecmp(a, "Bearer ", 7) != 0) return false;
   a += 7;
   size_t n = strlen(a), m = strlen(s->o.token);
@@ -680,7 +680,7 @@ int kf_serve_handle(kf_serve *s, const kf_http_req *q, char **out) {
   bool get = strcmp(q->method, "GET") == 0, post = strcmp(q->method, "POST") == 0,
        del = strcmp(q->method, "DELETE") == 0;
   cJSON *body = NULL;
-  if (!authorised(s, q)) {
+  if (!kf_serve_authorised(s, q->auth)) {
     fail(&r, 401, "a bearer token is needed (Authorization: Bearer ...)");
     goto done;
   }

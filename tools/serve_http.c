@@ -6,8 +6,11 @@
  * bodies are refused with 411, so no request is ever buffered without a
  * bound). Keep-alive is honoured (HTTP/1.1's default, or "Connection:
  * keep-alive" from 1.0), pipelined bytes are kept for the next request,
- * and "Expect: 100-continue" is answered. Responses are JSON with a
- * Content-Length. Nothing here logs headers: the bearer token passes
+ * and "Expect: 100-continue" is answered. Reading never blocks: the
+ * service's poller (cmd_serve.c) takes what a socket has (kf_http_recv)
+ * and parses what it holds (kf_http_parse), so the Authorization header
+ * is decided before the body is read and no thread waits on a client.
+ * Responses are JSON with a Content-Length. Nothing here logs headers: the bearer token passes
  * through in kf_http_req.auth and nowhere else. */
 #include <errno.h>
 #include <poll.h>
@@ -16,7 +19,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "serve_int.h"
 
@@ -39,27 +41,19 @@ static bool grow(kf_http_conn *c, size_t need) {
   return true;
 }
 
-/* Up to want more bytes into c->buf, waiting until deadline (and, while
- * idle, giving up on *stop): 1 read, 0 closed or timed out, -1 error. */
-static int fill(kf_http_conn *c, size_t want, double deadline, volatile sig_atomic_t *stop, bool idle) {
-  if (!grow(c, c->len + want + 1)) return -1;
+bool kf_http_recv(kf_http_conn *c, bool *closed) {
+  *closed = false;
   for (;;) {
-    double left = deadline - kf_now_s();
-    if (left <= 0) return 0;
-    struct pollfd p = {c->fd, POLLIN, 0};
-    int ms = left > 0.25 ? 250 : (int)(left * 1000) + 1;
-    int k = poll(&p, 1, ms);
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0) return -1;
-    if (k == 0) {
-      if (idle && stop && *stop) return 0; /* what was sent is read first */
-      continue;
+    if (!grow(c, c->len + 16384 + 1)) return false;
+    ssize_t got = recv(c->fd, c->buf + c->len, 16384, MSG_DONTWAIT);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (got <= 0) {
+      *closed = true;
+      return got == 0;
     }
-    ssize_t got = recv(c->fd, c->buf + c->len, want, 0);
-    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (got <= 0) return got == 0 ? 0 : -1;
     c->len += (size_t)got;
-    return 1;
+    if ((size_t)got < 16384) return true;
   }
 }
 
@@ -83,87 +77,94 @@ static bool header(const char *h, const char *name, char *v, size_t n) {
   return false;
 }
 
-static kf_http_read_result bad(int *status, const char **why, int s, const char *w) {
+static kf_http_parse_result bad(int *status, const char **why, int s, const char *w) {
   *status = s;
   *why = w;
   return KF_HTTP_BAD;
 }
 
-kf_http_read_result kf_http_read(kf_http_conn *c, kf_http_req *r, size_t max_body, double idle_s, double read_s,
-                                 volatile sig_atomic_t *stop, int *status, const char **why) {
-  memset(r, 0, sizeof *r);
+kf_http_parse_result kf_http_parse(kf_http_conn *c, kf_http_req *r, size_t max_body, bool *expect,
+                                   int *status, const char **why) {
+  kf_http_req_fini(r);
   *status = 0;
   *why = NULL;
-  /* the head: wait idle for the first byte, then read_s for the rest */
-  double deadline = kf_now_s() + idle_s;
-  bool started = c->len > 0;
-  if (started) deadline = kf_now_s() + read_s;
-  char *end = NULL;
-  for (;;) {
-    if (c->len) {
-      c->buf[c->len] = '\0';
-      end = strstr(c->buf, "\r\n\r\n");
-      if (end) break;
-    }
-    if (c->len > HEAD_MAX) return bad(status, why, 431, "the request's head is over 16 KiB");
-    int k = fill(c, 4096, deadline, stop, !started);
-    if (k < 0) return KF_HTTP_CLOSED;
-    if (k == 0) return started ? bad(status, why, 408, "the request was not sent in time") : KF_HTTP_CLOSED;
-    if (!started) {
-      started = true;
-      deadline = kf_now_s() + read_s;
-    }
-  }
+  *expect = false;
+  if (!c->len) return KF_HTTP_MORE;
+  if (!grow(c, c->len + 1)) return bad(status, why, 500, "out of memory");
+  c->buf[c->len] = '\0';
+  char *end = strstr(c->buf, "\r\n\r\n");
+  if (!end) return c->len > HEAD_MAX ? bad(status, why, 431, "the request's head is over 16 KiB") : KF_HTTP_MORE;
   size_t head = (size_t)(end - c->buf) + 4;
   if (head > HEAD_MAX) return bad(status, why, 431, "the request's head is over 16 KiB");
-  end[2] = '\0'; /* the head, each line ending in \r\n */
+  if (memchr(c->buf, '\0', head)) return bad(status, why, 400, "a NUL byte in the request's head");
+  /* the head, each line ending in \r\n, parsed from a copy (the buffer
+   * keeps the request until it is whole) */
+  char *h = malloc(head);
+  if (!h) return bad(status, why, 500, "out of memory");
+  memcpy(h, c->buf, head - 2);
+  h[head - 2] = '\0';
+  kf_http_parse_result res = KF_HTTP_GOT;
   char version[16] = "";
   char target[1024] = "";
-  if (sscanf(c->buf, "%15s %1023s %15s", r->method, target, version) != 3 || strncmp(version, "HTTP/1.", 7) != 0)
-    return bad(status, why, 400, "not an HTTP/1.x request line");
+  size_t n = 0;
+  char v[1024];
+  if (sscanf(h, "%15s %1023s %15s", r->method, target, version) != 3 || strncmp(version, "HTTP/1.", 7) != 0) {
+    res = bad(status, why, 400, "not an HTTP/1.x request line");
+    goto out;
+  }
   char *q = strchr(target, '?');
   if (q) *q = '\0';
-  if (strlen(target) >= sizeof r->path) return bad(status, why, 414, "the path is too long");
+  if (strlen(target) >= sizeof r->path) {
+    res = bad(status, why, 414, "the path is too long");
+    goto out;
+  }
   snprintf(r->path, sizeof r->path, "%s", target);
-  char v[1024];
   r->keep_alive = strcmp(version, "HTTP/1.1") == 0;
-  if (header(c->buf, "Connection", v, sizeof v)) {
+  if (header(h, "Connection", v, sizeof v)) {
     if (strcasecmp(v, "close") == 0) r->keep_alive = false;
     else if (strcasecmp(v, "keep-alive") == 0) r->keep_alive = true;
   }
-  if (header(c->buf, "Authorization", v, sizeof v) && !(r->auth = strdup(v))) return KF_HTTP_CLOSED;
-  if (header(c->buf, "Transfer-Encoding", v, sizeof v))
-    return bad(status, why, 411, "chunked bodies are not accepted: send a Content-Length");
-  size_t n = 0;
-  if (header(c->buf, "Content-Length", v, sizeof v)) {
+  if (header(h, "Authorization", v, sizeof v) && !(r->auth = strdup(v))) {
+    res = bad(status, why, 500, "out of memory");
+    goto out;
+  }
+  if (header(h, "Transfer-Encoding", v, sizeof v)) {
+    res = bad(status, why, 411, "chunked bodies are not accepted: send a Content-Length");
+    goto out;
+  }
+  if (header(h, "Content-Length", v, sizeof v)) {
     char *e = NULL;
     errno = 0;
     unsigned long long cl = strtoull(v, &e, 10);
-    if (e == v || *e || errno || v[0] == '-') return bad(status, why, 400, "the Content-Length is not a number");
-    if (cl > max_body) return bad(status, why, 413, "the body is over the service's limit (--max-body)");
+    if (e == v || *e || errno || v[0] == '-') {
+      res = bad(status, why, 400, "the Content-Length is not a number");
+      goto out;
+    }
+    if (cl > max_body) {
+      res = bad(status, why, 413, "the body is over the service's limit (--max-body)");
+      goto out;
+    }
     n = (size_t)cl;
   }
-  bool expect = header(c->buf, "Expect", v, sizeof v) && strcasecmp(v, "100-continue") == 0;
-  /* the head is consumed; what follows is the body, then the next request */
-  memmove(c->buf, c->buf + head, c->len - head);
-  c->len -= head;
-  if (expect && c->len < n) {
-    static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-    if (send(c->fd, cont, sizeof cont - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof cont - 1)) return KF_HTTP_CLOSED;
-  }
-  while (c->len < n) {
-    int k = fill(c, n - c->len, deadline, stop, false);
-    if (k < 0) return KF_HTTP_CLOSED;
-    if (k == 0) return bad(status, why, 408, "the body was not sent in time");
+  *expect = header(h, "Expect", v, sizeof v) && strcasecmp(v, "100-continue") == 0;
+  if (c->len - head < n) {
+    res = KF_HTTP_HEAD;
+    goto out;
   }
   r->body = malloc(n + 1);
-  if (!r->body) return bad(status, why, 500, "out of memory");
-  memcpy(r->body, c->buf, n);
+  if (!r->body) {
+    res = bad(status, why, 500, "out of memory");
+    goto out;
+  }
+  memcpy(r->body, c->buf + head, n);
   r->body[n] = '\0';
   r->body_len = n;
-  memmove(c->buf, c->buf + n, c->len - n);
-  c->len -= n;
-  return KF_HTTP_GOT;
+  /* consumed; what follows is the next request */
+  memmove(c->buf, c->buf + head + n, c->len - head - n);
+  c->len -= head + n;
+out:
+  free(h);
+  return res;
 }
 
 static const char *reason(int s) {
@@ -197,15 +198,31 @@ static bool send_all(int fd, const char *p, size_t n) {
   return true;
 }
 
+static int response_head(char *head, size_t n, int status, size_t body_n, bool keep_alive) {
+  return snprintf(head, n,
+                  "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                  "Cache-Control: no-store\r\n%sConnection: %s\r\n\r\n",
+                  status, reason(status), body_n + 1, status == 401 ? "WWW-Authenticate: Bearer\r\n" : "",
+                  keep_alive ? "keep-alive" : "close");
+}
+
 bool kf_http_send(kf_http_conn *c, int status, const char *body, bool keep_alive) {
   if (!body) body = "{}";
   size_t n = strlen(body);
   char head[320];
-  int k = snprintf(head, sizeof head,
-                   "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                   "Cache-Control: no-store\r\n%sConnection: %s\r\n\r\n",
-                   status, reason(status), n + 1, status == 401 ? "WWW-Authenticate: Bearer\r\n" : "",
-                   keep_alive ? "keep-alive" : "close");
+  int k = response_head(head, sizeof head, status, n, keep_alive);
   return k > 0 && (size_t)k < sizeof head && send_all(c->fd, head, (size_t)k) && send_all(c->fd, body, n) &&
          send_all(c->fd, "\n", 1);
+}
+
+void kf_http_send_now(kf_http_conn *c, int status, const char *body) {
+  if (!body) body = "{}";
+  char msg[1024];
+  int k = response_head(msg, sizeof msg, status, strlen(body), false);
+  if (k <= 0 || (size_t)k >= sizeof msg) return;
+  int m = snprintf(msg + k, sizeof msg - (size_t)k, "%s\n", body);
+  if (m <= 0 || (size_t)m >= sizeof msg - (size_t)k) return; /* error bodies are short */
+  if (send(c->fd, msg, (size_t)(k + m), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+    /* the client is gone or not reading: it gets the close */
+  }
 }

@@ -29,21 +29,28 @@ typedef struct kf_http_req {
   bool keep_alive;
 } kf_http_req;
 
-typedef enum kf_http_read_result {
-  KF_HTTP_GOT,    /* a request */
-  KF_HTTP_CLOSED, /* the peer closed, went idle, or the service stops */
-  KF_HTTP_BAD     /* a malformed or too large request: answer *status, *why and close */
-} kf_http_read_result;
+typedef enum kf_http_parse_result {
+  KF_HTTP_MORE, /* no whole head yet */
+  KF_HTTP_HEAD, /* the head is whole (method, path, auth, keep_alive filled), the body not yet */
+  KF_HTTP_GOT,  /* a whole request, taken out of the connection's buffer */
+  KF_HTTP_BAD   /* a malformed or too large request: answer *status, *why and close */
+} kf_http_parse_result;
 
-/* Read the next request: idle_s to wait for its first byte (in slices,
- * giving up when *stop is set), read_s to read all of it, bodies of at
- * most max_body bytes (Content-Length; chunked ones are refused). */
-kf_http_read_result kf_http_read(kf_http_conn *c, kf_http_req *r, size_t max_body, double idle_s, double read_s,
-                                 volatile sig_atomic_t *stop, int *status, const char **why);
+/* What the socket has now, appended to c->buf without waiting; false on
+ * an error or out of memory, *closed when the peer closed (or errored). */
+bool kf_http_recv(kf_http_conn *c, bool *closed);
+/* Parse the request c->buf holds (fini'ing *r first): heads of at most
+ * 16 KiB, bodies of at most max_body bytes (Content-Length; chunked ones
+ * are refused); *expect when the client waits for "100 Continue". */
+kf_http_parse_result kf_http_parse(kf_http_conn *c, kf_http_req *r, size_t max_body, bool *expect, int *status,
+                                   const char **why);
 void kf_http_req_fini(kf_http_req *r);
 /* Send a response with a JSON body (NULL: "{}"); false when the peer is
  * gone. */
 bool kf_http_send(kf_http_conn *c, int status, const char *body, bool keep_alive);
+/* Send a short error response ("Connection: close") without waiting: what
+ * the client's window does not take is dropped. */
+void kf_http_send_now(kf_http_conn *c, int status, const char *body);
 
 /* ---- the service (serve.c) ---- */
 
@@ -63,6 +70,9 @@ typedef struct kf_serve kf_serve;
 
 /* Check the directories (OUT_DIR made, with OUT_DIR/sessions). */
 kf_status kf_serve_create(const kf_serve_options *o, kf_serve **out, kf_diag *diag);
+/* Whether a request with this Authorization header value (NULL: none)
+ * may be served; decided from the head, before the body is read. */
+bool kf_serve_authorised(kf_serve *s, const char *auth);
 /* Answer one request: the HTTP status, *body a JSON text (malloc'd, or
  * NULL when out of memory). Thread-safe. */
 int kf_serve_handle(kf_serve *s, const kf_http_req *r, char **body);

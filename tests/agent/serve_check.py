@@ -23,6 +23,10 @@ Checks:
     task or a task id escaping --tasks (404), too many sessions (429),
     wrong method (405), unknown path (404), an oversized body (413), a
     chunked body (411);
+  - connections: with 32 idle and 8 slow (unfinished head) connections
+    open, a request is answered within 1 s; a wrong token is answered 401
+    from the head alone (the body never sent) and the connection closed;
+    any error closes the connection; pipelined keep-alive requests;
   - two sessions judged at once;
   - SIGTERM with a judge call in flight: the call is answered, the server
     exits 0, every session's trajectory ends with its end record and
@@ -231,6 +235,57 @@ try:
     hc.close()
     st, b = raw(url, "POST", "/v1/sessions", b'{"task": "group_0", "max_judge": -3}')
     check(st == 400 and "max_judge" in b.get("error", ""), "a bad budget: 400")
+
+    # ---- connections: idle and slow clients hold no thread; auth before the body; errors close ----
+    import socket
+
+    def conn():
+        so = socket.create_connection((u.hostname, u.port), timeout=10)
+        return so
+
+    def read_all(so, limit=3.0):
+        so.settimeout(limit)
+        data = b""
+        try:
+            while True:
+                b = so.recv(65536)
+                if not b:
+                    return data, True
+                data += b
+        except socket.timeout:
+            return data, False
+
+    idle = [conn() for _ in range(32)]
+    slow = [conn() for _ in range(8)]
+    for so in slow:  # a head never finished
+        so.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n")
+    time.sleep(0.3)
+    t0 = time.time()
+    st, b = raw(url, "GET", "/v1/health")
+    dt = time.time() - t0
+    check(st == 200 and dt < 1.0, f"with 32 idle and 8 slow connections open, a request answered in {dt:.3f} s")
+    so = conn()  # the token is decided from the head: no body is waited for
+    t0 = time.time()
+    so.sendall(b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\n"
+               b"Content-Length: 60000\r\n\r\n")
+    data, closed = read_all(so)
+    dt = time.time() - t0
+    check(data.startswith(b"HTTP/1.1 401") and b"Connection: close" in data and closed and dt < 1.5,
+          f"a wrong token with the body not sent: 401 in {dt:.3f} s, then closed")
+    so.close()
+    so = conn()  # an error closes the connection, keep-alive asked or not
+    so.sendall(f"GET /v2/nothing HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+    data, closed = read_all(so)
+    check(data.startswith(b"HTTP/1.1 404") and b"Connection: close" in data and closed, "a 404 closes the connection")
+    so.close()
+    so = conn()  # a success keeps it: two requests on one connection, the second pipelined
+    req = f"GET /v1/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode()
+    so.sendall(req + req)
+    data, closed = read_all(so, 1.0)
+    check(data.count(b"HTTP/1.1 200") == 2 and not closed, "keep-alive: two pipelined requests answered, kept open")
+    so.close()
+    for x in idle + slow:
+        x.close()
 
     # ---- two sessions at once, then a third refused ----
     s1, s2 = c.session("group_0"), c.session("group_0", max_judge=1)
