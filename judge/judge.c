@@ -772,7 +772,9 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   kf_jproc p;
   int workers = 0;
   double t_gpu = kf_now_s();
+  if (o.queue) o.device = kf_judge_queue_take(o.queue); /* the GPU for this run only (w.opt is &o) */
   st = r ? kf_jjudge_units(&w, r, &p, &workers, diag) : KF_ERR_NOMEM;
+  if (o.queue) kf_judge_queue_give(o.queue, o.device);
   t_gpu = kf_now_s() - t_gpu;
   if (st) {
     cJSON_Delete(reasons);

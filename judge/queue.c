@@ -2,7 +2,9 @@
  * kf_judge_queue): kfuse serve's sessions and kfuse compile --agent llm's
  * sessions wait here for a free GPU, first come first served, and judge
  * on its ordinal (kf_judge_options.device), one call a GPU at a time, so
- * that two candidates never time against each other on one GPU.
+ * that two candidates never time against each other on one GPU. A call
+ * holds its GPU while its worker runs, not while it compiles or draws its
+ * inputs (kf_judge_options.queue, judge/judge.c).
  *
  * A ticket each: a caller takes the next ticket and waits until it is the
  * head of the queue and a GPU is free; the head then takes the lowest free
@@ -88,8 +90,6 @@ kf_status kf_judge_bound_call(void *binding, const char *task_dir, const char *u
   const kf_judge_binding *b = binding;
   kf_judge_options o = b->o;
   o.profile = profile;
-  if (b->queue) o.device = kf_judge_queue_take(b->queue);
-  kf_status st = kf_judge_unit(task_dir, unit_dir, &o, verdict, diag);
-  if (b->queue) kf_judge_queue_give(b->queue, o.device);
-  return st;
+  if (b->queue) o.queue = b->queue; /* kf_judge_unit takes a GPU for the worker's run only */
+  return kf_judge_unit(task_dir, unit_dir, &o, verdict, diag);
 }

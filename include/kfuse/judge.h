@@ -33,6 +33,10 @@ typedef struct kf_judge_options {
   const char *worker_exe;    /* the kfuse binary, run as the worker; NULL:
                                 this process's own (right for kfuse) */
   int device;                /* the CUDA device ordinal the worker uses */
+  struct kf_judge_queue *queue; /* kf_judge_unit: when set, the GPU comes from
+                                this queue (device is ignored), taken for the
+                                worker's run only: reading, compiling and the
+                                CPU reference hold no GPU */
   bool profile;              /* kf_judge_unit: also time each step of the
                                 candidate between its own CUDA events (the
                                 verdict's "profile"; the agent's profile
@@ -136,6 +140,9 @@ typedef struct kf_judge_binding {
 } kf_judge_binding;
 KF_API kf_status kf_judge_bound_call(void *binding, const char *task_dir, const char *unit_dir, bool profile,
                                      kf_strbuf *verdict, kf_diag *diag);
+/* (The call hands the queue to kf_judge_unit as kf_judge_options.queue: a
+ * session's NVRTC compile and input draw run while other sessions hold
+ * the GPUs.) */
 
 /* kfuse compile's module check (kf_module_checker, include/kfuse/options.h;
  * judge/module_check.c): the linked module run on fresh input sets

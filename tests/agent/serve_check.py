@@ -27,6 +27,8 @@ Checks:
     open, a request is answered within 1 s; a wrong token is answered 401
     from the head alone (the body never sent) and the connection closed;
     any error closes the connection; pipelined keep-alive requests;
+  - one GPU: a judge call started while another's compile runs (a
+    source NVRTC takes seconds over) finishes first;
   - two sessions judged at once;
   - SIGTERM with a judge call in flight: the call is answered, the server
     exits 0, every session's trajectory ends with its end record and
@@ -287,6 +289,36 @@ try:
     for x in idle + slow:
         x.close()
 
+    # ---- the GPU is held for a judge call's run, not its compile: with one
+    # GPU, a call that starts while another compiles (a source NVRTC takes
+    # seconds over) finishes first ----
+    slow_cu = ("#define T10(x) x x x x x x x x x x\n__device__ int counter;\n"
+               "extern \"C\" __global__ void k(const float *x, float *y, long long n) {\n"
+               "  T10(T10(T10(counter += (int)x[counter & 7];)))\n  y[0] = (float)counter;\n}\n")
+    sa, sb = c.session("group_0"), c.session("group_0")
+    sa.call("write_unit", {"unit_cu": slow_cu, "unit_json": json.dumps(unit_json)})
+    sb.call("write_unit", {"unit_cu": unit_cu, "unit_json": json.dumps(unit_json)})
+    done_at = {}
+
+    def judge_at(name, sess, delay):
+        time.sleep(delay)
+        try:
+            sess.call("judge", {})
+        except RolloutError:
+            pass
+        done_at[name] = time.time()
+
+    th = [threading.Thread(target=judge_at, args=a) for a in (("slow", sa, 0.0), ("quick", sb, 0.5))]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    check(done_at["quick"] < done_at["slow"],
+          f"a judge call started during another's compile finishes first ({done_at['slow'] - done_at['quick']:.1f} s "
+          "before it)")
+    sa.close()
+    sb.close()
+
     # ---- two sessions at once, then a third refused ----
     s1, s2 = c.session("group_0"), c.session("group_0", max_judge=1)
     st, err = status_of(lambda: c.session("group_0"))
@@ -342,7 +374,7 @@ try:
             else {}
         check(tr and tr[-1]["type"] == "end" and tr[-1]["stop"] == "the service stopped"
               and res.get("stop") == "the service stopped", f"session {x.id[:8]}: closed with its result on stop")
-    check(len(os.listdir(os.path.join(out, "sessions"))) == 3, "three sessions written")
+    check(len(os.listdir(os.path.join(out, "sessions"))) == 5, "five sessions written")
 finally:
     if srv.poll() is None:
         srv.kill()
