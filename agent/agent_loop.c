@@ -131,6 +131,8 @@ static void write_result(sess *S) {
   cJSON_AddNumberToObject(r, "prompt_tokens", (double)R->prompt_tokens);
   cJSON_AddNumberToObject(r, "completion_tokens", (double)R->completion_tokens);
   cJSON_AddNumberToObject(r, "model_seconds", R->model_seconds);
+  if (R->error[0]) cJSON_AddStringToObject(r, "error", R->error);
+  else cJSON_AddNullToObject(r, "error");
   kf_env_session_end(S->env, r, S->diag);
 }
 
@@ -173,7 +175,22 @@ kf_status kf_agent_run(const char *task_dir, const char *out_dir, const kf_agent
   if (!S.messages) st = KF_ERR_NOMEM;
   if (!st) st = add_message(&S, "system", kf_env_session_system(S.env), NULL);
   if (!st) st = add_message(&S, "user", kf_env_session_prompt(S.env), NULL);
-  while (!st && !S.submitted && !over_budget(&S)) {
+  /* can it judge at all? before any token is spent */
+  if (!st && o->ready) {
+    char why[400] = "";
+    if (!o->ready(o->ready_user, why, sizeof why)) {
+      snprintf(res->error, sizeof res->error, "the judge cannot run here: %s", why);
+      snprintf(res->stop, sizeof res->stop, "the judge cannot run here");
+      cJSON *r = cJSON_CreateObject();
+      if (r) {
+        cJSON_AddStringToObject(r, "type", "error");
+        cJSON_AddNumberToObject(r, "turn", 0);
+        cJSON_AddStringToObject(r, "error", res->error);
+      }
+      kf_env_session_record(S.env, r, diag);
+    }
+  }
+  while (!st && !res->error[0] && !S.submitted && !over_budget(&S)) {
     S.turn++;
     trim(&S);
     kf_llm_reply rep;
@@ -194,6 +211,7 @@ kf_status kf_agent_run(const char *task_dir, const char *out_dir, const kf_agent
       char *nl = strchr(w, '\n');
       if (nl) *nl = '\0';
       snprintf(res->stop, sizeof res->stop, "the endpoint failed: %s", w);
+      snprintf(res->error, sizeof res->error, "the endpoint failed: %s", why.data ? why.data : kf_status_str(cs));
       kf_diag_warn(diag, "agent: %s", why.data ? why.data : kf_status_str(cs));
       cJSON *r = cJSON_CreateObject();
       if (r) {

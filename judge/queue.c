@@ -1,5 +1,5 @@
 /* judge/queue.c — judge calls queued onto GPUs (kfuse/judge.h,
- * kf_judge_queue): kfuse serve's sessions and kfuse compile --agent llm's
+ * kf_judge_queue), and whether they can run here at all (kf_judge_ready): kfuse serve's sessions and kfuse compile --agent llm's
  * sessions wait here for a free GPU, first come first served, and judge
  * on its ordinal (kf_judge_options.device), one call a GPU at a time, so
  * that two candidates never time against each other on one GPU. A call
@@ -10,9 +10,13 @@
  * head of the queue and a GPU is free; the head then takes the lowest free
  * ordinal and the next ticket becomes the head. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "kfr_driver.h"
+#include "kfuse/agent.h"
 #include "kfuse/judge.h"
+#include "kfuse_runtime.h"
 
 struct kf_judge_queue {
   int gpus;
@@ -92,4 +96,29 @@ kf_status kf_judge_bound_call(void *binding, const char *task_dir, const char *u
   o.profile = profile;
   if (b->queue) o.queue = b->queue; /* kf_judge_unit takes a GPU for the worker's run only */
   return kf_judge_unit(task_dir, unit_dir, &o, verdict, diag);
+}
+
+bool kf_judge_ready(void *judge_options, char *why, size_t n) {
+  const kf_judge_options *o = judge_options;
+  char m[512] = "";
+  if (!kf_nvrtc_available(m, sizeof m)) {
+    snprintf(why, n, "%s", m);
+    return false;
+  }
+  const kfr_driver *cu = NULL;
+  if (kfr_driver_load(&cu, m, sizeof m) != KFUSE_OK) {
+    snprintf(why, n, "no GPU to judge on: %s", m);
+    return false;
+  }
+  int count = 0;
+  if (cu->cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1) {
+    snprintf(why, n, "no GPU to judge on: the CUDA driver sees no device");
+    return false;
+  }
+  int need = o && o->queue ? kf_judge_queue_gpus(o->queue) : (o ? o->device : 0) + 1;
+  if (count < need) {
+    snprintf(why, n, "no GPU to judge on: %d device(s) needed, the driver sees %d", need, count);
+    return false;
+  }
+  return true;
 }

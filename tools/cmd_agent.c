@@ -9,8 +9,11 @@
  *               [--trajectory FILE]
  *
  * Prints the session's result (OUT_DIR/result.json). Exit status 0 when
- * the session ran (whatever it found: have_unit says), 1 when it could not
- * start or write, 2 on bad usage. */
+ * the session ran its course (whatever it found: have_unit says), 1 when
+ * it could not start or write or ended on an error (the endpoint failed,
+ * no GPU or NVRTC to judge with: checked before the first request, so no
+ * token is spent; the error on stderr and in result.json's "error"), 2 on
+ * bad usage. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +29,8 @@ int kf_cmd_agent(int argc, char **argv, kf_diag *diag) {
   kf_judge_options_init(&jb.o);
   o.judge = kf_judge_bound_call;
   o.judge_user = &jb;
+  o.ready = kf_judge_ready; /* no token spent where nothing can be judged */
+  o.ready_user = &jb.o;
   const char *task = NULL, *out = NULL, *v;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
@@ -86,5 +91,9 @@ int kf_cmd_agent(int argc, char **argv, kf_diag *diag) {
   fputc('\n', stdout);
   free(text);
   if (fflush(stdout) != 0) return 1;
+  if (r.error[0]) {
+    kf_diag_error(diag, "agent: the session ended on an error: %s", r.error);
+    return 1;
+  }
   return st == KF_OK ? 0 : 1;
 }

@@ -41,6 +41,12 @@ typedef struct kf_agent_options {
    * from the session's thread. NULL: never. */
   bool (*should_stop)(void *user, const struct kf_agent_result *so_far, char *why, size_t n);
   void *stop_user;
+  /* Asked once before the first request to the endpoint: false when the
+   * session cannot judge (no GPU, no NVRTC), with why; the session then
+   * ends at once with that error and no token spent (kfuse/judge.h's
+   * kf_judge_ready fits). NULL: not asked. */
+  bool (*ready)(void *user, char *why, size_t n);
+  void *ready_user;
 } kf_agent_options;
 
 /* 20 turns, no token or time limit, 10 judge calls, target 0, 400k
@@ -56,6 +62,9 @@ typedef struct kf_agent_result {
   int64_t prompt_tokens, completion_tokens;
   double seconds, model_seconds, judge_seconds;
   char stop[160];      /* why the session ended */
+  char error[512];     /* what failed when it ended on an error (the endpoint
+                          failed, the judge cannot run, a write failed);
+                          empty when it ended as sessions do */
 } kf_agent_result;
 
 /* The version line of the embedded skill document ("skill-version: N"). */
@@ -63,8 +72,9 @@ KF_API const char *kf_agent_skill_version(void);
 
 /* Run the loop on the task in task_dir; candidates and the kept unit go to
  * out_dir (created; it must not exist). KF_OK whenever the session ran,
- * whatever it found (res says); errors for bad arguments, an unreadable
- * task, an out_dir that exists or cannot be written. */
+ * whatever it found (res says; res->error when it ended on an error);
+ * errors for bad arguments, an unreadable task, an out_dir that exists or
+ * cannot be written. */
 KF_API kf_status kf_agent_run(const char *task_dir, const char *out_dir, const kf_agent_options *o,
                               kf_agent_result *res, kf_diag *diag);
 

@@ -144,6 +144,13 @@ KF_API kf_status kf_judge_bound_call(void *binding, const char *task_dir, const 
  * session's NVRTC compile and input draw run while other sessions hold
  * the GPUs.) */
 
+/* Whether judge calls can run here: NVRTC loads, the CUDA driver loads
+ * and initialises, and it sees the device o names (or, with o->queue, as
+ * many as the queue has). False with why otherwise. Loads the driver in
+ * this process (no context is made). For a loop to ask before it spends
+ * anything (kf_agent_options.ready: user is a kf_judge_options). */
+KF_API bool kf_judge_ready(void *judge_options, char *why, size_t n);
+
 /* kfuse compile's module check (kf_module_checker, include/kfuse/options.h;
  * judge/module_check.c): the linked module run on fresh input sets
  * against the per-op fp64 reference module built from the model at

@@ -308,8 +308,18 @@ check(res and res["stop"] == "submitted" and last.get("role") == "user" and "Use
 # ---- an endpoint that fails ----
 p, res, reqs, traj, out = session("down", [{"status": 500, "body": {"error": {"message": "down"}}}] * 3,
                                   ["--retries", "1"])
-check(p.returncode == 0 and res and res["stop"].startswith("the endpoint failed") and "HTTP 500" in res["stop"]
-      and not res["have_unit"] and len(reqs) == 2, "an endpoint that fails ends the session with the reason")
+check(p.returncode == 1 and res and res["stop"].startswith("the endpoint failed") and "HTTP 500" in res["stop"]
+      and "HTTP 500" in (res.get("error") or "") and "ended on an error: the endpoint failed" in p.stderr
+      and not res["have_unit"] and len(reqs) == 2, "an endpoint that fails ends the session with the reason, exit 1")
+check(res and traj and traj[-1]["type"] == "end", "the failed session's trajectory ends")
+if not GPU:  # no GPU to judge on: said before any request, so no token is spent
+    saved = FAKE
+    FAKE = "/nonexistent/libcuda.so.1"
+    p, res, reqs, traj, out = session("no_gpu", [reply([("submit", {})])])
+    FAKE = saved
+    check(p.returncode == 1 and len(reqs) == 0 and res and "judge cannot run here" in res["stop"]
+          and "no GPU to judge on" in (res.get("error") or "") and "no GPU to judge on" in p.stderr,
+          "no GPU: the session ends before any request, exit 1, the reason in result.json and on stderr")
 check(any(r["type"] == "error" for r in traj), "the failure is in the trajectory")
 
 # ---- OUT_DIR must not exist ----
