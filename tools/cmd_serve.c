@@ -430,6 +430,68 @@ static int serve_loop(pool *P, int lfd, int rfd, kf_diag *diag) {
   return rc;
 }
 
+/* kfuse serve's arguments into o and the rest: -1 to go on, else the exit
+ * status (0 after --help, 2 on bad usage). */
+static int serve_args(int argc, char **argv, kf_serve_options *o, const char **listen_at, const char **token_env,
+                      long long *max_body, long long *threads, kf_diag *diag) {
+  const char *v;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    long long n;
+    if (kf_cli_is_help(a)) {
+      kf_cli_usage(stdout, "serve");
+      return 0;
+    } else if (strcmp(a, "--tasks") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "serve", &o->tasks_dir, diag)) return 2;
+    } else if (strcmp(a, "-o") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "serve", &o->out_dir, diag)) return 2;
+    } else if (strcmp(a, "--listen") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "serve", listen_at, diag)) return 2;
+    } else if (strcmp(a, "--token-env") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "serve", token_env, diag)) return 2;
+    } else if (strcmp(a, "--gpus") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) || !kf_cli_int("serve", a, v, 1, 64, &n, diag)) return 2;
+      o->gpus = (int)n;
+    } else if (strcmp(a, "--max-sessions") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) || !kf_cli_int("serve", a, v, 1, 4096, &n, diag))
+        return 2;
+      o->max_sessions = (int)n;
+    } else if (strcmp(a, "--threads") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) || !kf_cli_int("serve", a, v, 1, 1024, threads, diag))
+        return 2;
+    } else if (strcmp(a, "--idle-timeout") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) || !kf_cli_double("serve", a, v, 1, 1e7, &o->idle_s, diag))
+        return 2;
+    } else if (strcmp(a, "--max-judge") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) || !kf_cli_int("serve", a, v, 0, 100000, &n, diag))
+        return 2;
+      o->max_judge = (int)n;
+    } else if (strcmp(a, "--max-calls") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) || !kf_cli_int("serve", a, v, 0, 1000000, &n, diag))
+        return 2;
+      o->max_calls = (int)n;
+    } else if (strcmp(a, "--max-body") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) ||
+          !kf_cli_int("serve", a, v, 1024, (long long)1 << 30, max_body, diag))
+        return 2;
+    } else if (strcmp(a, "--judge-timeout") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) ||
+          !kf_cli_double("serve", a, v, 1, 86400, &o->judge.timeout_s, diag))
+        return 2;
+    } else if (strcmp(a, "--sets") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) || !kf_cli_int("serve", a, v, 5, 1000, &n, diag)) return 2;
+      o->judge.sets = (int)n;
+    } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+      o->quiet = true;
+    } else if (a[0] == '-' && a[1]) {
+      return kf_cli_unknown("serve", a, diag);
+    } else {
+      return kf_cli_error("serve", diag, "takes no positional argument ('%s'); --tasks DIR names the tasks", a);
+    }
+  }
+  return -1;
+}
+
 int kf_cmd_serve(int argc, char **argv, kf_diag *diag) {
   kf_serve_options o;
   memset(&o, 0, sizeof o);
@@ -439,62 +501,10 @@ int kf_cmd_serve(int argc, char **argv, kf_diag *diag) {
   o.max_judge = 10;
   o.max_calls = 200;
   kf_judge_options_init(&o.judge);
-  const char *listen_at = "127.0.0.1:8470", *token_env = NULL, *v;
+  const char *listen_at = "127.0.0.1:8470", *token_env = NULL;
   long long max_body = 8 << 20, threads = 0;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    long long n;
-    if (kf_cli_is_help(a)) {
-      kf_cli_usage(stdout, "serve");
-      return 0;
-    } else if (strcmp(a, "--tasks") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "serve", &o.tasks_dir, diag)) return 2;
-    } else if (strcmp(a, "-o") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "serve", &o.out_dir, diag)) return 2;
-    } else if (strcmp(a, "--listen") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "serve", &listen_at, diag)) return 2;
-    } else if (strcmp(a, "--token-env") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "serve", &token_env, diag)) return 2;
-    } else if (strcmp(a, "--gpus") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) || !kf_cli_int("serve", a, v, 1, 64, &n, diag)) return 2;
-      o.gpus = (int)n;
-    } else if (strcmp(a, "--max-sessions") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) || !kf_cli_int("serve", a, v, 1, 4096, &n, diag))
-        return 2;
-      o.max_sessions = (int)n;
-    } else if (strcmp(a, "--threads") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) || !kf_cli_int("serve", a, v, 1, 1024, &threads, diag))
-        return 2;
-    } else if (strcmp(a, "--idle-timeout") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) || !kf_cli_double("serve", a, v, 1, 1e7, &o.idle_s, diag))
-        return 2;
-    } else if (strcmp(a, "--max-judge") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) || !kf_cli_int("serve", a, v, 0, 100000, &n, diag))
-        return 2;
-      o.max_judge = (int)n;
-    } else if (strcmp(a, "--max-calls") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) || !kf_cli_int("serve", a, v, 0, 1000000, &n, diag))
-        return 2;
-      o.max_calls = (int)n;
-    } else if (strcmp(a, "--max-body") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) ||
-          !kf_cli_int("serve", a, v, 1024, (long long)1 << 30, &max_body, diag))
-        return 2;
-    } else if (strcmp(a, "--judge-timeout") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) ||
-          !kf_cli_double("serve", a, v, 1, 86400, &o.judge.timeout_s, diag))
-        return 2;
-    } else if (strcmp(a, "--sets") == 0) {
-      if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) || !kf_cli_int("serve", a, v, 5, 1000, &n, diag)) return 2;
-      o.judge.sets = (int)n;
-    } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-      o.quiet = true;
-    } else if (a[0] == '-' && a[1]) {
-      return kf_cli_unknown("serve", a, diag);
-    } else {
-      return kf_cli_error("serve", diag, "takes no positional argument ('%s'); --tasks DIR names the tasks", a);
-    }
-  }
+  int ua = serve_args(argc, argv, &o, &listen_at, &token_env, &max_body, &threads, diag);
+  if (ua >= 0) return ua;
   if (!o.tasks_dir || !o.out_dir) return kf_cli_error("serve", diag, "--tasks DIR and -o OUT_DIR are needed");
   if (token_env) {
     o.token = getenv(token_env);
