@@ -6,6 +6,9 @@
  * what a unit may not (agent/unit_source.c), memsets and copies
  * writing an input or running past their buffer, library steps' operands
  * naming buffers that do not exist, scratch over the limit.
+ * After compiling, kf_junit_check_params holds every launch's arguments
+ * to the kernel's parameter list as its cubin gives it (agent/cubin.c):
+ * the count and each one's size.
  * Each reason is one line of the verdict. Pointers inside their buffer
  * can still be indexed past it by the kernel: that is the worker's to
  * catch (an illegal address) or the verification's (poisoned buffers). */
@@ -49,6 +52,10 @@ static const char *arg_kind(kf_unit_arg_kind k) {
   case KF_UARG_INPUT: return "input";
   case KF_UARG_OUTPUT: return "output";
   case KF_UARG_SCRATCH: return "scratch";
+  case KF_UARG_I64: return "i64";
+  case KF_UARG_I32: return "i32";
+  case KF_UARG_F32: return "f32";
+  case KF_UARG_F64: return "f64";
   default: return "value";
   }
 }
@@ -150,6 +157,43 @@ bool kf_junit_check(const kf_jtask *t, const kf_unit *u, const kf_judge_options 
     }
     default: why_line(why, &n, "step %d: unknown kind %d", s, (int)st->kind); break;
     }
+  }
+  if (n > 20) kf_strbuf_printf(why, "(%d more)\n", n - 20);
+  return n == 0;
+}
+
+static int arg_bytes(kf_unit_arg_kind k) {
+  switch (k) {
+  case KF_UARG_I32:
+  case KF_UARG_F32: return 4;
+  case KF_UARG_NONE: return 0;
+  default: return 8; /* pointers, I64, F64 */
+  }
+}
+
+bool kf_junit_check_params(const kf_unit *u, kf_strbuf *why) {
+  int n = 0;
+  if (!u->cubin) return true;
+  for (int s = 0; s < u->n_steps; s++) {
+    const kf_unit_step *st = &u->steps[s];
+    if (st->kind != KF_USTEP_LAUNCH || !st->kernel) continue;
+    int sizes[256];
+    char w[300];
+    int count = kf_cubin_params(u->cubin, u->cubin_bytes, st->kernel, sizes, 256, w, sizeof w);
+    if (count == -1) continue; /* a table this reader does not know: the launch as the unit says */
+    if (count == -2) {
+      why_line(why, &n, "step %d: %s", s, w);
+      continue;
+    }
+    if (count != st->n_args) {
+      why_line(why, &n, "step %d: kernel %s takes %d parameter%s, the launch passes %d", s, st->kernel, count,
+               count == 1 ? "" : "s", st->n_args);
+      continue;
+    }
+    for (int k = 0; k < count; k++)
+      if (sizes[k] != arg_bytes(st->args[k].kind))
+        why_line(why, &n, "step %d: argument %d of kernel %s is %d bytes (%s), its parameter %d bytes", s, k,
+                 st->kernel, arg_bytes(st->args[k].kind), arg_kind(st->args[k].kind), sizes[k]);
   }
   if (n > 20) kf_strbuf_printf(why, "(%d more)\n", n - 20);
   return n == 0;

@@ -383,7 +383,7 @@ static cJSON *result_json(const kf_jresult *r, int sets) {
 
 typedef struct unit_state {
   kf_unit *u;
-  bool read, checked, compiled;
+  bool read, checked, compiled, params; /* params: launches match the kernels' parameter lists */
   void *plan; /* library steps: the one-group plan the worker runs */
   size_t plan_bytes;
   bool no_plan; /* library steps, but no plan: not judged (log says why) */
@@ -401,6 +401,8 @@ static void prepare(const char *dir, const kf_jtask *t, const kf_judge_options *
   s->checked = true;
   if (kf_jcompile(s->u, &t->target, o, &d) != KF_OK) return;
   s->compiled = true;
+  if (!kf_junit_check_params(s->u, &s->log)) return;
+  s->params = true;
   if (kf_junit_has_library_steps(s->u) && kf_jplan_build(t, s->u, &s->plan, &s->plan_bytes, &d) != KF_OK)
     s->no_plan = true;
 }
@@ -723,13 +725,17 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   cJSON_AddBoolToObject(v, "compiled", cand.compiled);
   if (cand.u && cand.u->compile_log && cand.u->compile_log[0])
     cJSON_AddStringToObject(v, "compile_log", cand.u->compile_log);
-  if (!cand.compiled) {
-    /* reward -1: not readable, refused by the static checks or by NVRTC */
+  if (!cand.params) {
+    /* reward -1: not readable, refused by the static checks, by NVRTC, or
+     * launching its kernels with arguments they do not take */
     cJSON_AddBoolToObject(v, "judged", true);
     cJSON_AddBoolToObject(v, "correct", false);
     cJSON_AddNumberToObject(v, "reward", -1);
-    add_reason(reasons, "%s: %s", !cand.read ? "the unit cannot be read" : !cand.checked ? "refused before compiling"
-                                                                                        : "does not compile",
+    add_reason(reasons, "%s: %s",
+               !cand.read      ? "the unit cannot be read"
+               : !cand.checked ? "refused before compiling"
+               : !cand.compiled ? "does not compile"
+                                : "refused before running (its launches do not match its kernels)",
                cand.log.data ? cand.log.data : "");
     cJSON_AddItemToObject(v, "reasons", reasons);
     emit(v, out);
@@ -758,7 +764,7 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
 
   /* the built-in unit first (the baseline survives a candidate that ends
    * the worker), then the candidate */
-  bool base_ok = base.compiled && !base.no_plan;
+  bool base_ok = base.params && !base.no_plan;
   kf_jwork w = work_of(&t, &o, &jp);
   w.n_units = 2;
   w.profile_unit = o.profile ? 1 : -1;
@@ -876,7 +882,7 @@ static kf_status judge_cands(const char *task_dir, const kf_graph *g, const kf_g
       snprintf(c[k].why, sizeof c[k].why, "not compiled");
       continue;
     }
-    if (!kf_junit_check(&t, c[k].unit, &o, &log)) {
+    if (!kf_junit_check(&t, c[k].unit, &o, &log) || !kf_junit_check_params(c[k].unit, &log)) {
       snprintf(c[k].why, sizeof c[k].why, "refused before running: %s", log.data ? log.data : "");
       continue;
     }

@@ -73,6 +73,9 @@ void kf_jtask_fini(kf_jtask *t);
  * does not exist or lying outside it, scratch over the limit, library
  * steps). True when there is none. */
 bool kf_junit_check(const kf_jtask *t, const kf_unit *u, const kf_judge_options *o, kf_strbuf *why);
+/* After compiling: every launch passes what its kernel takes (the cubin's
+ * parameter list: count and sizes); reasons appended to why. */
+bool kf_junit_check_params(const kf_unit *u, kf_strbuf *why);
 /* Whether u has a library step (GEMM, CONV): the worker runs such a unit
  * through the runtime, from a one-group plan (plan.c) */
 bool kf_junit_has_library_steps(const kf_unit *u);

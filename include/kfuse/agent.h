@@ -138,6 +138,13 @@ KF_API kf_status kf_unit_compile(kf_unit *u, const kf_target *t, kf_diag *diag);
  * such a source before NVRTC sees it. */
 KF_API bool kf_unit_source_check(const char *source, bool *needs_toolkit, kf_strbuf *why);
 
+/* A kernel's parameters as its cubin lists them (agent/cubin.c): the
+ * count, with each one's size in bytes in sizes[0 .. count); -2 when the
+ * cubin has no kernel of that name, -1 when its parameter table cannot be
+ * read (why, wn: which). max bounds sizes. */
+KF_API int kf_cubin_params(const void *cubin, size_t n, const char *kernel, int *sizes, int max, char *why,
+                           size_t wn);
+
 /* Write the embedded templates (agent/templates: the .cu/.cuh files and the
  * CPU emulation header kf_emu.h) into the existing directory dir, for a
  * host compiler (the module check's CPU emulation). */

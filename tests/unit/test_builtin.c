@@ -297,6 +297,25 @@ static int run_fixture_mode(const char *path, bool fuse, bool fp64, int *n_unsup
       failures++;
     } else {
       built++;
+      /* every launch passes what its kernel takes (the judge refuses a unit
+       * whose launches do not: kf_junit_check_params) */
+      for (int k = 0; k < u->n_steps; k++) {
+        const kf_unit_step *s = &u->steps[k];
+        if (s->kind != KF_USTEP_LAUNCH) continue;
+        int sizes[256];
+        char pw[300];
+        int np = kf_cubin_params(u->cubin, u->cubin_bytes, s->kernel, sizes, 256, pw, sizeof pw);
+        bool same = np == s->n_args;
+        for (int a = 0; same && a < np; a++) {
+          kf_unit_arg_kind ak = s->args[a].kind;
+          same = sizes[a] == (ak == KF_UARG_I32 || ak == KF_UARG_F32 ? 4 : 8);
+        }
+        if (!same) {
+          printf("FAIL group %d step %d: launch of %s with %d arguments, the kernel's parameters: %d (%s)\n", grp->id,
+                 k, s->kernel, s->n_args, np, np < 0 ? pw : "count or sizes differ");
+          failures++;
+        }
+      }
     }
     kf_unit_destroy(u);
   }
@@ -1064,6 +1083,29 @@ static void test_unit_includes(void **state) {
   assert_true(has(c.last, "    h[0] = undefined_thing;"));
   assert_false(has(c.last, "/usr/"));
   assert_false(has(u->compile_log, "/usr/"));
+  /* the kernel's parameters as the cubin lists them */
+  free(u->source);
+  u->source = strdup("struct big { float v[40]; };\n"
+                     "extern \"C\" __global__ void k(const float *a, float *b, long long n, int m, float s, double d,"
+                     " char c) { b[0] = a[0] + n + m + s + d + c; }\n"
+                     "extern \"C\" __global__ void k2(float *b) { b[0] = 1; }\n"
+                     "extern \"C\" __global__ void k3(big x, float *b) { b[0] = x.v[3]; }\n"
+                     "extern \"C\" __global__ void k4() {}\n");
+  kf_diag_init(&d, collect_fn, &c);
+  assert_int_equal(kf_unit_compile(u, &t, &d), KF_OK);
+  int sizes[16];
+  char pw[300];
+  assert_int_equal(kf_cubin_params(u->cubin, u->cubin_bytes, "k", sizes, 16, pw, sizeof pw), 7);
+  static const int want[] = {8, 8, 8, 4, 4, 8, 1};
+  for (int i = 0; i < 7; i++) assert_int_equal(sizes[i], want[i]);
+  assert_int_equal(kf_cubin_params(u->cubin, u->cubin_bytes, "k2", sizes, 16, pw, sizeof pw), 1);
+  assert_int_equal(sizes[0], 8);
+  assert_int_equal(kf_cubin_params(u->cubin, u->cubin_bytes, "k3", sizes, 16, pw, sizeof pw), 2);
+  assert_int_equal(sizes[0], 160);
+  assert_int_equal(kf_cubin_params(u->cubin, u->cubin_bytes, "k4", sizes, 16, pw, sizeof pw), 0);
+  assert_int_equal(kf_cubin_params(u->cubin, u->cubin_bytes, "nope", sizes, 16, pw, sizeof pw), -2);
+  assert_int_equal(kf_cubin_params(u->cubin, 40, "k", sizes, 16, pw, sizeof pw), -1);
+  assert_int_equal(kf_cubin_params(u->cubin, u->cubin_bytes, "k", sizes, 3, pw, sizeof pw), -1);
   kf_unit_destroy(u);
 }
 
