@@ -344,6 +344,45 @@ static char *obs_write(kf_env_session *S, const cJSON *args, kf_diag *diag) {
   return r;
 }
 
+/* Host paths out of what a model or a trainer sees: the session's task
+ * and output folders become "<task>" and "<session>" in s (a copy;
+ * NULL when out of memory). */
+static char *unpath(const kf_env_session *S, const char *s) {
+  const char *from[2] = {S->task_real, S->out_dir}, *to[2] = {"<task>", "<session>"};
+  char *cur = strdup(s ? s : "");
+  for (int k = 0; cur && k < 2; k++) {
+    size_t fl = strlen(from[k]);
+    if (fl < 2) continue;
+    kf_strbuf b = {0};
+    const char *p = cur, *q;
+    while ((q = strstr(p, from[k])) != NULL) {
+      kf_strbuf_append(&b, p, (size_t)(q - p));
+      kf_strbuf_append(&b, to[k], strlen(to[k]));
+      p = q + fl;
+    }
+    if (p == cur) {
+      kf_strbuf_fini(&b);
+      continue;
+    }
+    kf_strbuf_append(&b, p, strlen(p));
+    free(cur);
+    cur = b.failed ? NULL : b.data;
+    if (!cur) kf_strbuf_fini(&b);
+  }
+  return cur;
+}
+
+static void unpath_json(const kf_env_session *S, cJSON *x) {
+  for (; x; x = x->next) {
+    if (cJSON_IsString(x) && x->valuestring) {
+      char *u = unpath(S, x->valuestring);
+      if (u && strcmp(u, x->valuestring) != 0) cJSON_SetValuestring(x, u);
+      free(u);
+    }
+    if (x->child) unpath_json(S, x->child);
+  }
+}
+
 /* The verdict without what the model needs not see (paths, the worker's
  * bookkeeping); compile logs and worker output cut to 4 KiB. */
 static cJSON *verdict_view(const cJSON *v) {
@@ -458,8 +497,11 @@ static char *obs_judge(kf_env_session *S, bool prof, cJSON **full, kf_env_step *
   cJSON *vj = v.data ? cJSON_Parse(v.data) : NULL;
   char *r = NULL;
   if (!vj) {
-    r = fmt_str("error: the judge gave no verdict: %s", msg.data ? msg.data : kf_status_str(st));
+    char *m = unpath(S, msg.data ? msg.data : kf_status_str(st));
+    r = fmt_str("error: the judge gave no verdict: %s", m ? m : "");
+    free(m);
   } else {
+    if (vj->child) unpath_json(S, vj->child); /* the trajectory's copy too */
     cJSON *view = verdict_view(vj);
     r = !view ? NULL : prof ? profile_text(vj) : cJSON_PrintUnformatted(view);
     const cJSON *judged = cJSON_GetObjectItemCaseSensitive(vj, "judged");
@@ -626,7 +668,8 @@ kf_status kf_env_session_open(const char *task_dir, const char *out_dir, const k
   cJSON_AddStringToObject(r, "type", "start");
   cJSON_AddStringToObject(r, "format", "kfuse-trajectory-v1");
   cJSON_AddStringToObject(r, "source", o->source ? o->source : "");
-  cJSON_AddStringToObject(r, "task", S->task_real);
+  const char *base = strrchr(S->task_real, '/');
+  cJSON_AddStringToObject(r, "task", base && base[1] ? base + 1 : S->task_real); /* its name, not the host's path */
   if (S->task_key[0]) cJSON_AddStringToObject(r, "task_key", S->task_key);
   cJSON_AddStringToObject(r, "model", o->model ? o->model : "");
   cJSON_AddStringToObject(r, "endpoint", o->endpoint ? o->endpoint : "");

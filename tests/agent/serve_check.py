@@ -33,7 +33,8 @@ Checks:
   - SIGTERM with a judge call in flight: the call is answered, the server
     exits 0, every session's trajectory ends with its end record and
     result.json;
-  - the token in no output and no file; no seed in what the model sees."""
+  - the token in no output and no file; no seed in what the model sees;
+    no host path in a trajectory or result."""
 import http.client
 import json
 import os
@@ -394,6 +395,21 @@ st = subprocess.run([KFUSE, "serve", "--tasks", tasks, "-o", os.path.join(work, 
 check(st.returncode == 2 and "HOST:PORT" in st.stderr, "a malformed --listen: exit 2")
 outputs += [st.stdout + st.stderr]
 check(not key_leaks(token, outputs, work), "the token appears in no output or file")
+leaks = []  # what a trainer reads: no path of this machine (but those the test's model wrote itself)
+for root, _, files in os.walk(os.path.join(out, "sessions")):
+    for f in files:
+        if not f.endswith((".jsonl", ".json")):
+            continue
+        for line in open(os.path.join(root, f), errors="replace").read().splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                rec = line
+            if isinstance(rec, dict):
+                rec = {k: v for k, v in rec.items() if k not in ("arguments", "message")}
+            if work in json.dumps(rec):
+                leaks.append(os.path.relpath(os.path.join(root, f), out) + ": " + json.dumps(rec)[:200])
+check(not leaks, f"no host path in the sessions' trajectories and results {leaks[:3]}")
 
 print(f"serve_check: {'FAIL' if failures else 'PASS'} ({len(failures)} failed)")
 if failures:
