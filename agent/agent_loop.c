@@ -245,8 +245,23 @@ kf_status kf_agent_run(const char *task_dir, const char *out_dir, const kf_agent
     if (!m) st = KF_ERR_NOMEM;
     else cJSON_AddItemToArray(S.messages, m);
     for (int i = 0; i < rep.n_calls && !st; i++) st = one_call(&S, &rep.calls[i]);
-    if (!st && rep.n_calls == 0)
-      st = add_message(&S, "user", "Use the tools: write_unit, judge, profile, and submit when you are done.", NULL);
+    if (!st && rep.n_calls == 0) {
+      /* say why the reply ended where it did, when it was not the model's choice */
+      char nudge[400];
+      const char *fr = rep.finish_reason ? rep.finish_reason : "";
+      if (strcmp(fr, "length") == 0)
+        snprintf(nudge, sizeof nudge,
+                 "Your reply was cut off at the completion token limit (%d tokens) before it made a tool call. "
+                 "Keep replies short: write the unit with write_unit, then judge; submit when you are done.",
+                 o->llm.max_tokens);
+      else if (strcmp(fr, "content_filter") == 0)
+        snprintf(nudge, sizeof nudge,
+                 "Your reply was stopped by the endpoint's content filter before it made a tool call. Use the "
+                 "tools: write_unit, judge, profile, and submit when you are done.");
+      else
+        snprintf(nudge, sizeof nudge, "Use the tools: write_unit, judge, profile, and submit when you are done.");
+      st = add_message(&S, "user", nudge, NULL);
+    }
     kf_llm_reply_fini(&rep);
   }
   if (!res->stop[0])

@@ -92,11 +92,12 @@ kf_http_parse_result kf_http_parse(kf_http_conn *c, kf_http_req *r, size_t max_b
   if (!c->len) return KF_HTTP_MORE;
   if (!grow(c, c->len + 1)) return bad(status, why, 500, "out of memory");
   c->buf[c->len] = '\0';
-  char *end = strstr(c->buf, "\r\n\r\n");
+  char *end = memmem(c->buf, c->len, "\r\n\r\n", 4);
+  size_t head = end ? (size_t)(end - c->buf) + 4 : c->len; /* all of it is head until the blank line */
+  if (memchr(c->buf, '\0', head > HEAD_MAX ? HEAD_MAX : head))
+    return bad(status, why, 400, "a NUL byte in the request's head");
   if (!end) return c->len > HEAD_MAX ? bad(status, why, 431, "the request's head is over 16 KiB") : KF_HTTP_MORE;
-  size_t head = (size_t)(end - c->buf) + 4;
   if (head > HEAD_MAX) return bad(status, why, 431, "the request's head is over 16 KiB");
-  if (memchr(c->buf, '\0', head)) return bad(status, why, 400, "a NUL byte in the request's head");
   /* the head, each line ending in \r\n, parsed from a copy (the buffer
    * keeps the request until it is whole) */
   char *h = malloc(head);

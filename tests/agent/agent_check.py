@@ -305,6 +305,15 @@ last = reqs[1]["request"]["messages"][-1] if len(reqs) > 1 else {}
 check(res and res["stop"] == "submitted" and last.get("role") == "user" and "Use the tools" in last.get("content", ""),
       "a reply without tool calls is nudged")
 
+# ---- a reply cut at the token limit: the model is told so ----
+cut = reply(content="Here is a long plan that")
+cut["body"]["choices"][0]["finish_reason"] = "length"
+p, res, reqs, traj, out = session("cut", [cut, reply([("submit", {})])], ["--max-tokens", "64"])
+last = reqs[1]["request"]["messages"][-1] if len(reqs) > 1 else {}
+check(res and res["stop"] == "submitted" and "cut off at the completion token limit (64 tokens)" in
+      last.get("content", "") and any(r.get("finish_reason") == "length" for r in traj),
+      "a reply cut at max_tokens: the model is told why, the trajectory records finish_reason")
+
 # ---- an endpoint that fails ----
 p, res, reqs, traj, out = session("down", [{"status": 500, "body": {"error": {"message": "down"}}}] * 3,
                                   ["--retries", "1"])

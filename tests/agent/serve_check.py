@@ -276,6 +276,12 @@ try:
     check(data.startswith(b"HTTP/1.1 401") and b"Connection: close" in data and closed and dt < 1.5,
           f"a wrong token with the body not sent: 401 in {dt:.3f} s, then closed")
     so.close()
+    so = conn()  # a NUL byte in the head: 400 at once, not a wait
+    so.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\x00y\r\n\r\n")
+    t0 = time.time()
+    data, closed = read_all(so)
+    check(data.startswith(b"HTTP/1.1 400") and closed and time.time() - t0 < 1.5, "a NUL byte in the head: 400")
+    so.close()
     so = conn()  # an error closes the connection, keep-alive asked or not
     so.sendall(f"GET /v2/nothing HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
     data, closed = read_all(so)
