@@ -109,7 +109,7 @@ def main():
     r = sel(zoo, family="resnet,bert", dtype="fp32")
     check({u["family"] for u in r} == {"resnet", "bert"} and len(r) == 7, f"--family resnet,bert: {len(r)}")
     r = sel(zoo, family="decoder", dtype="fp32")
-    check({u["model"] for u in r} == {"gpt2", "gpt2-medium", "llama-1b", "mistral-1b", "qwen2-0.5b"},
+    check({u["model"] for u in r} == {"gpt2", "gpt2-medium", "llama-1b", "mistral-1b", "qwen2-0.5b", "gptj-0.4b"},
           "--family takes a group")
     refused(lambda: sel(zoo, family="resnot"), "--family resnot")
     r = sel(zoo, only="resnet*,bert-base/bf16")
