@@ -334,11 +334,15 @@ static conn_fate conn_turn(pool *P, conn *k, short revents, double now) {
   if (revents & (POLLIN | POLLHUP | POLLERR)) {
     bool closed = false;
     if (!kf_http_recv(&k->c, &closed)) closed = true;
-    if (k->drain_until) k->c.len = 0; /* dropped */
-    if (closed) return K_GONE;
-    if (!k->drain_until) {
+    if (k->drain_until) {
+      k->c.len = 0; /* dropped */
+      if (closed) return K_GONE;
+    } else {
+      /* a client that sends its request and then shuts its side is
+       * answered: what came before the end is a request like any other */
       conn_fate f = advance(P, k, now);
-      if (f != K_KEEP) return f;
+      if (f == K_DISPATCHED) return f;
+      if (f == K_GONE || closed) return K_GONE;
     }
   }
   if (k->drain_until) return now < k->drain_until ? K_KEEP : K_GONE;

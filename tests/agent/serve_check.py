@@ -276,6 +276,12 @@ try:
     check(data.startswith(b"HTTP/1.1 401") and b"Connection: close" in data and closed and dt < 1.5,
           f"a wrong token with the body not sent: 401 in {dt:.3f} s, then closed")
     so.close()
+    so = conn()  # a request, then the client shuts its side: answered
+    so.sendall(f"GET /v1/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+    so.shutdown(socket.SHUT_WR)
+    data, closed = read_all(so)
+    check(data.startswith(b"HTTP/1.1 200") and closed, "a request followed by the client's shutdown: answered")
+    so.close()
     so = conn()  # a NUL byte in the head: 400 at once, not a wait
     so.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\x00y\r\n\r\n")
     t0 = time.time()
