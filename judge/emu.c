@@ -370,6 +370,18 @@ kf_status kf_emu_build(kf_unit *const *units, int n, const char *dir, kf_emu **o
   }
   for (int i = 0; i < n; i++) {
     if (!units[i] || !units[i]->source) continue;
+    /* the host compiler opens what a source includes, as NVRTC would: a
+     * unit (one from a kernel cache, say) gets the same check first */
+    kf_strbuf inc = {0};
+    bool allowed = kf_unit_source_check(units[i]->source, NULL, &inc);
+    if (!allowed) {
+      kf_diag_error(diag, "emulation: unit %s refused before compiling:\n%s",
+                    units[i]->name ? units[i]->name : "?", inc.data ? inc.data : "");
+      kf_strbuf_fini(&inc);
+      st = KF_ERR_INVALID;
+      goto done;
+    }
+    kf_strbuf_fini(&inc);
     bool seen = false;
     for (int k = 0; k < e->n_units && !seen; k++) seen = e->unit[k] == units[i];
     if (!seen) e->unit[e->n_units++] = units[i];

@@ -347,6 +347,29 @@ static void test_worker_env(void **state) {
   unsetenv("ASAN_OPTIONS");
 }
 
+/* The CPU emulation compiles unit sources with the host compiler: a
+ * source that includes a host file is refused before it runs */
+static void test_emu_refuses_includes(void **state) {
+  (void)state;
+  kf_unit u;
+  memset(&u, 0, sizeof u);
+  u.name = "inc";
+  u.source = "#include \"/etc/hostname\"\nextern \"C\" __global__ void k() {}\n";
+  kf_unit *us[1] = {&u};
+  char dir[] = "/tmp/kfuse-emu-inc-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  kf_strbuf log = {0};
+  kf_diag d;
+  kf_diag_init(&d, kf_diag_to_strbuf, &log);
+  kf_emu *e = NULL;
+  assert_int_equal(kf_emu_build(us, 1, dir, &e, &d), KF_ERR_INVALID);
+  assert_null(e);
+  assert_non_null(log.data);
+  assert_non_null(strstr(log.data, "refused before compiling"));
+  kf_strbuf_fini(&log);
+  assert_int_equal(rmdir(dir), 0); /* nothing was written */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compare_basic),
@@ -357,6 +380,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_task_and_checks, make_task, remove_task),
       cmocka_unit_test(test_task_in_memory),
       cmocka_unit_test(test_worker_env),
+      cmocka_unit_test(test_emu_refuses_includes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
