@@ -69,6 +69,20 @@ static kf_status add_message(sess *S, const char *role, const char *content, con
   return KF_OK;
 }
 
+/* A user message the loop adds (a nudge), also in the trajectory, so that
+ * replaying the trajectory rebuilds every request the loop sent */
+static kf_status add_user(sess *S, const char *content) {
+  kf_status st = add_message(S, "user", content, NULL);
+  cJSON *r = st ? NULL : cJSON_CreateObject();
+  if (r) {
+    cJSON_AddStringToObject(r, "type", "user");
+    cJSON_AddNumberToObject(r, "turn", S->turn);
+    cJSON_AddStringToObject(r, "content", content);
+    kf_env_session_record(S->env, r, S->diag);
+  }
+  return st;
+}
+
 /* Older tool observations give way (all but the last four) while the
  * conversation is over the context budget. */
 static void trim(sess *S) {
@@ -91,6 +105,14 @@ static void trim(sess *S) {
     snprintf(t, sizeof t, "[trimmed: %zu bytes of an older observation]", len);
     cJSON_ReplaceItemInObjectCaseSensitive(m, "content", cJSON_CreateString(t));
     total -= (int64_t)len - (int64_t)strlen(t);
+    cJSON *r = cJSON_CreateObject(); /* the trim itself, for a replay */
+    if (r) {
+      cJSON_AddStringToObject(r, "type", "trim");
+      cJSON_AddNumberToObject(r, "turn", S->turn);
+      cJSON_AddNumberToObject(r, "index", i);
+      cJSON_AddStringToObject(r, "content", t);
+      kf_env_session_record(S->env, r, S->diag);
+    }
   }
 }
 
@@ -167,8 +189,17 @@ kf_status kf_agent_run(const char *task_dir, const char *out_dir, const kf_agent
   cJSON_AddNumberToObject(budget, "seconds", o->max_seconds);
   cJSON_AddNumberToObject(budget, "judge_calls", o->max_judge);
   eo.budget = budget;
+  cJSON *request = cJSON_CreateObject(); /* what every request carries besides the conversation */
+  if (!request) {
+    cJSON_Delete(budget);
+    return KF_ERR_NOMEM;
+  }
+  if (o->llm.temperature >= 0) cJSON_AddNumberToObject(request, "temperature", o->llm.temperature);
+  if (o->llm.max_tokens > 0) cJSON_AddNumberToObject(request, "max_tokens", o->llm.max_tokens);
+  eo.request = request;
   kf_status st = kf_env_session_open(task_dir, out_dir, &eo, &S.env, diag);
   cJSON_Delete(budget);
+  cJSON_Delete(request);
   if (st) return st;
   const cJSON *tl = kf_env_session_tools(S.env);
   S.messages = cJSON_CreateArray();
@@ -260,7 +291,7 @@ kf_status kf_agent_run(const char *task_dir, const char *out_dir, const kf_agent
                  "tools: write_unit, judge, profile, and submit when you are done.");
       else
         snprintf(nudge, sizeof nudge, "Use the tools: write_unit, judge, profile, and submit when you are done.");
-      st = add_message(&S, "user", nudge, NULL);
+      st = add_user(&S, nudge);
     }
     kf_llm_reply_fini(&rep);
   }

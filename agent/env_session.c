@@ -642,6 +642,7 @@ kf_status kf_env_session_open(const char *task_dir, const char *out_dir, const k
   S->o.trajectory = NULL;
   S->o.model = S->o.endpoint = NULL;
   S->o.budget = NULL;
+  S->o.request = NULL;
   S->tools = tools();
   S->prompt = brief(S->task_real);
   if (!S->tools || !S->prompt) {
@@ -674,6 +675,7 @@ kf_status kf_env_session_open(const char *task_dir, const char *out_dir, const k
   cJSON_AddStringToObject(r, "model", o->model ? o->model : "");
   cJSON_AddStringToObject(r, "endpoint", o->endpoint ? o->endpoint : "");
   cJSON_AddStringToObject(r, "skill_version", kf_env_skill_version());
+  if (o->request) cJSON_AddItemToObject(r, "request", cJSON_Duplicate(o->request, 1));
   if (o->budget) {
     cJSON_AddItemToObject(r, "budget", cJSON_Duplicate(o->budget, 1));
   } else {

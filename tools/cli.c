@@ -160,14 +160,16 @@ static const command commands[] = {
      "agent TASK_DIR -o OUT_DIR --endpoint URL --model NAME [--api-key-env NAME]\n"
      "          [--temperature T] [--max-tokens N] [--timeout S] [--retries N] [--backoff S]\n"
      "          [--max-turns N] [--session-tokens N] [--max-seconds S] [--max-judge N]\n"
-     "          [--target-fraction F] [--judge-timeout S] [--trajectory FILE]",
+     "          [--target-fraction F] [--context-chars N] [--judge-timeout S]\n"
+     "          [--trajectory FILE]",
      "        let a model behind an OpenAI-compatible endpoint write kernels for\n"
      "        the task (kfuse task) with tools: list_files, read_file, write_unit,\n"
      "        judge, profile, submit; the best unit the judge verified goes to OUT_DIR\n"
      "        (unit.json, unit.cu), every attempt to OUT_DIR/attempts/, the\n"
      "        session to OUT_DIR/trajectory.jsonl; budgets: turns (default 20),\n"
-     "        tokens, seconds, judge calls (default 10); prints result.json\n"
-     "        (docs/AGENT.md)\n"},
+     "        tokens, seconds, judge calls (default 10); older observations trimmed\n"
+     "        past --context-chars (400000), each trim in the trajectory; prints\n"
+     "        result.json; exit 1 when the session ended on an error (docs/AGENT.md)\n"},
     {"serve",
      "serve --tasks DIR -o OUT_DIR [--listen HOST:PORT] [--gpus N] [--max-sessions N]\n"
      "          [--idle-timeout S] [--max-judge N] [--max-calls N] [--max-body BYTES]\n"

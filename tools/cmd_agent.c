@@ -5,8 +5,8 @@
  *               [--api-key-env NAME] [--temperature T] [--max-tokens N]
  *               [--timeout S] [--retries N] [--backoff S]
  *               [--max-turns N] [--session-tokens N] [--max-seconds S]
- *               [--max-judge N] [--target-fraction F] [--judge-timeout S]
- *               [--trajectory FILE]
+ *               [--max-judge N] [--target-fraction F] [--context-chars N]
+ *               [--judge-timeout S] [--trajectory FILE]
  *
  * Prints the session's result (OUT_DIR/result.json). Exit status 0 when
  * the session ran its course (whatever it found: have_unit says), 1 when
@@ -64,6 +64,11 @@ int kf_cmd_agent(int argc, char **argv, kf_diag *diag) {
       if (!kf_cli_value(argc, argv, &i, "agent", &v, diag) ||
           !kf_cli_double("agent", a, v, 0, 1, &o.target_fraction, diag))
         return 2;
+    } else if (strcmp(a, "--context-chars") == 0) {
+      if (!kf_cli_value(argc, argv, &i, "agent", &v, diag) ||
+          !kf_cli_int("agent", a, v, 1000, (long long)1 << 40, &n, diag))
+        return 2;
+      o.context_chars = n;
     } else if (strcmp(a, "--judge-timeout") == 0) {
       if (!kf_cli_value(argc, argv, &i, "agent", &v, diag) ||
           !kf_cli_double("agent", a, v, 1, 86400, &jb.o.timeout_s, diag))

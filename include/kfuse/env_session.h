@@ -51,6 +51,10 @@ typedef struct kf_env_options {
   const char *model, *endpoint; /* the start record's; NULL: "" */
   const struct cJSON *budget;   /* the start record's "budget" (copied);
                                    NULL: {"judge_calls": max_judge} */
+  const struct cJSON *request;  /* the start record's "request" (copied): the
+                                   parameters every request to the model
+                                   carries besides model, messages and tools
+                                   (temperature, max_tokens); NULL: none */
 } kf_env_options;
 
 /* 10 judge calls, source "agent", no judge (the caller's to set). */

@@ -33,6 +33,7 @@ kept. Checks:
   - an endpoint that fails: the session ends, says why, exits 0;
   - a reply without tool calls gets a nudge;
   - the API key appears in no output and no file."""
+import copy
 import json
 import os
 import secrets
@@ -313,6 +314,45 @@ last = reqs[1]["request"]["messages"][-1] if len(reqs) > 1 else {}
 check(res and res["stop"] == "submitted" and "cut off at the completion token limit (64 tokens)" in
       last.get("content", "") and any(r.get("finish_reason") == "length" for r in traj),
       "a reply cut at max_tokens: the model is told why, the trajectory records finish_reason")
+
+# ---- the trajectory replays every request byte for byte: nudges and trims recorded ----
+def replay(traj):
+    """Every request body the loop sent, rebuilt from the trajectory alone."""
+    st = traj[0]
+    msgs = copy.deepcopy(st["messages"])
+    out = []
+    for r in traj[1:]:
+        t = r["type"]
+        if t == "trim":
+            msgs[r["index"]]["content"] = r["content"]
+        elif t == "user":
+            msgs.append({"role": "user", "content": r["content"]})
+        elif t == "tool":
+            msgs.append({"role": "tool", "content": r["observation"], "tool_call_id": r["id"]})
+        elif t in ("assistant", "error"):
+            body = {"model": st["model"], "messages": copy.deepcopy(msgs)}
+            if st.get("tools"):
+                body["tools"] = st["tools"]
+            body.update(st.get("request", {}))
+            out.append(json.dumps(body, separators=(",", ":"), ensure_ascii=False))
+            if t == "assistant":
+                msgs.append(r["message"])
+    return out
+
+
+big = "x" * 3000
+script = [reply([("read_file", {"path": "task.json"})]), reply(content="thinking"),
+          reply([("list_files", {}), ("read_file", {"path": "model.py"})]),
+          reply([("write_unit", {"unit_cu": unit_cu + "// " + big, "unit_json": json.dumps(unit_json)})]),
+          reply([("read_file", {"path": "task.json"})]), reply([("read_file", {"path": "task.json"})]),
+          reply([("read_file", {"path": "task.json"})]), reply([("submit", {})])]
+p, res, reqs, traj, out = session("replay", script, ["--context-chars", "12000", "--temperature", "0.3",
+                                                      "--max-tokens", "512"])
+rebuilt = replay(traj) if traj else []
+same = len(rebuilt) == len(reqs) and all(a == q["body"] for a, q in zip(rebuilt, reqs))
+check(res and res["stop"] == "submitted" and same and any(r["type"] == "trim" for r in traj)
+      and any(r["type"] == "user" for r in traj),
+      f"the trajectory replays all {len(reqs)} requests byte for byte (nudge and trims recorded)")
 
 # ---- an endpoint that fails ----
 p, res, reqs, traj, out = session("down", [{"status": 500, "body": {"error": {"message": "down"}}}] * 3,

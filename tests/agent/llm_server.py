@@ -7,7 +7,7 @@ SCRIPT.json is a list of steps, one per request received, in order:
   {"status": 200, "body": {...} | "raw": "text", "headers": {...}, "delay": seconds}
 A request after the last step gets HTTP 500 with body {"error": {"message":
 "script exhausted"}}. Every request is logged as one JSON line: method,
-path, the request body parsed (or "raw"), and "auth": the Authorization
+path, the request body parsed (or "raw") and as received ("body"), and "auth": the Authorization
 header's scheme and a SHA-256 of the whole header value, never the value
 itself. The server binds 127.0.0.1 on a free port, writes the port to
 PORT_FILE and serves until killed."""
@@ -44,7 +44,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             state["n"] += 1
             with open(log_path, "a") as f:
                 f.write(json.dumps({
-                    "method": "POST", "path": self.path, "request": req,
+                    "method": "POST", "path": self.path, "request": req, "body": raw,
                     "content_type": self.headers.get("Content-Type"),
                     "auth": None if auth is None else {
                         "scheme": auth.split(" ", 1)[0],
