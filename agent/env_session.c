@@ -36,6 +36,7 @@ extern const unsigned long kf_skill_md_len;
 
 struct kf_env_session {
   char out_dir[PATH_MAX];
+  char out_real[PATH_MAX]; /* realpath of out_dir: what unpath hides */
   char task_real[PATH_MAX];
   char task_key[80];
   kf_env_options o;
@@ -347,18 +348,30 @@ static char *obs_write(kf_env_session *S, const cJSON *args, kf_diag *diag) {
 /* Host paths out of what a model or a trainer sees: the session's task
  * and output folders become "<task>" and "<session>" in s (a copy;
  * NULL when out of memory). */
+static bool path_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+         c == '-';
+}
+
 static char *unpath(const kf_env_session *S, const char *s) {
-  const char *from[2] = {S->task_real, S->out_dir}, *to[2] = {"<task>", "<session>"};
+  /* absolute paths only (realpaths, and out_dir as given when absolute),
+   * and only where the path ends (a folder "/a/b" is not "/a/bc") */
+  const char *from[3] = {S->task_real, S->out_real, S->out_dir[0] == '/' ? S->out_dir : ""};
+  const char *to[3] = {"<task>", "<session>", "<session>"};
   char *cur = strdup(s ? s : "");
-  for (int k = 0; cur && k < 2; k++) {
+  for (int k = 0; cur && k < 3; k++) {
     size_t fl = strlen(from[k]);
-    if (fl < 2) continue;
+    if (fl < 2 || from[k][0] != '/') continue;
     kf_strbuf b = {0};
-    const char *p = cur, *q;
-    while ((q = strstr(p, from[k])) != NULL) {
+    const char *p = cur, *q, *scan = cur;
+    while ((q = strstr(scan, from[k])) != NULL) {
+      if (path_char(q[fl])) { /* a longer name: not this folder */
+        scan = q + 1;
+        continue;
+      }
       kf_strbuf_append(&b, p, (size_t)(q - p));
       kf_strbuf_append(&b, to[k], strlen(to[k]));
-      p = q + fl;
+      p = scan = q + fl;
     }
     if (p == cur) {
       kf_strbuf_fini(&b);
@@ -624,6 +637,7 @@ kf_status kf_env_session_open(const char *task_dir, const char *out_dir, const k
     st = KF_ERR_IO;
     goto fail;
   }
+  if (!realpath(out_dir, S->out_real)) S->out_real[0] = '\0';
   snprintf(ad, sizeof ad, "%s/attempts", out_dir);
   if (mkdir(ad, 0755) != 0) {
     kf_diag_error(diag, "%s: cannot create %s: %s", who, ad, strerror(errno));
