@@ -155,7 +155,7 @@ static int header_list(const char ***texts, const char ***names) {
 /* ---- the toolkit's headers ---- */
 
 static pthread_once_t inc_once = PTHREAD_ONCE_INIT;
-static char inc_dir[PATH_MAX], inc_cccl[PATH_MAX + 8], inc_looked[1024];
+static char inc_dir[PATH_MAX], inc_cccl[PATH_MAX + 8];
 
 static bool has_fp16(const char *dir) {
   char p[PATH_MAX + 32];
@@ -165,8 +165,6 @@ static bool has_fp16(const char *dir) {
 
 static void inc_try(const char *dir) {
   if (inc_dir[0] || !dir || !*dir) return;
-  size_t l = strlen(inc_looked);
-  snprintf(inc_looked + l, sizeof inc_looked - l, "%s%s", l ? ", " : "", dir);
   char real[PATH_MAX];
   if (!realpath(dir, real) || !has_fp16(real)) return;
   snprintf(inc_dir, sizeof inc_dir, "%s", real);

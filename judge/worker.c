@@ -32,7 +32,6 @@
  * kf_jcompile runs NVRTC the same way (`kfuse judge-compile`), under the
  * same timeout. */
 #include <errno.h>
-#include <pthread.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
