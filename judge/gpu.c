@@ -1,28 +1,46 @@
 /* judge/gpu.c — what the judge's worker does on the GPU (judge/worker.c
  * forks it; nothing here runs in the judging process).
  *
+ * Every buffer a unit gets is guarded (galloc): with the driver's virtual
+ * memory management, its own mapping with unmapped address space before
+ * and after it and its end placed against the end of the mapping (less
+ * than 256 bytes of slack, 16 in the misaligned set), so a read or a write
+ * past the end faults; without it (an old or fake driver), a plain
+ * allocation with 4 KiB after the end. The slack after the end is filled
+ * with a canary checked after every run: a write past the end that does
+ * not fault is caught there.
+ *
  * For each unit (the task's built-in one first, so its baseline survives a
  * candidate that kills the worker, then the candidate):
  *   1. for every input set: fresh input, output and scratch buffers (the
  *      new ones allocated before the last set's are freed, so no two sets
- *      share addresses); three runs, each on poisoned outputs and scratch
- *      and followed by a device-wide sync, its outputs checked against the
- *      fp64 reference of its inputs and its inputs against their bytes:
- *      values A (poison 0xFF: NaN for floats, -1 for integers); values B,
- *      A with one element in eight redrawn, in the same buffers (poison
- *      0x5A, a large finite value: an element left unwritten fails even
- *      where the reference is NaN; a result cached by pointer, or by a
- *      sample of the content, is stale); A again, whose bits must equal
- *      the first run's to be reported "deterministic";
- *   2. timing: the last set's inputs copied until inputs and outputs
- *      together cover twice the L2 cache (at most 32 copies), runs rotated
- *      over the copies, each between two events on the judge's own stream
- *      and followed by a device-wide sync; 3 warm-up runs, then at least 10
- *      and until min_time_ms of GPU time (at most 500); the median;
- *   2b. for the unit profiled (kf_jwork.profile_unit: kf_judge_unit with
- *      kf_judge_options.profile), the same again with an event after every
- *      step: each step's median alone (profile());
- *   3. one more run on poisoned outputs of the timing buffers, checked.
+ *      share addresses); set 2's inputs start at addresses aligned to
+ *      their element size only (as views of a caller's tensors can), every
+ *      other buffer 256-byte aligned; three runs, each on poisoned outputs
+ *      and scratch and followed by a device-wide sync, its outputs checked
+ *      against the fp64 reference of its inputs, its inputs against their
+ *      bytes and every canary: values A (poison 0xFF: NaN for floats, -1
+ *      for integers); values B, A with one element in eight redrawn, in the
+ *      same buffers (poison 0x5A, a large finite value: an element left
+ *      unwritten fails even where the reference is NaN; a result cached by
+ *      pointer, or by a sample of the content, is stale); A again, whose
+ *      bits must equal the first run's ("deterministic"; required of a
+ *      unit of kernels, not of one with library steps, whose determinism is
+ *      the library's);
+ *   2. timing on a set the unit has never seen (the held-out pair, sets
+ *      past n_sets): its inputs copied until inputs and outputs together
+ *      cover twice the L2 cache (at most 32 copies), runs rotated over the
+ *      copies, each on poisoned outputs and scratch, between two events on
+ *      the judge's own stream and followed by a device-wide sync; 3 warm-up
+ *      runs, then at least 10 and until min_time_ms of GPU time (at most
+ *      500); the median;
+ *   3. every copy's outputs, as its last timed run left them, checked
+ *      against the held-out set's reference, and its canaries: a unit that
+ *      skips work while timed (recognising inputs, counting calls) leaves
+ *      poison;
+ *   3b. for the unit profiled (kf_jwork.profile_unit: kf_judge_unit with
+ *      kf_judge_options.profile), the timing again with an event after
+ *      every step: each step's median alone (profile()).
  * A unit with library steps runs through the runtime (kfuse_model_run on
  * the judge's stream) from its one-group plan (plan.c); its scratch is the
  * runtime's arena and is not poisoned.
@@ -85,6 +103,9 @@ typedef struct jg {
   int n_out;
   bool *hout_pinned;
   bool dead; /* a CUDA error: stop using the GPU */
+  CUresult err; /* the error that made it dead */
+  size_t gran;  /* guarded buffers through virtual memory management: the
+                   allocation granularity; 0: plain allocations (galloc) */
   char *why;
   size_t n;
 } jg;
@@ -160,8 +181,15 @@ static const char cmp_ptx[] =
 static bool ok(jg *g, CUresult r, const char *call) {
   if (r == CUDA_SUCCESS) return true;
   char d[200];
-  snprintf(g->why, g->n, "%s: %s", call, kfr_cu_describe(g->cu, r, d, sizeof d));
+  const char *hint = r == CUDA_ERROR_ILLEGAL_ADDRESS
+                         ? " (an access outside the unit's buffers faults: each buffer ends against unmapped memory)"
+                     : r == CUDA_ERROR_MISALIGNED_ADDRESS
+                         ? " (inputs of set 2 are aligned to their element size only, as views of a caller's "
+                           "tensors can be: a vector access must check its address)"
+                         : "";
+  snprintf(g->why, g->n, "%s: %s%s", call, kfr_cu_describe(g->cu, r, d, sizeof d), hint);
   g->dead = true;
+  g->err = r;
   return false;
 }
 
@@ -169,30 +197,136 @@ static void report_send(kf_jreport *r); /* worker.c's pipe, below */
 
 /* ---- buffers ---- */
 
+/* One guarded buffer (galloc): p, bytes long, is what the unit gets; the
+ * slack from p + bytes to the end of what is mapped (or allocated) holds
+ * the canary. With virtual memory management: va (va_bytes reserved), the
+ * physical allocation h mapped at map (map_bytes); else raw from
+ * cuMemAlloc. */
+typedef struct jmem {
+  CUdeviceptr p;
+  size_t bytes, slack;
+  CUdeviceptr va, map, raw;
+  size_t va_bytes, map_bytes;
+  CUmemGenericAllocationHandle h;
+  bool mapped;
+} jmem;
+
+#define CANARY 0xA5
+/* slack checked after the end of a plain allocation (no unmapped memory
+ * to fault on) */
+#define PLAIN_GUARD 4096
+
+static bool gfree(jg *g, jmem *m) {
+  bool good = true;
+  if (m->mapped) good = ok(g, g->cu->cuMemUnmap(m->map, m->map_bytes), "cuMemUnmap");
+  if (m->h) good = ok(g, g->cu->cuMemRelease(m->h), "cuMemRelease") && good;
+  if (m->va) good = ok(g, g->cu->cuMemAddressFree(m->va, m->va_bytes), "cuMemAddressFree") && good;
+  if (m->raw) good = ok(g, g->cu->cuMemFree(m->raw), "cuMemFree") && good;
+  memset(m, 0, sizeof *m);
+  return good;
+}
+
+/* A buffer of bytes (> 0) whose start is 256-byte aligned, or, with shift
+ * (1 to 15), at shift past a 16-byte boundary; its end against unmapped
+ * memory where the driver allows, its slack filled with the canary (queued
+ * on the judge's stream) */
+static bool galloc(jg *g, size_t bytes, unsigned shift, jmem *m) {
+  memset(m, 0, sizeof *m);
+  m->bytes = bytes;
+  const size_t a = shift ? 16 : 256;
+  if (g->gran) {
+    size_t map = (bytes + 2 * 256 + g->gran - 1) / g->gran * g->gran;
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = (int)g->dev;
+    CUmemAccessDesc acc;
+    memset(&acc, 0, sizeof acc);
+    acc.location = prop.location;
+    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    m->va_bytes = map + 2 * g->gran; /* a granule unmapped on each side */
+    if (!ok(g, g->cu->cuMemAddressReserve(&m->va, m->va_bytes, g->gran, 0, 0), "cuMemAddressReserve")) goto fail;
+    m->map = m->va + (CUdeviceptr)g->gran;
+    m->map_bytes = map;
+    if (!ok(g, g->cu->cuMemCreate(&m->h, map, &prop, 0), "cuMemCreate")) goto fail;
+    if (!ok(g, g->cu->cuMemMap(m->map, map, 0, m->h, 0), "cuMemMap")) goto fail;
+    m->mapped = true;
+    if (!ok(g, g->cu->cuMemSetAccess(m->map, map, &acc, 1), "cuMemSetAccess")) goto fail;
+    CUdeviceptr end = m->map + (CUdeviceptr)map;
+    m->p = (end - bytes - shift) / a * a + shift;
+    m->slack = (size_t)(end - (m->p + bytes));
+  } else {
+    size_t raw = bytes + 256 + PLAIN_GUARD;
+    if (!ok(g, g->cu->cuMemAlloc(&m->raw, raw), "cuMemAlloc")) goto fail;
+    m->p = m->raw + shift; /* cuMemAlloc's addresses are 256-byte aligned */
+    m->slack = raw - shift - bytes;
+  }
+  if (m->slack && !ok(g, g->cu->cuMemsetD8Async(m->p + bytes, CANARY, m->slack, g->s), "cuMemsetD8Async"))
+    goto fail;
+  return true;
+fail:
+  {
+    char keep[512];
+    snprintf(keep, sizeof keep, "%s", g->why);
+    bool dead = g->dead;
+    CUresult err = g->err;
+    g->dead = false;
+    gfree(g, m);
+    g->dead = dead || g->dead;
+    g->err = err;
+    snprintf(g->why, g->n, "%s", keep);
+  }
+  return false;
+}
+
+/* The slack after m's end still holds the canary: false with the reason in
+ * why[n] when the unit wrote there (a CUDA error: g->dead) */
+static bool guard_ok(jg *g, const jmem *m, const char *what, char *why, size_t n) {
+  if (!m->slack) return true;
+  unsigned char buf[256 + PLAIN_GUARD];
+  size_t k = m->slack < sizeof buf ? m->slack : sizeof buf;
+  if (!ok(g, g->cu->cuMemcpyDtoH(buf, m->p + m->bytes, k), "cuMemcpyDtoH")) {
+    snprintf(why, n, "%s", g->why);
+    return false;
+  }
+  for (size_t i = 0; i < k; i++)
+    if (buf[i] != CANARY) {
+      snprintf(why, n, "it wrote past the end of %s (%zu bytes after its last byte): a unit writes only inside its "
+               "buffers", what, i);
+      return false;
+    }
+  return true;
+}
+
 /* in[i] is input i's first element; in_base[i] the start of its storage,
- * offset elements before it (what the runtime is given) */
+ * offset elements before it (what the runtime is given); mem[] every
+ * buffer's guarded allocation: inputs, outputs, then scratch */
 typedef struct jbufs {
   int n_in, n_out, n_scr;
   CUdeviceptr *in, *in_base, *out, *scr;
+  jmem *mem;
+  bool shared_scr; /* scr[] is another jbufs' (a timing copy): not freed here */
 } jbufs;
 
 static void bufs_free(jg *g, jbufs *b) {
-  for (int i = 0; b->in_base && i < b->n_in; i++)
-    if (b->in_base[i]) g->cu->cuMemFree(b->in_base[i]);
-  for (int i = 0; b->out && i < b->n_out; i++)
-    if (b->out[i]) g->cu->cuMemFree(b->out[i]);
-  for (int i = 0; b->scr && i < b->n_scr; i++)
-    if (b->scr[i]) g->cu->cuMemFree(b->scr[i]);
+  int nm = b->n_in + b->n_out + b->n_scr;
+  for (int i = 0; b->mem && i < nm; i++)
+    if (!(b->shared_scr && i >= b->n_in + b->n_out)) gfree(g, &b->mem[i]);
   free(b->in);
   free(b->in_base);
   free(b->out);
   free(b->scr);
+  free(b->mem);
   memset(b, 0, sizeof *b);
 }
 
 /* Every buffer the unit needs (inputs when with_inputs), unfilled; no
- * scratch for a unit the runtime runs (its arena holds it) */
-static bool bufs_alloc(jg *g, const kf_jtask *t, const kf_unit *u, bool with_inputs, bool runtime, jbufs *b) {
+ * scratch for a unit the runtime runs (its arena holds it), share's
+ * scratch when given (a timing copy); inputs aligned to their element size
+ * only when misaligned */
+static bool bufs_alloc(jg *g, const kf_jtask *t, const kf_unit *u, bool with_inputs, bool runtime, bool misaligned,
+                       const jbufs *share, jbufs *b) {
   memset(b, 0, sizeof *b);
   b->n_in = t->n_in;
   b->n_out = t->n_out;
@@ -201,22 +335,47 @@ static bool bufs_alloc(jg *g, const kf_jtask *t, const kf_unit *u, bool with_inp
   b->in_base = calloc((size_t)b->n_in + 1, sizeof *b->in_base);
   b->out = calloc((size_t)b->n_out + 1, sizeof *b->out);
   b->scr = calloc((size_t)b->n_scr + 1, sizeof *b->scr);
-  if (!b->in || !b->in_base || !b->out || !b->scr) {
+  b->mem = calloc((size_t)(b->n_in + b->n_out + b->n_scr) + 1, sizeof *b->mem);
+  if (!b->in || !b->in_base || !b->out || !b->scr || !b->mem) {
     snprintf(g->why, g->n, "out of host memory");
     return false;
   }
   for (int i = 0; with_inputs && i < t->n_in; i++) {
     /* as in a module: the value sits offset elements into its storage */
-    int64_t pre = t->in[i].type.offset * (int64_t)kf_dtype_size(t->in[i].type.dtype);
-    if (t->in[i].bytes && !ok(g, g->cu->cuMemAlloc(&b->in_base[i], (size_t)(pre + t->in[i].bytes)), "cuMemAlloc"))
-      return false;
+    size_t es = kf_dtype_size(t->in[i].type.dtype);
+    int64_t pre = t->in[i].type.offset * (int64_t)es;
+    unsigned shift = misaligned && es < 16 ? (unsigned)es : 0;
+    if (t->in[i].bytes && !galloc(g, (size_t)(pre + t->in[i].bytes), shift, &b->mem[i])) return false;
+    b->in_base[i] = b->mem[i].p;
     b->in[i] = b->in_base[i] + (CUdeviceptr)pre;
   }
-  for (int i = 0; i < t->n_out; i++)
-    if (t->out[i].bytes && !ok(g, g->cu->cuMemAlloc(&b->out[i], (size_t)t->out[i].bytes), "cuMemAlloc")) return false;
-  for (int i = 0; i < b->n_scr; i++)
-    if (u->scratch_bytes[i] && !ok(g, g->cu->cuMemAlloc(&b->scr[i], (size_t)u->scratch_bytes[i]), "cuMemAlloc"))
-      return false;
+  for (int i = 0; i < t->n_out; i++) {
+    if (t->out[i].bytes && !galloc(g, (size_t)t->out[i].bytes, 0, &b->mem[b->n_in + i])) return false;
+    b->out[i] = b->mem[b->n_in + i].p;
+  }
+  b->shared_scr = share != NULL;
+  for (int i = 0; i < b->n_scr; i++) {
+    jmem *m = &b->mem[b->n_in + b->n_out + i];
+    if (share) {
+      b->scr[i] = share->scr[i];
+      continue;
+    }
+    if (u->scratch_bytes[i] && !galloc(g, (size_t)u->scratch_bytes[i], 0, m)) return false;
+    b->scr[i] = m->p;
+  }
+  return true;
+}
+
+/* Every canary of b intact (see guard_ok) */
+static bool guards_ok(jg *g, const kf_jtask *t, const jbufs *b, char *why, size_t n) {
+  char what[160];
+  for (int i = 0; i < b->n_in + b->n_out + b->n_scr; i++) {
+    if (b->shared_scr && i >= b->n_in + b->n_out) break;
+    if (i < b->n_in) snprintf(what, sizeof what, "input '%s'", t->in[i].name);
+    else if (i < b->n_in + b->n_out) snprintf(what, sizeof what, "output '%s'", t->out[i - b->n_in].name);
+    else snprintf(what, sizeof what, "scratch buffer %d", i - b->n_in - b->n_out);
+    if (!guard_ok(g, &b->mem[i], what, why, n)) return false;
+  }
   return true;
 }
 
@@ -253,7 +412,7 @@ static void pristine_free(jg *g) {
  * on a CUDA error. */
 static bool pristine_make(jg *g, const kf_jwork *w) {
   const kf_jtask *t = w->task;
-  const int nv = 2 * w->n_sets;
+  const int nv = KF_JVARIANTS(w->n_sets);
   double total = 0;
   int64_t big = 0;
   for (int i = 0; i < t->n_in; i++) {
@@ -676,9 +835,10 @@ static bool make_refs(jg *g, const kf_jwork *w, char *why, size_t n) {
   memset(&m, 0, sizeof m);
   int env = 0;
   bool good = unit_open(g, w->ref_unit, w->ref_plan, w->ref_plan_bytes, &m, &env, why, n);
-  for (int v = 0; good && v < 2 * w->n_sets; v++) {
+  for (int v = 0; good && v < KF_JVARIANTS(w->n_sets); v++) {
+    if (v == 2 * w->n_sets + 1) continue; /* the held-out pair's B: unused */
     jbufs b;
-    good = bufs_alloc(g, t, w->ref_unit, true, w->ref_plan != NULL, &b) && load_inputs(g, w, v, &b);
+    good = bufs_alloc(g, t, w->ref_unit, true, w->ref_plan != NULL, false, NULL, &b) && load_inputs(g, w, v, &b);
     good = good && poison(g, t, w->ref_unit, &b, POISON_A) && run(g, w->ref_unit, &m, &b) &&
            ok(g, g->cu->cuCtxSynchronize(), "cuCtxSynchronize");
     for (int i = 0; good && i < t->n_out; i++) {
@@ -755,7 +915,8 @@ static void judge_unit(jg *g, const kf_jwork *w, int unit, int64_t l2, kf_jresul
   double t0 = kf_now_s();
   for (int k = 0; k < w->n_sets; k++) {
     jbufs nb;
-    if (!bufs_alloc(g, t, u, true, rt, &nb)) {
+    /* set 2: inputs aligned to their element size only */
+    if (!bufs_alloc(g, t, u, true, rt, k == 1, NULL, &nb)) {
       snprintf(why, n, "set %d: %s", k + 1, g->why);
       bufs_free(g, &nb);
       goto done;
@@ -787,15 +948,31 @@ static void judge_unit(jg *g, const kf_jwork *w, int unit, int64_t l2, kf_jresul
                  rep == 1 ? " (new values in the same buffers)" : rep == 2 ? " (the first values again)" : "", w2);
         goto done;
       }
-      if (!inputs_ok(g, w, var, &cur, inhost, w2, sizeof w2)) {
+      if (!inputs_ok(g, w, var, &cur, inhost, w2, sizeof w2) || !guards_ok(g, t, &cur, w2, sizeof w2)) {
         snprintf(why, n, "set %d, run %d: %s", k + 1, rep + 1, w2);
         goto done;
       }
       int64_t at = 0;
       for (int i = 0; i < t->n_out && rep != 1; i++) {
-        if (rep == 0) memcpy((char *)first + at, host[i], (size_t)t->out[i].bytes);
-        else if (memcmp((char *)first + at, host[i], (size_t)t->out[i].bytes) != 0) res->deterministic = 0;
-        at += t->out[i].bytes;
+        size_t ob = (size_t)t->out[i].bytes;
+        if (rep == 0) {
+          memcpy((char *)first + at, host[i], ob);
+        } else if (memcmp((char *)first + at, host[i], ob) != 0) {
+          res->deterministic = 0;
+          size_t d = 0;
+          while (((const unsigned char *)first)[at + (int64_t)d] == ((const unsigned char *)host[i])[d]) d++;
+          /* a unit with library steps: the library's determinism, as
+           * PyTorch accepts it; a unit of kernels must repeat its bits */
+          if (!rt) {
+            snprintf(why, n,
+                     "set %d, run 3 (the first values again): output '%s' differs in its bits from run 1's on the "
+                     "same inputs (first at byte %zu): a unit must be deterministic (a race, or atomics whose order "
+                     "varies)",
+                     k + 1, t->out[i].name, d);
+            goto done;
+          }
+        }
+        at += (int64_t)ob;
       }
     }
     res->sets_passed++;
@@ -804,7 +981,11 @@ static void judge_unit(jg *g, const kf_jwork *w, int unit, int64_t l2, kf_jresul
   res->verify_s = kf_now_s() - t0;
   t0 = kf_now_s();
 
-  /* timing over copies of the last set's inputs */
+  bufs_free(g, &cur);
+
+  /* timing over copies of the held-out set's inputs: values the unit has
+   * not seen */
+  const int hv = 2 * w->n_sets;
   int64_t per = out_total;
   for (int i = 0; i < t->n_in; i++) per += t->in[i].bytes;
   size_t free_b = 0, total_b = 0;
@@ -822,18 +1003,18 @@ static void judge_unit(jg *g, const kf_jwork *w, int unit, int64_t l2, kf_jresul
     snprintf(why, n, "the worker ran out of host memory");
     goto done;
   }
-  copies[0] = cur; /* the last set's own buffers are copy 0 */
-  memset(&cur, 0, sizeof cur);
+  if (!bufs_alloc(g, t, u, true, rt, false, NULL, &copies[0]) || !load_inputs(g, w, hv, &copies[0])) {
+    snprintf(why, n, "timing: %s", g->why);
+    goto done;
+  }
   for (int c = 1; c < n_copies; c++) {
-    if (!bufs_alloc(g, t, u, true, rt, &copies[c])) {
+    if (!bufs_alloc(g, t, u, true, rt, false, &copies[0], &copies[c])) {
       bufs_free(g, &copies[c]);
       n_copies = c; /* fewer copies: what memory allows */
       g->dead = false;
+      g->err = CUDA_SUCCESS;
       break;
     }
-    free(copies[c].scr); /* scratch is shared with copy 0 */
-    copies[c].scr = copies[0].scr;
-    copies[c].n_scr = 0;
     for (int i = 0; i < t->n_in; i++)
       if (t->in[i].bytes &&
           !ok(g, g->cu->cuMemcpyDtoDAsync(copies[c].in[i], copies[0].in[i], (size_t)t->in[i].bytes, g->s),
@@ -873,10 +1054,14 @@ static void judge_unit(jg *g, const kf_jwork *w, int unit, int64_t l2, kf_jresul
   while (runs < MAX_RUNS && (runs < 10 || total < w->opt->min_time_ms)) {
     float f = 0;
     void *sp[] = {&spin_ns};
-    if ((g->spin && !ok(g, g->cu->cuLaunchKernel(g->spin, 1, 1, 1, 1, 1, 1, 0, g->s, sp, NULL), "cuLaunchKernel")) ||
+    const jbufs *b = &copies[runs % n_copies];
+    /* outputs and scratch poisoned ahead of the spin (outside the events):
+     * a timed run that skips work leaves poison, checked below */
+    if (!poison(g, t, u, b, POISON_A) ||
+        (g->spin && !ok(g, g->cu->cuLaunchKernel(g->spin, 1, 1, 1, 1, 1, 1, 0, g->s, sp, NULL), "cuLaunchKernel")) ||
         (g->flush &&
          !ok(g, g->cu->cuMemsetD8Async(g->flush, (unsigned char)runs, g->flush_bytes, g->s), "cuMemsetD8Async")) ||
-        !ok(g, g->cu->cuEventRecord(g->e0, g->s), "cuEventRecord") || !run(g, u, &m, &copies[runs % n_copies]) ||
+        !ok(g, g->cu->cuEventRecord(g->e0, g->s), "cuEventRecord") || !run(g, u, &m, b) ||
         !ok(g, g->cu->cuEventRecord(g->e1, g->s), "cuEventRecord") ||
         !ok(g, g->cu->cuCtxSynchronize(), "cuCtxSynchronize") ||
         !ok(g, g->cu->cuEventElapsedTime(&f, g->e0, g->e1), "cuEventElapsedTime")) {
@@ -891,30 +1076,27 @@ static void judge_unit(jg *g, const kf_jwork *w, int unit, int64_t l2, kf_jresul
   res->ms = times[runs / 2];
   res->min_ms = times[0];
   res->max_ms = times[runs - 1];
+
+  /* every copy as its last timed run left it: outputs against the held-out
+   * set's reference, inputs unchanged, canaries intact */
+  for (int c = 0; c < n_copies && c < runs; c++) {
+    char w2[KF_JREASON - 96];
+    if (!outputs_ok(g, w, &w->sets[hv], &copies[c], POISON_A, host, res, w2, sizeof w2) ||
+        !inputs_ok(g, w, hv, &copies[c], inhost, w2, sizeof w2) || !guards_ok(g, t, &copies[c], w2, sizeof w2)) {
+      snprintf(why, n, "after timing, timing copy %d of %d (inputs it had not seen, as its last timed run left it): %s",
+               c + 1, n_copies, w2);
+      goto done;
+    }
+  }
   if (unit == w->profile_unit && !profile(g, w, u, &m, copies, n_copies, spin_ns, res)) {
     snprintf(why, n, "profile: %s", g->why);
     goto done;
-  }
-
-  /* the timing buffers verified: the last copy used, its outputs poisoned */
-  {
-    const jbufs *b = &copies[(runs - 1) % n_copies];
-    char w2[KF_JREASON - 64];
-    if (!poison(g, t, u, b, POISON_A) || !run(g, u, &m, b) || !ok(g, g->cu->cuCtxSynchronize(), "cuCtxSynchronize")) {
-      snprintf(why, n, "after timing: %s", g->why);
-      goto done;
-    }
-    if (!outputs_ok(g, w, &w->sets[2 * (w->n_sets - 1)], b, POISON_A, host, res, w2, sizeof w2)) {
-      snprintf(why, n, "after timing, on the timing buffers: %s", w2);
-      goto done;
-    }
   }
   res->ok = 1;
   res->time_s = kf_now_s() - t0;
 done:
   if (!g->dead) {
-    for (int c = 1; copies && c < n_copies; c++) copies[c].scr = NULL;
-    for (int c = 0; copies && c < n_copies; c++) bufs_free(g, &copies[c]);
+    for (int c = n_copies - 1; copies && c >= 0; c--) bufs_free(g, &copies[c]); /* copy 0's scratch last */
     bufs_free(g, &cur);
     bufs_free(g, &prev);
     mod_free(g, u, &m);
@@ -982,6 +1164,19 @@ static bool open_device(jg *g, const kf_jwork *w, kf_jreport *r) {
     g->flush_bytes = 0;
   }
   r->flush = g->flush != 0;
+  /* guarded buffers through virtual memory management where the driver
+   * gives it (galloc); else plain allocations with a canary after each */
+  if (cu->has_vmm) {
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = (int)g->dev;
+    size_t gran = 0;
+    if (cu->cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS && gran)
+      g->gran = gran;
+  }
+  r->guard = g->gran ? 2 : 1;
   return true;
 }
 

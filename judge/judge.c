@@ -446,7 +446,7 @@ typedef struct jprep {
 static void prep_fini(const kf_jtask *t, const kf_judge_options *o, jprep *jp) {
   kf_unit_destroy(jp->ref_unit);
   free(jp->ref_plan);
-  sets_free(t, jp->sets, o->sets);
+  sets_free(t, jp->sets, o->sets + 1);
   memset(jp, 0, sizeof *jp);
 }
 
@@ -469,7 +469,7 @@ static kf_status prep_sets(const kf_jtask *t, const kf_judge_options *o, jprep *
   double host = 0;
   for (int i = 0; i < t->n_in; i++) host += (double)t->in[i].bytes;
   for (int i = 0; i < t->n_out; i++) host += 8.0 * (double)t->out[i].numel;
-  host *= 2.0 * 2 * o->sets;
+  host *= 2.0 * KF_JVARIANTS(o->sets);
   double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
   if (o->max_host_bytes > 0 && host > o->max_host_bytes) {
     kf_strbuf_printf(why,
@@ -485,17 +485,18 @@ static kf_status prep_sets(const kf_jtask *t, const kf_judge_options *o, jprep *
                      host / (1 << 30), phys / (1 << 30));
     return KF_ERR_LIMIT;
   }
-  kf_status st = jp->cpu_ref ? make_sets(t, o->sets, seed, true, &jp->sets, &rd) : KF_ERR_LIMIT;
+  /* the verified sets and the held-out pair the timing runs on */
+  kf_status st = jp->cpu_ref ? make_sets(t, o->sets + 1, seed, true, &jp->sets, &rd) : KF_ERR_LIMIT;
   char gwhy[400] = "";
   if (st == KF_ERR_LIMIT || st == KF_ERR_UNSUPPORTED) {
     kf_status gs = kf_jref_unit(t, &jp->ref_unit, &jp->ref_plan, &jp->ref_plan_bytes, gwhy, sizeof gwhy);
     if (!gs) {
       jp->cpu_ref = false;
-      st = make_sets(t, o->sets, seed, false, &jp->sets, &rd);
+      st = make_sets(t, o->sets + 1, seed, false, &jp->sets, &rd);
     } else if (!jp->cpu_ref) {
       /* no GPU reference: the interpreter, if it can */
       jp->cpu_ref = true;
-      st = make_sets(t, o->sets, seed, true, &jp->sets, &rd);
+      st = make_sets(t, o->sets + 1, seed, true, &jp->sets, &rd);
     }
   }
   jp->seconds = kf_now_s() - t0;
@@ -609,7 +610,10 @@ static bool reward_of(const kf_jtask *t, const kf_judge_options *o, const kf_jre
     return false;
   }
   *reward = 1;
-  add_reason(reasons, "correct on %d input sets (three runs each) and on the timing buffers", o->sets);
+  add_reason(reasons,
+             "correct on %d input sets (three runs each, set 2's inputs aligned to their element size only; "
+             "bitwise repeatable) and on every timing copy (a set it had not seen)",
+             o->sets);
   if (t->eager_ms >= 0) {
     if (c->ms * SPEEDUP_NEEDED <= t->eager_ms) *reward = 2;
     add_reason(reasons, "%.3fx the eager baseline (%.4g ms)%s", t->eager_ms / c->ms, t->eager_ms,
@@ -665,6 +669,12 @@ static void add_details(cJSON *v, const kf_jtask *t, const kf_judge_options *o, 
            r->flush ? "the L2 flushed before (written over twice its size)" : "the L2 not flushed (no memory for it)",
            c->copies);
   cJSON_AddStringToObject(v, "timing", timing);
+  cJSON_AddStringToObject(v, "guard", r->guard == 2   ? "unmapped: every buffer ends against unmapped memory "
+                                                         "(an access past it faults), a canary in the slack"
+                                      : r->guard == 1 ? "canary: 4 KiB after every buffer checked after each run "
+                                                         "(the driver has no virtual memory management: reads "
+                                                         "past the end are not caught)"
+                                                       : "none: the device was not opened");
   cJSON *wj = cJSON_AddObjectToObject(v, "worker");
   cJSON_AddNumberToObject(wj, "wall_s", p->wall_s);
   cJSON_AddNumberToObject(wj, "workers", workers);

@@ -146,9 +146,14 @@ typedef struct kf_jwork {
   size_t ref_plan_bytes;
   int profile_unit; /* the unit whose steps are also timed one by one
                        (kf_judge_options.profile); -1: none */
-  int n_sets;    /* input sets */
-  kf_jset *sets; /* 2 * n_sets variants */
+  int n_sets;    /* input sets the unit is verified on */
+  kf_jset *sets; /* KF_JVARIANTS(n_sets) variants */
 } kf_jwork;
+
+/* Variants made for n verified sets: each set's A and B, then the
+ * held-out pair, whose A (sets[2n]) the timing runs on (a set the unit
+ * has not seen; its B is made alike but not used) */
+#define KF_JVARIANTS(n) (2 * (n) + 2)
 
 #define KF_JREASON 1536
 /* steps of a unit the profile times one by one, at most */
@@ -185,6 +190,8 @@ typedef struct kf_jreport {
   int refs_ready;   /* the references exist (made, or given): units follow */
   int spin;         /* timed runs had a spin kernel queued ahead (gpu.c) */
   int flush;        /* and the L2 flushed (written) before each */
+  int guard;        /* buffers' ends: 2 against unmapped memory, 1 a canary
+                       only (no virtual memory management), 0 not opened */
   int64_t l2_bytes;
   double open_s, refs_s; /* wall time: device opened (bandwidth included), GPU references */
   kf_jresult res[KF_JMAX_UNITS];

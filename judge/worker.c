@@ -124,7 +124,7 @@ static kf_status work_write(int fd, const kf_jwork *w, kf_diag *diag) {
          put_blob(o, u->cubin, u->cubin ? u->cubin_bytes : 0) && put_blob(o, plan, pb);
     kf_strbuf_fini(&js);
   }
-  for (int v = 0; ok && v < 2 * w->n_sets; v++) {
+  for (int v = 0; ok && v < KF_JVARIANTS(w->n_sets); v++) {
     for (int i = 0; ok && i < t->n_in; i++) ok = put(o, w->sets[v].in[i], (size_t)t->in[i].bytes);
     for (int i = 0; ok && !w->ref_unit && i < t->n_out; i++)
       ok = put(o, w->sets[v].ref[i], sizeof(double) * (size_t)t->out[i].numel);
@@ -260,9 +260,9 @@ int kf_judge_worker_main(void) {
   w.ref_unit = units[nu];
   w.ref_plan = plans[nu];
   w.ref_plan_bytes = plan_bytes[nu];
-  kf_jset *sets = calloc((size_t)(2 * h->n_sets), sizeof *sets);
+  kf_jset *sets = calloc((size_t)KF_JVARIANTS(h->n_sets), sizeof *sets);
   ok = ok && sets;
-  for (int v = 0; ok && v < 2 * h->n_sets; v++) {
+  for (int v = 0; ok && v < KF_JVARIANTS(h->n_sets); v++) {
     sets[v].in = calloc((size_t)t.n_in + 1, sizeof *sets[v].in);
     sets[v].ref = calloc((size_t)t.n_out + 1, sizeof *sets[v].ref);
     ok = sets[v].in && sets[v].ref;
@@ -288,7 +288,7 @@ int kf_judge_worker_main(void) {
   fflush(stderr);
   rc = 0;
 done:
-  for (int v = 0; sets && v < 2 * h->n_sets; v++) {
+  for (int v = 0; sets && v < KF_JVARIANTS(h->n_sets); v++) {
     for (int i = 0; w.ref_unit && sets[v].ref && i < t.n_out; i++) free(sets[v].ref[i]);
     free(sets[v].in);
     free(sets[v].ref);

@@ -128,6 +128,18 @@ static int load_driver(char *msg, size_t n) {
     if (r == CUDA_SUCCESS && found == CU_GET_PROC_ADDRESS_SUCCESS && p)
       g_cu.cuFuncGetParamInfo = (PFN_cuFuncGetParamInfo_v12040)p;
   }
+  /* optional, all or none: virtual memory management (the judge's guarded
+   * buffers) */
+  g_cu.has_vmm = 1;
+#define KFR_CU_RESOLVE_OPT(name, ver)                                         \
+  p = NULL;                                                                   \
+  r = getproc(#name, &p, KFR_CU_ABI, CU_GET_PROC_ADDRESS_DEFAULT, &found);    \
+  if (r == CUDA_SUCCESS && found == CU_GET_PROC_ADDRESS_SUCCESS && p)         \
+    g_cu.name = (PFN_##name##_v##ver)p;                                       \
+  else                                                                        \
+    g_cu.has_vmm = 0;
+  KFR_CU_VMM(KFR_CU_RESOLVE_OPT)
+#undef KFR_CU_RESOLVE_OPT
   r = g_cu.cuInit(0);
   if (r != CUDA_SUCCESS)
     return driver_fail(h, msg, n, "no usable GPU: cuInit failed: %s",

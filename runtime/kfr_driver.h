@@ -63,6 +63,18 @@ typedef struct kfr_driver {
   /* optional, NULL when the driver lacks it (before CUDA 12.4): kernel
    * parameter sizes, for kfr_check_params */
   PFN_cuFuncGetParamInfo_v12040 cuFuncGetParamInfo;
+  /* optional, all or none (NULL when the driver does not give them all):
+   * virtual memory management, for the judge's guarded buffers (judge/gpu.c
+   * places each buffer's end against unmapped memory); modules never use it */
+#define KFR_CU_VMM(X)                                                        \
+  X(cuMemAddressReserve, 10020) X(cuMemAddressFree, 10020)                   \
+  X(cuMemCreate, 10020) X(cuMemRelease, 10020) X(cuMemMap, 10020)            \
+  X(cuMemUnmap, 10020) X(cuMemSetAccess, 10020)                              \
+  X(cuMemGetAllocationGranularity, 10020)
+#define KFR_CU_FIELD(name, ver) PFN_##name##_v##ver name;
+  KFR_CU_VMM(KFR_CU_FIELD)
+#undef KFR_CU_FIELD
+  int has_vmm; /* every KFR_CU_VMM entry resolved */
   /* resolved with dlsym: usable even when cuGetProcAddress fails */
   PFN_cuGetErrorName_v6000 errname;
   PFN_cuGetErrorString_v6000 errstring;

@@ -94,6 +94,7 @@ def gpu(kfuse, tmp):
     task = make_task(kfuse, tmp)
     fails, rejected, accepted = 0, 0, 0
     times = {}
+    guards = set()
     for name in units():
         exp = expect_of(name)
         # 8 input sets: a content-keyed cache escapes one set's B values with
@@ -106,6 +107,8 @@ def gpu(kfuse, tmp):
             rejected += 1
         elif v and v.get("judged"):
             accepted += 1
+        if v and v.get("guard"):
+            guards.add(v["guard"].split(":")[0])
         sec = v.get("seconds", {}).get("total") if v else None
         times[name] = sec
         print(f"{'ok  ' if ok else 'FAIL'} {name:24} expect {exp!r:40} reward {v.get('reward') if v else None}"
@@ -128,6 +131,7 @@ def gpu(kfuse, tmp):
     ts = sorted(t for t in times.values() if t is not None)
     if ts:
         print(f"judge wall time per unit: median {ts[len(ts) // 2]:.2f} s, slowest {ts[-1]:.2f} s")
+    print(f"buffer guards the worker used: {', '.join(sorted(guards)) or 'none reported'}")
     print(f"hacks: {rejected} rejected, {accepted} accepted, {fails} expectation(s) failed")
     return fails
 
