@@ -106,6 +106,8 @@ typedef struct jg {
   CUresult err; /* the error that made it dead */
   size_t gran;  /* guarded buffers through virtual memory management: the
                    allocation granularity; 0: plain allocations (galloc) */
+  bool exact;   /* under compute-sanitizer: plain allocations of the exact
+                   size, so the tool's bounds are the buffer's */
   char *why;
   size_t n;
 } jg;
@@ -256,6 +258,10 @@ static bool galloc(jg *g, size_t bytes, unsigned shift, jmem *m) {
     CUdeviceptr end = m->map + (CUdeviceptr)map;
     m->p = (end - bytes - shift) / a * a + shift;
     m->slack = (size_t)(end - (m->p + bytes));
+  } else if (g->exact) {
+    if (!ok(g, g->cu->cuMemAlloc(&m->raw, bytes + shift), "cuMemAlloc")) goto fail;
+    m->p = m->raw + shift;
+    return true;
   } else {
     size_t raw = bytes + 256 + PLAIN_GUARD;
     if (!ok(g, g->cu->cuMemAlloc(&m->raw, raw), "cuMemAlloc")) goto fail;
@@ -1107,6 +1113,35 @@ done:
   free(inhost);
 }
 
+/* Under compute-sanitizer (kf_jwork.sanitize): the unit run once on set
+ * 1's values A and once on set 2's (inputs aligned to their element size
+ * only), each in fresh buffers of their exact sizes on poisoned outputs
+ * and followed by a sync; nothing checked here: the tool reports what it
+ * saw and exits with KF_JSAN_EXIT. ok when the runs raised no CUDA error. */
+static void sanitize_unit(jg *g, const kf_jwork *w, int unit, kf_jresult *res) {
+  const kf_jtask *t = w->task;
+  const kf_unit *u = w->units[unit];
+  const bool rt = w->plans[unit] != NULL;
+  memset(res, 0, sizeof *res);
+  res->ran = 1;
+  jmod m;
+  memset(&m, 0, sizeof m);
+  char *why = res->reason;
+  size_t n = sizeof res->reason;
+  if (!unit_open(g, u, w->plans[unit], w->plan_bytes[unit], &m, &res->env_error, why, n)) return;
+  bool good = true;
+  for (int k = 0; good && k < 2 && k < w->n_sets; k++) {
+    jbufs b;
+    good = bufs_alloc(g, t, u, true, rt, k == 1, NULL, &b) && load_inputs(g, w, 2 * k, &b) &&
+           poison(g, t, u, &b, POISON_A) && run(g, u, &m, &b) && ok(g, g->cu->cuCtxSynchronize(), "cuCtxSynchronize");
+    if (!good) snprintf(why, n, "set %d: %s", k + 1, g->why);
+    else res->sets_passed++;
+    if (!g->dead) bufs_free(g, &b);
+  }
+  res->ok = good;
+  if (!g->dead) mod_free(g, u, &m);
+}
+
 /* ---- the device ---- */
 
 static bool open_device(jg *g, const kf_jwork *w, kf_jreport *r) {
@@ -1241,6 +1276,29 @@ void kf_jgpu_run(const kf_jwork *w, kf_jreport *r) {
     return;
   }
   r->gpu_ok = 1;
+  if (w->sanitize) {
+    /* one run a set in exact buffers, the tool watching: no bandwidth, no
+     * references, no copies of the inputs on the device */
+    g.exact = true;
+    g.gran = 0;
+    r->open_s = kf_now_s() - t0;
+    r->refs_ready = 1;
+    report_send(r);
+    char swhy[512];
+    g.why = swhy;
+    g.n = sizeof swhy;
+    for (int k = 0; k < w->n_units; k++) {
+      if (!w->units[k]) continue;
+      if (g.dead) {
+        r->res[k].skipped = 1;
+        continue;
+      }
+      sanitize_unit(&g, w, k, &r->res[k]);
+      report_send(r);
+    }
+    close_device(&g);
+    return;
+  }
   r->bw_gbs = bandwidth(&g);
   r->open_s = kf_now_s() - t0;
   if (g.dead) {

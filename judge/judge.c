@@ -51,6 +51,7 @@ void kf_judge_options_init(kf_judge_options *o) {
   o->max_scratch_bytes = (int64_t)4 << 30;
   o->builtin = true;
   o->min_time_ms = 200;
+  o->sanitize = true;
 }
 
 /* ---- input sets ---- */
@@ -683,6 +684,59 @@ static void add_details(cJSON *v, const kf_jtask *t, const kf_judge_options *o, 
   if (fate[0]) cJSON_AddStringToObject(wj, "fate", fate);
 }
 
+/* The verdict's "sanitizer": a candidate that verified (correct) run
+ * again under compute-sanitizer's memcheck, then racecheck (sanitize.c),
+ * alone in w's worker slots; errors make *reward -1 with the tool's
+ * findings in reasons. NULL when o->sanitize is off. */
+static cJSON *sanitize_json(const kf_judge_options *o, const kf_jwork *w0, bool correct, int *reward, cJSON *reasons,
+                            kf_diag *diag) {
+  if (!o->sanitize) return NULL;
+  cJSON *sj = cJSON_CreateObject();
+  if (!sj) return NULL;
+  char tool[4096];
+  if (!correct) {
+    cJSON_AddStringToObject(sj, "why", "not run: the candidate did not verify");
+    return sj;
+  }
+  if (getenv("KFUSE_JUDGE_NO_WORKER")) {
+    cJSON_AddStringToObject(sj, "why", "not run: KFUSE_JUDGE_NO_WORKER (no worker to run under the tool)");
+    return sj;
+  }
+  if (!kf_jsanitizer_find(tool, sizeof tool)) {
+    cJSON_AddStringToObject(sj, "why", "not run: no compute-sanitizer ($KFUSE_COMPUTE_SANITIZER, $CUDA_HOME/bin, "
+                                       "$CUDA_PATH/bin, /usr/local/cuda/bin, $PATH)");
+    return sj;
+  }
+  kf_jwork w = *w0;
+  w.n_units = 1; /* the candidate alone */
+  w.units[0] = w0->units[w0->n_units - 1];
+  w.plans[0] = w0->plans[w0->n_units - 1];
+  w.plan_bytes[0] = w0->plan_bytes[w0->n_units - 1];
+  static const struct {
+    int which;
+    const char *name;
+  } tools[2] = {{KF_JSAN_MEMCHECK, "memcheck"}, {KF_JSAN_RACECHECK, "racecheck"}};
+  kf_judge_options oo = *o;
+  w.opt = &oo;
+  for (int i = 0; i < 2; i++) {
+    char why[KF_JREASON + 128];
+    bool clean = false;
+    if (o->queue) oo.device = kf_judge_queue_take(o->queue);
+    kf_status st = kf_jsanitize(&w, tool, tools[i].which, why, sizeof why, &clean, diag);
+    if (o->queue) kf_judge_queue_give(o->queue, oo.device);
+    if (st) snprintf(why, sizeof why, "not run: the worker could not be started (%s)", kf_status_str(st));
+    cJSON *t = cJSON_AddObjectToObject(sj, tools[i].name);
+    cJSON_AddBoolToObject(t, "clean", clean);
+    cJSON_AddStringToObject(t, "why", why);
+    if (!st && strstr(why, "reported errors")) {
+      *reward = -1;
+      add_reason(reasons, "rejected: %s", why);
+      break; /* racecheck adds nothing to a unit memcheck refused */
+    }
+  }
+  return sj;
+}
+
 kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_judge_options *opt, kf_strbuf *out,
                         kf_diag *diag) {
   kf_judge_options o;
@@ -819,6 +873,8 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   double floor_ms = floor_ms_of(&t, r);
   int reward = -1;
   bool correct = reward_of(&t, &o, c, w.units[0] ? b : NULL, floor_ms, reasons, &reward);
+  cJSON *san = sanitize_json(&o, &w, correct, &reward, reasons, diag);
+  correct = correct && reward >= 1;
   if (w.units[0] && !b->ok) add_reason(reasons, "the built-in unit failed: %s", b->reason);
   if (!base_ok && o.builtin && t.builtin_dir[0])
     add_reason(reasons, "the built-in unit was not judged: %s", base.log.data ? base.log.data : "");
@@ -830,6 +886,7 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   cJSON_AddItemToObject(v, "candidate", result_json(c, o.sets));
   if (w.units[0]) cJSON_AddItemToObject(v, "builtin", result_json(b, o.sets));
   add_details(v, &t, &o, r, c, b, w.units[0] != NULL, floor_ms, cand.u, &p, workers, fate);
+  if (san) cJSON_AddItemToObject(v, "sanitizer", san);
   cJSON *sj = cJSON_AddObjectToObject(v, "seconds");
   cJSON_AddNumberToObject(sj, "compile", t_compile);
   cJSON_AddNumberToObject(sj, "reference", jp.seconds);

@@ -148,7 +148,18 @@ typedef struct kf_jwork {
                        (kf_judge_options.profile); -1: none */
   int n_sets;    /* input sets the unit is verified on */
   kf_jset *sets; /* KF_JVARIANTS(n_sets) variants */
+  /* a run under compute-sanitizer (sanitize.c): KF_JSAN_MEMCHECK or
+   * KF_JSAN_RACECHECK, the tool's path in sanitizer; the worker then runs
+   * each unit once on set 1 and once on set 2 in buffers of their exact
+   * sizes, checks nothing itself and times nothing */
+  int sanitize;
+  const char *sanitizer;
 } kf_jwork;
+
+#define KF_JSAN_MEMCHECK 1
+#define KF_JSAN_RACECHECK 2
+/* compute-sanitizer's exit status when it found errors */
+#define KF_JSAN_EXIT 86
 
 /* Variants made for n verified sets: each set's A and B, then the
  * held-out pair, whose A (sets[2n]) the timing runs on (a set the unit
@@ -225,6 +236,19 @@ kf_status kf_jcompile(kf_unit *u, const kf_target *tg, const kf_judge_options *o
  * report when p->reported. KF_OK whenever the worker ran (whatever
  * happened to it); an error when it could not be started. */
 kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *diag);
+
+/* compute-sanitizer's path into buf (n bytes): $KFUSE_COMPUTE_SANITIZER,
+ * else bin/compute-sanitizer under $CUDA_HOME, $CUDA_PATH or
+ * /usr/local/cuda, else the first on $PATH; false when there is none */
+bool kf_jsanitizer_find(char *buf, size_t n);
+
+/* The units of w (their last one the candidate) run by a worker under
+ * compute-sanitizer tool (which: KF_JSAN_MEMCHECK or KF_JSAN_RACECHECK);
+ * *clean when the tool exited without errors after running it; why[n]
+ * says what it found, or why nothing was checked (a timeout, no GPU).
+ * An error only when the worker could not be started. */
+kf_status kf_jsanitize(const kf_jwork *w, const char *tool, int which, char *why, size_t n, bool *clean,
+                       kf_diag *diag);
 
 /* What became of a worker, as a reason ("" when it ended normally) */
 void kf_jproc_fate(const kf_jproc *p, const kf_judge_options *o, char *b, size_t n);

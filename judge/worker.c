@@ -65,6 +65,7 @@ typedef struct work_hdr {
   int32_t n_in, n_out, n_sets, precision, has_conv, sm, arch_specific, n_units;
   double min_time_ms;
   int32_t device, profile_unit; /* kf_jwork's; -1: none */
+  int32_t sanitize, pad;        /* kf_jwork's */
 } work_hdr;
 
 /* Every item starts 8-byte aligned (the reader uses the mapping in place:
@@ -103,7 +104,7 @@ static kf_status work_write(int fd, const kf_jwork *w, kf_diag *diag) {
   wr out = {fd, 0}, *o = &out;
   work_hdr h = {WORK_MAGIC, (uint32_t)sizeof(kf_jvalue), t->n_in, t->n_out, w->n_sets, (int32_t)t->precision,
                 t->has_conv, t->target.sm, t->target.arch_specific, w->n_units, w->opt->min_time_ms,
-                w->opt->device, w->profile_unit};
+                w->opt->device, w->profile_unit, w->sanitize, 0};
   bool ok = put(o, &h, sizeof h) && put(o, t->in, sizeof *t->in * (size_t)t->n_in) &&
             put(o, t->out, sizeof *t->out * (size_t)t->n_out);
   for (int k = 0; ok && k <= w->n_units; k++) { /* the units, then the GPU reference */
@@ -191,7 +192,7 @@ int kf_judge_worker_main(void) {
   const work_hdr *h = take(&r, sizeof *h);
   if (!h || h->magic != WORK_MAGIC || h->size_check != sizeof(kf_jvalue) || h->n_in < 0 || h->n_out < 1 ||
       h->n_sets < 1 || h->n_units < 1 || h->n_units > KF_JMAX_UNITS || h->device < 0 || h->profile_unit < -1 ||
-      h->profile_unit >= h->n_units) {
+      h->profile_unit >= h->n_units || h->sanitize < 0 || h->sanitize > KF_JSAN_RACECHECK) {
     fprintf(stderr, "judge-worker: malformed work\n");
     return 2;
   }
@@ -216,6 +217,7 @@ int kf_judge_worker_main(void) {
   w.n_units = h->n_units;
   w.profile_unit = h->profile_unit;
   w.n_sets = h->n_sets;
+  w.sanitize = h->sanitize;
   /* after the units, the GPU reference */
   kf_unit *units[KF_JMAX_UNITS + 1] = {NULL};
   const void *plans[KF_JMAX_UNITS + 1] = {NULL};
@@ -350,10 +352,11 @@ char **kf_jworker_env(void) {
 /* In the forked child: its own process group, death with the parent, no
  * core files, stdin /dev/null, stdout and stderr to out_fd, the report pipe
  * on fd 3, the work on fd 4, then `kfuse CMD` from exe (this process's
- * image when NULL) with kf_jworker_env's environment. Only
- * async-signal-safe calls until the exec. */
+ * image when NULL) with kf_jworker_env's environment, or, with san_argv
+ * (its program and options, a slot for exe and one for cmd, then NULL),
+ * the tool running it. Only async-signal-safe calls until the exec. */
 static void spawn_child(const char *exe, const char *cmd, pid_t parent, int out_fd, int rep_fd, int work_fd,
-                        char **env) {
+                        char **env, char **san_argv) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(3); /* the parent is already gone */
@@ -368,7 +371,8 @@ static void spawn_child(const char *exe, const char *cmd, pid_t parent, int out_
       dup2(w, WORK_FD) < 0)
     _exit(4);
   char *const argv[] = {"kfuse", (char *)cmd, NULL};
-  execve(exe ? exe : "/proc/self/exe", argv, env);
+  if (san_argv) execve(san_argv[0], san_argv, env);
+  else execve(exe ? exe : "/proc/self/exe", argv, env);
   static const char msg[] = "judge: cannot start the worker image\n";
   if (write(2, msg, sizeof msg - 1) < 0) _exit(5);
   _exit(5);
@@ -412,8 +416,40 @@ kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *d
     kf_diag_error(diag, "judge: cannot start the worker: out of memory");
     st = KF_ERR_NOMEM;
   }
+  /* under compute-sanitizer: the tool, its options, then this image by its
+   * path (the tool's own /proc/self/exe would be the tool) */
+  char self[4096], *san_argv[16] = {NULL};
+  if (!st && w->sanitize) {
+    const char *exe = w->opt->worker_exe;
+    if (!exe) {
+      ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+      self[k > 0 ? k : 0] = '\0';
+      exe = self;
+    }
+    int a = 0;
+    san_argv[a++] = (char *)w->sanitizer;
+    san_argv[a++] = "--tool";
+    san_argv[a++] = w->sanitize == KF_JSAN_RACECHECK ? "racecheck" : "memcheck";
+    san_argv[a++] = "--error-exitcode";
+    san_argv[a++] = "86"; /* KF_JSAN_EXIT */
+    san_argv[a++] = "--print-limit";
+    san_argv[a++] = "8";
+    san_argv[a++] = "--show-backtrace"; /* no host frames: no host paths */
+    san_argv[a++] = "no";
+    if (w->sanitize == KF_JSAN_RACECHECK) {
+      san_argv[a++] = "--racecheck-report";
+      san_argv[a++] = "hazard";
+    }
+    san_argv[a++] = (char *)exe;
+    san_argv[a++] = "judge-worker";
+    if (!exe[0]) {
+      kf_diag_error(diag, "judge: cannot name this program for compute-sanitizer: readlink: %s", strerror(errno));
+      st = KF_ERR_INTERNAL;
+    }
+  }
   pid_t parent = getpid(), pid = st ? -1 : fork();
-  if (pid == 0) spawn_child(w->opt->worker_exe, "judge-worker", parent, op[1], rp[1], mfd, env);
+  if (pid == 0)
+    spawn_child(w->opt->worker_exe, "judge-worker", parent, op[1], rp[1], mfd, env, w->sanitize ? san_argv : NULL);
   free(env); /* the child has exec'd or exited */
   if (pid < 0) {
     if (!st) kf_diag_error(diag, "judge: cannot start the worker: fork: %s", strerror(errno));
@@ -689,7 +725,7 @@ kf_status kf_jcompile(kf_unit *u, const kf_target *tg, const kf_judge_options *o
             put_blob(&in, u->source, strlen(u->source));
   char **env = kf_jworker_env();
   pid_t parent = getpid(), pid = ok && env ? fork() : -1;
-  if (pid == 0) spawn_child(o->worker_exe, "judge-compile", parent, -1, rp[1], mfd, env);
+  if (pid == 0) spawn_child(o->worker_exe, "judge-compile", parent, -1, rp[1], mfd, env, NULL);
   free(env); /* the child has exec'd or exited */
   close(mfd);
   close(rp[1]);

@@ -147,7 +147,7 @@ static const command commands[] = {
      "        --keep-going skips it (docs/AGENT.md)\n"},
     {"judge",
      "judge TASK_DIR UNIT_DIR [--sets N] [--timeout S] [--max-output BYTES]\n"
-     "          [--min-time MS] [--seed N] [--no-builtin] [--profile]",
+     "          [--min-time MS] [--seed N] [--no-builtin] [--profile] [--no-sanitize]",
      "        compile the unit (unit.json + unit.cu) for the task, verify it on\n"
      "        the GPU against the fp64 reference on N >= 5 fresh random input\n"
      "        sets (default 5) in poisoned buffers, time it beside the task's\n"
@@ -155,6 +155,8 @@ static const command commands[] = {
      "        floor, reward -1/1/2/3, every reason); the GPU work runs in a worker\n"
      "        process killed after S seconds (default 60) or BYTES of output\n"
      "        (default 65536); --profile adds each step's own time (\"profile\");\n"
+     "        a unit that verified runs again under compute-sanitizer's memcheck\n"
+     "        and racecheck where the tool is found (--no-sanitize: not);\n"
      "        exit 1 when it could not judge (docs/AGENT.md)\n"},
     {"agent",
      "agent TASK_DIR -o OUT_DIR --endpoint URL --model NAME [--api-key-env NAME]\n"
@@ -173,14 +175,16 @@ static const command commands[] = {
     {"serve",
      "serve --tasks DIR -o OUT_DIR [--listen HOST:PORT] [--gpus N] [--max-sessions N]\n"
      "          [--idle-timeout S] [--max-judge N] [--max-calls N] [--max-body BYTES]\n"
-     "          [--threads N] [--token-env NAME] [--judge-timeout S] [--sets N] [-q]",
+     "          [--threads N] [--token-env NAME] [--judge-timeout S] [--sets N]\n"
+     "          [--no-sanitize] [-q]",
      "        serve the kernel environment over HTTP for RL trainers: sessions on\n"
      "        the tasks under DIR (kfuse task), tool calls answered with\n"
      "        observations, verdicts and rewards, judge calls queued one at a\n"
      "        time on each of N GPUs (default 1); listens on 127.0.0.1:8470 by\n"
      "        default (port 0 picks one) and prints the address; sessions write\n"
      "        OUT_DIR/sessions/SID/ as kfuse agent does; --token-env NAME requires\n"
-     "        'Authorization: Bearer $NAME'; SIGINT/SIGTERM stop it cleanly\n"
+     "        'Authorization: Bearer $NAME'; --no-sanitize: no compute-sanitizer\n"
+     "        pass over units that verified; SIGINT/SIGTERM stop it cleanly\n"
      "        (docs/AGENT.md; client: python/kfuse/rollout.py)\n"},
     {"cache",
      "cache stats|ls|verify|gc|export FILE|import FILE|push|pull KEY... [--cache DIR]\n"

@@ -3,6 +3,7 @@
  *
  *   kfuse judge TASK_DIR UNIT_DIR [--sets N] [--timeout S] [--max-output B]
  *               [--min-time MS] [--seed N] [--no-builtin] [--profile]
+ *               [--no-sanitize]
  *
  * The verdict (JSON) goes to stdout. Exit status 0 when the unit was
  * judged, whatever its reward; 1 when it could not be (the task unreadable,
@@ -50,6 +51,8 @@ int kf_cmd_judge(int argc, char **argv, kf_diag *diag) {
       o.builtin = false;
     } else if (strcmp(a, "--profile") == 0) {
       o.profile = true;
+    } else if (strcmp(a, "--no-sanitize") == 0) {
+      o.sanitize = false;
     } else if (a[0] == '-' && a[1]) {
       return kf_cli_unknown("judge", a, diag);
     } else if (!task) {

@@ -485,6 +485,8 @@ static int serve_args(int argc, char **argv, kf_serve_options *o, const char **l
     } else if (strcmp(a, "--sets") == 0) {
       if (!kf_cli_value(argc, argv, &i, "serve", &v, diag) || !kf_cli_int("serve", a, v, 5, 1000, &n, diag)) return 2;
       o->judge.sets = (int)n;
+    } else if (strcmp(a, "--no-sanitize") == 0) {
+      o->judge.sanitize = false;
     } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
       o->quiet = true;
     } else if (a[0] == '-' && a[1]) {

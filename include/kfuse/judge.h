@@ -41,10 +41,14 @@ typedef struct kf_judge_options {
                                 candidate between its own CUDA events (the
                                 verdict's "profile"; the agent's profile
                                 tool) */
+  bool sanitize;             /* kf_judge_unit: a candidate that verified is
+                                run again under compute-sanitizer's memcheck
+                                and racecheck where the tool is found
+                                (judge/sanitize.c); errors make it reward -1 */
 } kf_judge_options;
 
 /* sets 5, timeout 60 s, output 64 KiB, scratch 4 GiB, seed 0, builtin on,
- * 200 ms of timed runs, device 0. */
+ * 200 ms of timed runs, device 0, sanitize on. */
 KF_API void kf_judge_options_init(kf_judge_options *o);
 
 /* Judge the unit in unit_dir (unit.json + unit.cu) for the task in
