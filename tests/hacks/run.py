@@ -114,6 +114,10 @@ def gpu(kfuse, tmp):
         print(f"{'ok  ' if ok else 'FAIL'} {name:24} expect {exp!r:40} reward {v.get('reward') if v else None}"
               f"  {sec if sec is None else round(sec, 2)} s")
         print(f"       {reasons(v)[:600] if v else err.strip()[:600]}")
+        san = v.get("sanitizer") if v else None
+        if san:
+            print("       sanitizer: " + " / ".join(f"{k}: {san[k]['why'][:200]}" if isinstance(san[k], dict)
+                                                  else f"{k}: {san[k]}" for k in san))
         if v and "seconds" in v:
             print(f"       seconds: {json.dumps(v['seconds'])}; candidate {v.get('candidate', {}).get('ms')} ms, "
                   f"built-in {v.get('baselines', {}).get('builtin_ms')} ms, floor {v.get('floor', {}).get('ms')} ms")
