@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -347,6 +348,45 @@ static void test_worker_env(void **state) {
   unsetenv("ASAN_OPTIONS");
 }
 
+/* compute-sanitizer is found by $KFUSE_COMPUTE_SANITIZER (an absolute
+ * path to an executable), else under $CUDA_HOME, ..., else on $PATH */
+static void test_sanitizer_find(void **state) {
+  (void)state;
+  char dir[] = "/tmp/kfuse-san-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char tool[64], buf[4096];
+  snprintf(tool, sizeof tool, "%s/compute-sanitizer", dir);
+  FILE *f = fopen(tool, "w");
+  assert_non_null(f);
+  fputs("#!/bin/sh\nexit 0\n", f);
+  fclose(f);
+  const char *old_path = getenv("PATH"), *old_home = getenv("CUDA_HOME");
+  char *keep_path = old_path ? strdup(old_path) : NULL, *keep_home = old_home ? strdup(old_home) : NULL;
+  setenv("KFUSE_COMPUTE_SANITIZER", tool, 1);
+  assert_false(kf_jsanitizer_find(buf, sizeof buf)); /* not executable yet */
+  assert_int_equal(chmod(tool, 0755), 0);
+  assert_true(kf_jsanitizer_find(buf, sizeof buf));
+  assert_string_equal(buf, tool);
+  setenv("KFUSE_COMPUTE_SANITIZER", "compute-sanitizer", 1); /* relative: refused */
+  assert_false(kf_jsanitizer_find(buf, sizeof buf));
+  unsetenv("KFUSE_COMPUTE_SANITIZER");
+  setenv("CUDA_HOME", "/nonexistent-cuda", 1);
+  char path[256];
+  snprintf(path, sizeof path, "/nonexistent-bin:%s", dir);
+  setenv("PATH", path, 1);
+  assert_true(kf_jsanitizer_find(buf, sizeof buf));
+  /* a machine with the toolkit finds /usr/local/cuda's before $PATH's */
+  assert_true(strcmp(buf, tool) == 0 || strcmp(buf, "/usr/local/cuda/bin/compute-sanitizer") == 0);
+  if (keep_path) setenv("PATH", keep_path, 1);
+  else unsetenv("PATH");
+  if (keep_home) setenv("CUDA_HOME", keep_home, 1);
+  else unsetenv("CUDA_HOME");
+  free(keep_path);
+  free(keep_home);
+  unlink(tool);
+  rmdir(dir);
+}
+
 /* The CPU emulation compiles unit sources with the host compiler: a
  * source that includes a host file is refused before it runs */
 static void test_emu_refuses_includes(void **state) {
@@ -380,6 +420,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_task_and_checks, make_task, remove_task),
       cmocka_unit_test(test_task_in_memory),
       cmocka_unit_test(test_worker_env),
+      cmocka_unit_test(test_sanitizer_find),
       cmocka_unit_test(test_emu_refuses_includes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
