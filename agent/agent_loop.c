@@ -83,20 +83,40 @@ static kf_status add_user(sess *S, const char *content) {
   return st;
 }
 
-/* Older tool observations give way (all but the last four) while the
- * conversation is over the context budget. */
+static int64_t message_chars(const cJSON *m) {
+  char *s = cJSON_PrintUnformatted(m);
+  int64_t n = s ? (int64_t)strlen(s) : 0;
+  free(s);
+  return n;
+}
+
+static void record_trim(sess *S, cJSON *r) {
+  if (!r) return;
+  cJSON_AddStringToObject(r, "type", "trim");
+  cJSON_AddNumberToObject(r, "turn", S->turn);
+  kf_env_session_record(S->env, r, S->diag);
+}
+
+static bool role_is(const cJSON *m, const char *role) {
+  const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "role");
+  return cJSON_IsString(r) && strcmp(r->valuestring, role) == 0;
+}
+
+/* While the conversation is over the context budget: first older tool
+ * observations give way (all but the last four: a record {index,
+ * content} each), then whole older turns (an assistant message with the
+ * tool messages and nudges after it, oldest first, after the system and
+ * task messages, never the last turn: a record {drop: first index, count}
+ * each), so a request stays within the budget and remains a valid
+ * conversation (every tool message after its call). Each record says what
+ * changed, so replaying the trajectory rebuilds every request. */
 static void trim(sess *S) {
   int64_t total = 0;
   int n = cJSON_GetArraySize(S->messages), tools_seen = 0;
-  for (int i = 0; i < n; i++) {
-    char *s = cJSON_PrintUnformatted(cJSON_GetArrayItem(S->messages, i));
-    total += s ? (int64_t)strlen(s) : 0;
-    free(s);
-  }
+  for (int i = 0; i < n; i++) total += message_chars(cJSON_GetArrayItem(S->messages, i));
   for (int i = n - 1; i >= 0 && total > S->o->context_chars; i--) {
     cJSON *m = cJSON_GetArrayItem(S->messages, i);
-    const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-    if (!cJSON_IsString(role) || strcmp(role->valuestring, "tool") != 0) continue;
+    if (!role_is(m, "tool")) continue;
     if (++tools_seen <= 4) continue;
     cJSON *c = cJSON_GetObjectItemCaseSensitive(m, "content");
     if (!cJSON_IsString(c) || strncmp(c->valuestring, "[trimmed", 8) == 0) continue;
@@ -107,12 +127,27 @@ static void trim(sess *S) {
     total -= (int64_t)len - (int64_t)strlen(t);
     cJSON *r = cJSON_CreateObject(); /* the trim itself, for a replay */
     if (r) {
-      cJSON_AddStringToObject(r, "type", "trim");
-      cJSON_AddNumberToObject(r, "turn", S->turn);
       cJSON_AddNumberToObject(r, "index", i);
       cJSON_AddStringToObject(r, "content", t);
-      kf_env_session_record(S->env, r, S->diag);
     }
+    record_trim(S, r);
+  }
+  /* whole turns: from index 2 (after the system and task messages) */
+  while (total > S->o->context_chars) {
+    n = cJSON_GetArraySize(S->messages);
+    int first = 2, end = first;
+    if (first >= n || !role_is(cJSON_GetArrayItem(S->messages, first), "assistant")) break;
+    end = first + 1;
+    while (end < n && !role_is(cJSON_GetArrayItem(S->messages, end), "assistant")) end++;
+    if (end >= n) break; /* the last turn stays */
+    for (int i = first; i < end; i++) total -= message_chars(cJSON_GetArrayItem(S->messages, first));
+    for (int i = first; i < end; i++) cJSON_DeleteItemFromArray(S->messages, first);
+    cJSON *r = cJSON_CreateObject();
+    if (r) {
+      cJSON_AddNumberToObject(r, "drop", first);
+      cJSON_AddNumberToObject(r, "count", end - first);
+    }
+    record_trim(S, r);
   }
 }
 
@@ -153,6 +188,7 @@ static void write_result(sess *S) {
   cJSON_AddNumberToObject(r, "prompt_tokens", (double)R->prompt_tokens);
   cJSON_AddNumberToObject(r, "completion_tokens", (double)R->completion_tokens);
   cJSON_AddNumberToObject(r, "model_seconds", R->model_seconds);
+  cJSON_AddBoolToObject(r, "tokens_estimated", R->tokens_estimated);
   if (R->error[0]) cJSON_AddStringToObject(r, "error", R->error);
   else cJSON_AddNullToObject(r, "error");
   kf_env_session_end(S->env, r, S->diag);
@@ -229,7 +265,9 @@ kf_status kf_agent_run(const char *task_dir, const char *out_dir, const kf_agent
     kf_strbuf_init(&why);
     kf_diag d;
     kf_diag_init(&d, kf_diag_to_strbuf, &why);
-    kf_status cs = kf_llm_chat(&o->llm, S.messages, tl, &rep, &d);
+    kf_llm_config lc = o->llm;
+    if (o->max_seconds > 0) lc.deadline = S.t0 + o->max_seconds; /* a request ends with the budget */
+    kf_status cs = kf_llm_chat(&lc, S.messages, tl, &rep, &d);
     /* the endpoint's time only: encoding the conversation and parsing the
      * reply are the loop's own */
     res->model_seconds += rep.wait_seconds;
@@ -256,6 +294,7 @@ kf_status kf_agent_run(const char *task_dir, const char *out_dir, const kf_agent
       break;
     }
     kf_strbuf_fini(&why);
+    if (rep.tokens_estimated) res->tokens_estimated = true;
     if (rep.prompt_tokens > 0) res->prompt_tokens += rep.prompt_tokens;
     if (rep.completion_tokens > 0) res->completion_tokens += rep.completion_tokens;
     cJSON *r = cJSON_CreateObject();
@@ -265,6 +304,7 @@ kf_status kf_agent_run(const char *task_dir, const char *out_dir, const kf_agent
       cJSON_AddItemToObject(r, "message", cJSON_Duplicate(rep.message, 1));
       cJSON_AddNumberToObject(r, "prompt_tokens", (double)rep.prompt_tokens);
       cJSON_AddNumberToObject(r, "completion_tokens", (double)rep.completion_tokens);
+      if (rep.tokens_estimated) cJSON_AddBoolToObject(r, "tokens_estimated", true);
       cJSON_AddNumberToObject(r, "attempts", rep.attempts);
       cJSON_AddNumberToObject(r, "seconds", rep.seconds);
       if (rep.finish_reason) cJSON_AddStringToObject(r, "finish_reason", rep.finish_reason);

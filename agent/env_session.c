@@ -646,9 +646,12 @@ kf_status kf_env_session_open(const char *task_dir, const char *out_dir, const k
   }
   if (o->trajectory) snprintf(tp, sizeof tp, "%s", o->trajectory);
   else snprintf(tp, sizeof tp, "%s/trajectory.jsonl", out_dir);
-  S->traj = fopen(tp, "we"); /* not inherited by the judge's workers */
+  /* never over an existing file ('x'), not inherited by the judge's
+   * workers ('e') */
+  S->traj = fopen(tp, "wxe");
   if (!S->traj) {
-    kf_diag_error(diag, "%s: %s: cannot write the trajectory: %s", who, tp, strerror(errno));
+    kf_diag_error(diag, "%s: %s: cannot write the trajectory: %s%s", who, tp, strerror(errno),
+                  errno == EEXIST ? " (a trajectory is never overwritten: name a new file)" : "");
     st = KF_ERR_IO;
     goto fail;
   }

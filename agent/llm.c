@@ -143,7 +143,9 @@ static outcome post_once(const kf_curl_api *cu, const kf_llm_config *c, const ch
     snprintf(why, nwhy, "out of memory");
     return FATAL;
   }
-  long tmo = (long)(c->timeout_s * 1000.0);
+  double limit = c->timeout_s;
+  if (c->deadline > 0 && c->deadline - kf_now_s() < limit) limit = c->deadline - kf_now_s();
+  long tmo = (long)(limit * 1000.0);
   if (tmo < 1) tmo = 1;
   CURLcode r = CURLE_OK;
 #define SET(opt, val) \
@@ -214,6 +216,15 @@ static void server_message(const body *b, char *out, size_t n) {
 
 /* ---- the reply ------------------------------------------------------------------- */
 
+/* The body parses as JSON with a "choices" array: what a cut-off body
+ * (a 200 whose connection ended early) does not */
+static bool whole_reply(const body *b) {
+  cJSON *j = cJSON_ParseWithLength(b->data ? b->data : "", b->len);
+  bool ok = j && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "choices"));
+  cJSON_Delete(j);
+  return ok;
+}
+
 static kf_status parse_reply(const body *b, kf_llm_reply *out, kf_diag *diag, const char *url) {
   cJSON *j = cJSON_ParseWithLength(b->data ? b->data : "", b->len);
   const cJSON *choices = j ? cJSON_GetObjectItemCaseSensitive(j, "choices") : NULL;
@@ -236,6 +247,12 @@ static kf_status parse_reply(const body *b, kf_llm_reply *out, kf_diag *diag, co
   const cJSON *ct = cJSON_IsObject(usage) ? cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens") : NULL;
   out->prompt_tokens = cJSON_IsNumber(pt) ? (int64_t)pt->valuedouble : -1;
   out->completion_tokens = cJSON_IsNumber(ct) ? (int64_t)ct->valuedouble : -1;
+  if (out->completion_tokens < 0) { /* no usage: a token per 4 bytes of the message */
+    char *ms = cJSON_PrintUnformatted(msg);
+    out->completion_tokens = ms ? (int64_t)(strlen(ms) + 3) / 4 : 0;
+    out->tokens_estimated = true;
+    free(ms);
+  }
   const cJSON *tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
   int n = cJSON_IsArray(tc) ? cJSON_GetArraySize(tc) : 0;
   if (!st && n > 0) {
@@ -257,7 +274,13 @@ static kf_status parse_reply(const body *b, kf_llm_reply *out, kf_diag *diag, co
     }
     const char *why = NULL;
     if (!cJSON_IsString(name) || !*name->valuestring) why = "the tool call names no function";
-    if (cJSON_IsString(args)) {
+    const char *as = cJSON_IsString(args) ? args->valuestring : NULL;
+    while (as && (*as == ' ' || *as == '\n' || *as == '\t' || *as == '\r')) as++;
+    if (as && !*as) { /* "": a call without arguments (as kfuse serve reads it) */
+      k->args = cJSON_CreateObject();
+      k->arguments = dup_str(args->valuestring);
+      if (!k->args || !k->arguments) st = KF_ERR_NOMEM;
+    } else if (cJSON_IsString(args)) {
       if (!(k->arguments = dup_str(args->valuestring))) {
         st = KF_ERR_NOMEM;
         break;
@@ -343,9 +366,19 @@ kf_status kf_llm_chat(const kf_llm_config *c, const cJSON *messages, const cJSON
     double tw = kf_now_s();
     o = post_once(cu, c, url, payload, key, &b, &status, &h, why, sizeof why);
     out->wait_seconds += kf_now_s() - tw;
+    if (o == SENT && !whole_reply(&b)) {
+      /* a 200 whose body is not a whole chat completion (a proxy cut it
+       * off): as a transient failure, tried again */
+      snprintf(why, sizeof why, "HTTP %ld but the body (%zu bytes) is not a whole chat completion", status, b.len);
+      o = TRANSIENT;
+    }
     if (o != TRANSIENT || attempt >= c->max_retries) break;
     double w = wait * kf_jitter();
     if (h.retry_after >= 0) w = h.retry_after < c->retry_after_max_s ? h.retry_after : c->retry_after_max_s;
+    if (c->deadline > 0 && kf_now_s() + w + 1 > c->deadline) {
+      snprintf(why + strlen(why), sizeof why - strlen(why), "; no time left for another attempt");
+      break;
+    }
     kf_diag_note(diag, "LLM endpoint %s: %s; retrying in %.1f s (attempt %d of %d)", url, why, w, attempt + 2,
                  c->max_retries + 1);
     tw = kf_now_s();
@@ -362,6 +395,10 @@ kf_status kf_llm_chat(const kf_llm_config *c, const cJSON *messages, const cJSON
     st = KF_ERR_IO;
   }
   if (!st) st = parse_reply(&b, out, diag, url);
+  if (!st && out->prompt_tokens < 0) { /* no usage: a token per 4 bytes of the request */
+    out->prompt_tokens = (int64_t)(strlen(payload) + 3) / 4;
+    out->tokens_estimated = true;
+  }
   if (st && st != KF_ERR_IO && st != KF_ERR_FORMAT && st != KF_ERR_ARG)
     kf_diag_error(diag, "LLM endpoint %s: out of memory reading the reply", url ? url : c->endpoint);
   if (st) {

@@ -60,6 +60,7 @@ typedef struct kf_agent_result {
   double best_fraction; /* its fraction of the floor, or -1 */
   int turns, tool_calls, judge_calls, units_written;
   int64_t prompt_tokens, completion_tokens;
+  bool tokens_estimated; /* a reply came without "usage": its counts are estimates */
   double seconds, model_seconds, judge_seconds;
   char stop[160];      /* why the session ended */
   char error[512];     /* what failed when it ended on an error (the endpoint

@@ -23,6 +23,7 @@
 #ifndef KFUSE_LLM_H
 #define KFUSE_LLM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kfuse/status.h"
@@ -40,6 +41,9 @@ typedef struct kf_llm_config {
   double backoff_s;        /* first wait; doubles each retry, jittered */
   double backoff_max_s;
   double retry_after_max_s; /* longest Retry-After honoured */
+  double deadline;         /* kf_now_s() time no request or wait may pass
+                              (each attempt's timeout is cut to it, no retry
+                              waits past it); 0: none */
 } kf_llm_config;
 
 /* Defaults: temperature and max tokens not sent, 120 s a request, 4
@@ -59,7 +63,11 @@ typedef struct kf_llm_reply {
   kf_llm_tool_call *calls;
   int n_calls;
   char *finish_reason;    /* or NULL */
-  int64_t prompt_tokens, completion_tokens; /* -1 when the server gave none */
+  int64_t prompt_tokens, completion_tokens; /* the server's "usage"; without
+                                               one, estimated (a token per
+                                               4 bytes of the request and of
+                                               the message) */
+  bool tokens_estimated;  /* the server gave no usage: the counts are estimates */
   int attempts;           /* requests sent */
   double seconds;         /* wall time, waits included */
   double wait_seconds;    /* of it, on the endpoint: the requests (sent,

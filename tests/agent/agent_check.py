@@ -323,7 +323,9 @@ def replay(traj):
     out = []
     for r in traj[1:]:
         t = r["type"]
-        if t == "trim":
+        if t == "trim" and "drop" in r:
+            del msgs[r["drop"]:r["drop"] + r["count"]]
+        elif t == "trim":
             msgs[r["index"]]["content"] = r["content"]
         elif t == "user":
             msgs.append({"role": "user", "content": r["content"]})
@@ -353,6 +355,39 @@ same = len(rebuilt) == len(reqs) and all(a == q["body"] for a, q in zip(rebuilt,
 check(res and res["stop"] == "submitted" and same and any(r["type"] == "trim" for r in traj)
       and any(r["type"] == "user" for r in traj),
       f"the trajectory replays all {len(reqs)} requests byte for byte (nudge and trims recorded)")
+
+# ---- whole turns give way when trimming observations is not enough ----
+p, res, reqs, traj, out = session("replay_turns", script, ["--context-chars", "7000"])
+rebuilt = replay(traj) if traj else []
+same = len(rebuilt) == len(reqs) and all(a == q["body"] for a, q in zip(rebuilt, reqs))
+drops = [r for r in traj if r["type"] == "trim" and "drop" in r]
+sizes = [len(json.dumps(q["request"]["messages"], separators=(",", ":"))) for q in reqs]
+valid = all(m.get("role") != "tool" or i > 0 and (q["request"]["messages"][i - 1].get("role") in ("assistant", "tool"))
+            for q in reqs for i, m in enumerate(q["request"]["messages"]))
+check(res and res["stop"] == "submitted" and same and drops and valid and max(sizes[1:]) < 3 * 7000,
+      f"whole older turns dropped under --context-chars 7000 ({len(drops)} drop records), every request "
+      f"rebuilt from the trajectory byte for byte, every tool message after its call")
+
+# ---- a 200 whose body was cut off is tried again; "" arguments are {} ----
+p, res, reqs, traj, out = session("cutoff", [{"status": 200, "raw": '{"choices": [{"index": 0, "mess'},
+                                             reply([("submit", "")])])
+check(p.returncode == 0 and res and res["stop"] == "submitted" and len(reqs) == 2,
+      "a 200 with a cut-off body is retried; a tool call with arguments \"\" is a call without arguments")
+
+# ---- no usage in the replies: tokens estimated, and the token budget holds ----
+nousage = reply([("list_files", {})])
+del nousage["body"]["usage"]
+p, res, reqs, traj, out = session("nousage", [nousage] * 6, ["--session-tokens", "2000"])
+check(res and res.get("tokens_estimated") is True and res["prompt_tokens"] > 0 and "token budget" in res["stop"]
+      and len(reqs) < 6, f"replies without usage: tokens estimated ({res and res['prompt_tokens']} prompt), "
+      f"the token budget stops the session after {len(reqs)} requests")
+
+# ---- --trajectory never overwrites ----
+tfile = os.path.join(work, "kept.jsonl")
+open(tfile, "w").write("keep me\n")
+p, res, reqs, traj, out = session("traj_exists", [reply([("submit", {})])], ["--trajectory", tfile])
+check(p.returncode != 0 and open(tfile).read() == "keep me\n" and "never overwritten" in p.stderr,
+      "--trajectory naming an existing file: refused, the file untouched")
 
 # ---- an endpoint that fails ----
 p, res, reqs, traj, out = session("down", [{"status": 500, "body": {"error": {"message": "down"}}}] * 3,
