@@ -32,6 +32,11 @@ kept. Checks:
     budget answered with an error;
   - an endpoint that fails: the session ends, says why, exits 0;
   - a reply without tool calls gets a nudge;
+  - the trajectory replays every request byte for byte, with observations
+    trimmed and, under a smaller --context-chars, whole turns dropped;
+  - a 200 with a cut-off body retried, "" tool arguments read as {};
+  - replies without usage: tokens estimated, the token budget holds;
+  - --trajectory never overwrites a file;
   - the API key appears in no output and no file."""
 import copy
 import json
