@@ -278,6 +278,8 @@ static void run_session(shared *sh, cand *c, int nth, int of) {
   kf_agent_options o = *sh->ao;
   o.judge = kf_judge_bound_call;
   o.judge_user = &sh->jb;
+  o.ready = kf_judge_ready; /* no token spent where nothing can be judged */
+  o.ready_user = &sh->jb.o;
   stop_ctx x = {sh, c};
   o.should_stop = should_stop;
   o.stop_user = &x;

@@ -368,7 +368,14 @@ static bool budget(const cJSON *body, const char *name, int cap, int *out, reply
 static void health(kf_serve *s, reply *r) {
   cJSON *o = cJSON_CreateObject();
   if (o) {
-    cJSON_AddStringToObject(o, "status", "ok");
+    /* "ok" only where a judge call can run: NVRTC loads and the driver
+     * sees the GPUs the service was started for */
+    char why[400] = "";
+    kf_judge_options jo = s->jb.o;
+    jo.queue = s->jb.queue;
+    bool ready = kf_judge_ready(&jo, why, sizeof why);
+    cJSON_AddStringToObject(o, "status", ready ? "ok" : "degraded");
+    if (!ready) cJSON_AddStringToObject(o, "judge", why);
     cJSON_AddStringToObject(o, "format", "kfuse-serve-v1");
     cJSON_AddStringToObject(o, "skill_version", kf_env_skill_version());
     cJSON_AddNumberToObject(o, "sessions", kf_serve_sessions(s));

@@ -127,6 +127,17 @@ try:
     c = Client(url, token=token)
     h = c.health()
     check(h["status"] == "ok" and h["max_sessions"] == 2 and h["gpus"] == 1 and h["sessions"] == 0, "health")
+    # a service started for more GPUs than the driver sees: health says so
+    srv2 = subprocess.Popen([KFUSE, "serve", "--tasks", tasks, "-o", os.path.join(work, "out2"), "--listen",
+                             "127.0.0.1:0", "--gpus", "64"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, env=env)
+    try:
+        h2 = Client(srv2.stdout.readline().strip()).health()
+    finally:
+        srv2.terminate()
+        srv2.wait(timeout=30)
+    check(h2["status"] == "degraded" and "64 device(s) needed" in h2.get("judge", ""),
+          f"health without the GPUs it needs: degraded, and why ({h2.get('judge', '')[:80]})")
     ts = c.tasks()
     check([t["id"] for t in ts] == ["group_0"] and ts[0]["key"] == task_key and ts[0]["ops"] == ["sigmoid", "mul"],
           "tasks: the id, key and ops")
