@@ -592,6 +592,14 @@ kf_status kf_env_session_call(kf_env_session *S, const char *id, const char *nam
     if (args_error) cJSON_AddStringToObject(r, "args_error", args_error);
     cJSON_AddStringToObject(r, "observation", obs);
     if (verdict) {
+      /* the step's reward at the top, null when the unit was not judged
+       * (no GPU, a task that cannot be read): never mistaken for a -1 */
+      const cJSON *jd = cJSON_GetObjectItemCaseSensitive(verdict, "judged");
+      const cJSON *rw = cJSON_GetObjectItemCaseSensitive(verdict, "reward");
+      bool judged = cJSON_IsTrue(jd) && cJSON_IsNumber(rw);
+      cJSON_AddBoolToObject(r, "judged", judged);
+      if (judged) cJSON_AddNumberToObject(r, "reward", rw->valuedouble);
+      else cJSON_AddNullToObject(r, "reward");
       cJSON_AddItemToObject(r, "verdict", verdict);
       verdict = NULL;
     }

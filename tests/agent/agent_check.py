@@ -164,6 +164,10 @@ check(len(third) == 2 and "not valid JSON" in third[1]["content"], "broken JSON 
 tools_traj = [r for r in traj if r["type"] == "tool"]
 judges = [r for r in tools_traj if r["name"] == "judge"]
 check(len(judges) == 2 and all("verdict" in r for r in judges), "both verdicts in the trajectory")
+check(len(judges) == 2 and all(r["judged"] == r["verdict"]["judged"] and
+                               r["reward"] == (r["verdict"]["reward"] if r["judged"] else None) for r in judges)
+      and judges[1]["judged"] and judges[1]["reward"] == -1,
+      "each judge record carries the step's reward (null when not judged)")
 bad = judges[1]["verdict"] if len(judges) == 2 else {}
 check(bad.get("compiled") is False and bad.get("reward") == -1 and
       "does not compile" in str(bad.get("reasons")) and "expected a declaration" in str(bad.get("reasons")),
