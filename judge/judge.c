@@ -593,11 +593,19 @@ static void nothing_judged(const kf_jreport *r, const kf_jproc *p, const kf_judg
              !p->reported && p->output_bytes ? 400 : 0, p->excerpt);
 }
 
+/* The judge's eager analogue for a task without PyTorch's eager time
+ * (eager.c): its time, kernels, or why there is none */
+typedef struct jeager {
+  double ms;
+  int kernels;
+  char why[400];
+} jeager;
+
 /* The candidate c's correctness and reward (-1, 1, 2, 3) against the floor
  * and the baselines (the task's torch.compile time, else the built-in
  * unit's b when judged), each step a line in reasons. */
 static bool reward_of(const kf_jtask *t, const kf_judge_options *o, const kf_jresult *c, const kf_jresult *b,
-                      double floor_ms, cJSON *reasons, int *reward) {
+                      double floor_ms, const jeager *ea, cJSON *reasons, int *reward) {
   *reward = -1;
   if (!c->ok) {
     add_reason(reasons, "incorrect: %s", c->reason);
@@ -617,10 +625,15 @@ static bool reward_of(const kf_jtask *t, const kf_judge_options *o, const kf_jre
              o->sets);
   if (t->eager_ms >= 0) {
     if (c->ms * SPEEDUP_NEEDED <= t->eager_ms) *reward = 2;
-    add_reason(reasons, "%.3fx the eager baseline (%.4g ms)%s", t->eager_ms / c->ms, t->eager_ms,
-               *reward >= 2 ? ": reward 2" : "");
+    add_reason(reasons, "%.3fx the eager baseline (PyTorch's, from the task: %.4g ms)%s", t->eager_ms / c->ms,
+               t->eager_ms, *reward >= 2 ? ": reward 2" : "");
+  } else if (ea && ea->ms > 0) {
+    if (c->ms * SPEEDUP_NEEDED <= ea->ms) *reward = 2;
+    add_reason(reasons, "%.3fx the judge's eager analogue (%d per-op built-in kernels, timed here: %.4g ms)%s",
+               ea->ms / c->ms, ea->kernels, ea->ms, *reward >= 2 ? ": reward 2" : "");
   } else {
-    add_reason(reasons, "no eager baseline in the task: reward 2 not assessed");
+    add_reason(reasons, "no eager baseline in the task and no eager analogue (%s): reward 2 not assessed",
+               ea && ea->why[0] ? ea->why : "not timed");
   }
   double base_ms = -1;
   const char *base_name = NULL;
@@ -872,7 +885,16 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   /* floor, reward */
   double floor_ms = floor_ms_of(&t, r);
   int reward = -1;
-  bool correct = reward_of(&t, &o, c, w.units[0] ? b : NULL, floor_ms, reasons, &reward);
+  /* reward 2's baseline where the task has no eager time: the judge's
+   * own analogue, timed once a process per task (eager.c) */
+  jeager ea = {-1, 0, ""};
+  double t_eager = kf_now_s();
+  if (t.eager_ms < 0 && c->ok) {
+    kf_status es = kf_jeager_ms(&t, &o, &ea.ms, &ea.kernels, ea.why, sizeof ea.why, diag);
+    if (es) snprintf(ea.why, sizeof ea.why, "it could not be timed: %s", kf_status_str(es));
+  }
+  t_eager = kf_now_s() - t_eager;
+  bool correct = reward_of(&t, &o, c, w.units[0] ? b : NULL, floor_ms, &ea, reasons, &reward);
   cJSON *san = sanitize_json(&o, &w, correct, &reward, reasons, diag);
   correct = correct && reward >= 1;
   if (w.units[0] && !b->ok) add_reason(reasons, "the built-in unit failed: %s", b->reason);
@@ -886,11 +908,24 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   cJSON_AddItemToObject(v, "candidate", result_json(c, o.sets));
   if (w.units[0]) cJSON_AddItemToObject(v, "builtin", result_json(b, o.sets));
   add_details(v, &t, &o, r, c, b, w.units[0] != NULL, floor_ms, cand.u, &p, workers, fate);
+  {
+    cJSON *bj = cJSON_GetObjectItemCaseSensitive(v, "baselines");
+    if (bj) {
+      add_num_or_null(bj, "eager_analogue_ms", ea.ms, ea.ms > 0);
+      if (ea.ms > 0) cJSON_AddNumberToObject(bj, "eager_analogue_kernels", ea.kernels);
+      else if (ea.why[0]) cJSON_AddStringToObject(bj, "eager_analogue_why", ea.why);
+      cJSON_AddStringToObject(bj, "reward2_from", t.eager_ms >= 0 ? "task" : ea.ms > 0 ? "eager_analogue" : "none");
+      cJSON_AddStringToObject(bj, "reward3_from", t.compile_ms >= 0          ? "task"
+                                                  : w.units[0] && b->ok      ? "builtin"
+                                                                             : "none");
+    }
+  }
   if (san) cJSON_AddItemToObject(v, "sanitizer", san);
   cJSON *sj = cJSON_AddObjectToObject(v, "seconds");
   cJSON_AddNumberToObject(sj, "compile", t_compile);
   cJSON_AddNumberToObject(sj, "reference", jp.seconds);
   cJSON_AddNumberToObject(sj, "gpu", t_gpu);
+  cJSON_AddNumberToObject(sj, "eager_analogue", t_eager);
   cJSON_AddNumberToObject(sj, "total", kf_now_s() - t0);
   emit(v, out);
   cJSON_Delete(v);

@@ -237,6 +237,22 @@ kf_status kf_jcompile(kf_unit *u, const kf_target *tg, const kf_judge_options *o
  * happened to it); an error when it could not be started. */
 kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *diag);
 
+/* The eager analogue's units (eager.c): t's graph one op a group, each
+ * kernel group's built-in unit compiled and numbering its inputs as the
+ * group's task does; *p owns the groups (kf_partition_destroy), the
+ * caller the units and the arrays. An error, the reason in why, when an
+ * op has no built-in unit. */
+kf_status kf_jeager_units(const kf_jtask *t, kf_partition **p, kf_unit ***units, const kf_group ***groups, int *n,
+                          char *why, size_t wn);
+
+/* The eager analogue's time on o's device: every op's unit judged
+ * (kf_judge_group) and the medians summed, kept per process; *ms -1 with
+ * the reason in why when it could not be timed (no GPU, an op without a
+ * built-in unit, one that failed). An error only for out of memory or a
+ * worker that could not start. */
+kf_status kf_jeager_ms(const kf_jtask *t, const kf_judge_options *o, double *ms, int *kernels, char *why, size_t wn,
+                       kf_diag *diag);
+
 /* compute-sanitizer's path into buf (n bytes): $KFUSE_COMPUTE_SANITIZER,
  * else bin/compute-sanitizer under $CUDA_HOME, $CUDA_PATH or
  * /usr/local/cuda, else the first on $PATH; false when there is none */

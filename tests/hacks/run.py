@@ -125,11 +125,17 @@ def gpu(kfuse, tmp):
     slow_eager = with_baselines(task, tmp, "eager", eager_ms=1e6)
     fast_compile = with_baselines(task, tmp, "compiled", eager_ms=1e6, torch_compile_ms=1e6)
     beaten = with_baselines(task, tmp, "beaten", eager_ms=1e-3, torch_compile_ms=1e-3)
+    # no baselines in the task, no built-in unit beside: reward 2 against the
+    # judge's own eager analogue (sigmoid and mul as two kernels)
     for tname, tdir, unit, want in (("eager 1e6 ms", slow_eager, "honest_slow", 2),
                                     ("compile 1e6 ms", fast_compile, "honest_fast", 3),
-                                    ("baselines 1e-3 ms", beaten, "honest_fast", 1)):
+                                    ("baselines 1e-3 ms", beaten, "honest_fast", 1),
+                                    ("no baselines (the judge's eager analogue)", task, "honest_fast", 2)):
         rc, v, err = judge(kfuse, tdir, os.path.join(HERE, unit), "--no-builtin")
         ok = rc == 0 and v and v.get("reward") == want
+        if ok and tdir == task:
+            ok = v["baselines"].get("reward2_from") == "eager_analogue"
+            print(f"       {[r for r in v['reasons'] if 'analogue' in r]}")
         fails += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {unit} with {tname}: reward {v.get('reward') if v else None}, want {want}")
     ts = sorted(t for t in times.values() if t is not None)

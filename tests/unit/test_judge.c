@@ -348,6 +348,54 @@ static void test_worker_env(void **state) {
   unsetenv("ASAN_OPTIONS");
 }
 
+/* The eager analogue of the hacks' task (y = x * sigmoid(x)): one op a
+ * group, so two built-in units (sigmoid, then mul), each compiled and
+ * checked against its own group's task as the judge builds it; and the
+ * analogue's time, which needs a GPU: without one, -1 and why */
+static void test_eager_analogue(void **state) {
+  (void)state;
+  kf_diag d;
+  kf_diag_init(&d, NULL, NULL);
+  kf_jtask t;
+  assert_int_equal(kf_jtask_read(g_dir, &t, &d), KF_OK);
+  kf_partition *p = NULL;
+  kf_unit **us = NULL;
+  const kf_group **gs = NULL;
+  int n = 0;
+  char why[400] = "";
+  assert_int_equal(kf_jeager_units(&t, &p, &us, &gs, &n, why, sizeof why), KF_OK);
+  assert_int_equal(n, 2);
+  kf_judge_options o;
+  kf_judge_options_init(&o);
+  for (int i = 0; i < n; i++) {
+    assert_non_null(us[i]->cubin);
+    assert_int_equal(gs[i]->n_ops, 1);
+    kf_compile_options co;
+    kf_compile_options_init(&co);
+    kf_jtask gt;
+    assert_int_equal(kf_jtask_from_group(t.graph, gs[i], &co, &gt, &d), KF_OK);
+    kf_strbuf cw;
+    kf_strbuf_init(&cw);
+    assert_true(kf_junit_check(&gt, us[i], &o, &cw));
+    kf_strbuf_fini(&cw);
+    kf_jtask_fini(&gt);
+    kf_unit_destroy(us[i]);
+  }
+  free(us);
+  free(gs);
+  kf_partition_destroy(p);
+  if (!getenv("KFUSE_LIBCUDA")) { /* no GPU here (CI): the time is not made up */
+    setenv("KFUSE_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+    double ms = 0;
+    int k = 0;
+    o.timeout_s = 30;
+    assert_int_equal(kf_jeager_ms(&t, &o, &ms, &k, why, sizeof why, &d), KF_OK);
+    assert_true(ms < 0 && k == 0 && why[0]);
+    unsetenv("KFUSE_LIBCUDA");
+  }
+  kf_jtask_fini(&t);
+}
+
 /* compute-sanitizer is found by $KFUSE_COMPUTE_SANITIZER (an absolute
  * path to an executable), else under $CUDA_HOME, ..., else on $PATH */
 static void test_sanitizer_find(void **state) {
@@ -418,6 +466,7 @@ int main(void) {
       cmocka_unit_test(test_compare_parts),
       cmocka_unit_test(test_tolerances),
       cmocka_unit_test_setup_teardown(test_task_and_checks, make_task, remove_task),
+      cmocka_unit_test_setup_teardown(test_eager_analogue, make_task, remove_task),
       cmocka_unit_test(test_task_in_memory),
       cmocka_unit_test(test_worker_env),
       cmocka_unit_test(test_sanitizer_find),
