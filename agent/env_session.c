@@ -24,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "kfuse/curl.h"
 #include "kfuse/env_session.h"
 
 extern const unsigned char kf_skill_md[];
@@ -698,7 +699,9 @@ kf_status kf_env_session_open(const char *task_dir, const char *out_dir, const k
   cJSON_AddStringToObject(r, "task", base && base[1] ? base + 1 : S->task_real); /* its name, not the host's path */
   if (S->task_key[0]) cJSON_AddStringToObject(r, "task_key", S->task_key);
   cJSON_AddStringToObject(r, "model", o->model ? o->model : "");
-  cJSON_AddStringToObject(r, "endpoint", o->endpoint ? o->endpoint : "");
+  char shown[1024]; /* no credentials or query in a trajectory */
+  kf_url_shown(o->endpoint ? o->endpoint : "", shown, sizeof shown);
+  cJSON_AddStringToObject(r, "endpoint", shown);
   cJSON_AddStringToObject(r, "skill_version", kf_env_skill_version());
   if (o->request) cJSON_AddItemToObject(r, "request", cJSON_Duplicate(o->request, 1));
   if (o->budget) {

@@ -323,13 +323,18 @@ kf_status kf_llm_chat(const kf_llm_config *c, const cJSON *messages, const cJSON
     return KF_ERR_ARG;
   }
   if (strncmp(c->endpoint, "http://", 7) != 0 && strncmp(c->endpoint, "https://", 8) != 0) {
-    kf_diag_error(diag, "LLM endpoint '%s': expected an http:// or https:// URL", c->endpoint);
+    char shown[1024];
+    kf_url_shown(c->endpoint, shown, sizeof shown);
+    kf_diag_error(diag, "LLM endpoint '%s': expected an http:// or https:// URL", shown);
     return KF_ERR_ARG;
   }
+  /* the URL as messages show it: no user information, no query */
+  char shown[1024];
   const char *no_curl = NULL;
   const kf_curl_api *cu = kf_curl_get_api(&no_curl);
   if (!cu) {
-    kf_diag_error(diag, "LLM endpoint %s: %s", c->endpoint, no_curl);
+    kf_url_shown(c->endpoint, shown, sizeof shown);
+    kf_diag_error(diag, "LLM endpoint %s: %s", shown, no_curl);
     return KF_ERR_UNSUPPORTED;
   }
   size_t ne = strlen(c->endpoint);
@@ -340,6 +345,11 @@ kf_status kf_llm_chat(const kf_llm_config *c, const cJSON *messages, const cJSON
   kf_status st = url && req ? KF_OK : KF_ERR_NOMEM;
   if (!st) {
     snprintf(url, ne + 32, "%.*s/chat/completions", (int)ne, c->endpoint);
+    kf_url_shown(url, shown, sizeof shown);
+    static int warned; /* once a process: sessions send many requests */
+    if (kf_url_cleartext_remote(c->endpoint) && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+      kf_diag_warn(diag, "LLM endpoint %s: plain http:// to a host other than this machine: the API key and "
+                         "every request travel unencrypted (use https://)", shown);
     bool ok = cJSON_AddStringToObject(req, "model", c->model) != NULL;
     cJSON *m = ok ? cJSON_Duplicate(messages, 1) : NULL;
     ok = m && cJSON_AddItemToObject(req, "messages", m);
@@ -354,7 +364,7 @@ kf_status kf_llm_chat(const kf_llm_config *c, const cJSON *messages, const cJSON
   }
   cJSON_Delete(req);
   const char *kenv = c->api_key_env && *c->api_key_env ? c->api_key_env : "OPENAI_API_KEY";
-  const char *key = getenv(kenv);
+  const char *key = secure_getenv(kenv);
   body b = {0};
   hdrs h;
   long status = 0;
@@ -379,7 +389,7 @@ kf_status kf_llm_chat(const kf_llm_config *c, const cJSON *messages, const cJSON
       snprintf(why + strlen(why), sizeof why - strlen(why), "; no time left for another attempt");
       break;
     }
-    kf_diag_note(diag, "LLM endpoint %s: %s; retrying in %.1f s (attempt %d of %d)", url, why, w, attempt + 2,
+    kf_diag_note(diag, "LLM endpoint %s: %s; retrying in %.1f s (attempt %d of %d)", shown, why, w, attempt + 2,
                  c->max_retries + 1);
     tw = kf_now_s();
     kf_sleep_s(w);
@@ -388,19 +398,19 @@ kf_status kf_llm_chat(const kf_llm_config *c, const cJSON *messages, const cJSON
   }
   if (!st && o != SENT) {
     server_message(&b, smsg, sizeof smsg);
-    kf_diag_error(diag, "LLM endpoint %s: %s%s%s", url, why, smsg,
+    kf_diag_error(diag, "LLM endpoint %s: %s%s%s", shown, why, smsg,
                   o == TRANSIENT ? " (no attempt left)" : "");
     if (o == TRANSIENT && out->attempts > 1)
       kf_diag_note(diag, "%d attempts in %.1f s", out->attempts, kf_now_s() - t0);
     st = KF_ERR_IO;
   }
-  if (!st) st = parse_reply(&b, out, diag, url);
+  if (!st) st = parse_reply(&b, out, diag, shown);
   if (!st && out->prompt_tokens < 0) { /* no usage: a token per 4 bytes of the request */
     out->prompt_tokens = (int64_t)(strlen(payload) + 3) / 4;
     out->tokens_estimated = true;
   }
   if (st && st != KF_ERR_IO && st != KF_ERR_FORMAT && st != KF_ERR_ARG)
-    kf_diag_error(diag, "LLM endpoint %s: out of memory reading the reply", url ? url : c->endpoint);
+    kf_diag_error(diag, "LLM endpoint %s: out of memory reading the reply", url ? shown : "?");
   if (st) {
     int a = out->attempts;
     double ws = out->wait_seconds;

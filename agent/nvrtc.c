@@ -73,7 +73,7 @@ static void *try_open(const char *path) {
 
 static void nv_load(void) {
   const char *name = "libnvrtc.so.13";
-  const char *forced = getenv("KFUSE_NVRTC_LIBRARY");
+  const char *forced = secure_getenv("KFUSE_NVRTC_LIBRARY");
   void *h = NULL;
   if (forced && *forced) {
     h = try_open(forced);
@@ -87,7 +87,7 @@ static void nv_load(void) {
     h = try_open(name);
   }
   char path[600];
-  const char *home = getenv("CUDA_HOME");
+  const char *home = secure_getenv("CUDA_HOME");
   if (!h && home && *home) {
     snprintf(path, sizeof path, "%s/lib64/%s", home, name);
     h = try_open(path);
@@ -177,7 +177,7 @@ static void inc_find(void) {
   char d[PATH_MAX + 16];
   const char *envs[] = {"CUDA_HOME", "CUDA_PATH"};
   for (int i = 0; i < 2; i++) {
-    const char *e = getenv(envs[i]);
+    const char *e = secure_getenv(envs[i]);
     if (e && *e) {
       snprintf(d, sizeof d, "%s/include", e);
       inc_try(d);

@@ -14,6 +14,7 @@
 #include <llvm-c/blake3.h>
 
 #include "cache_int.h"
+#include "kfuse/curl.h"
 
 void kf_cache_field_header(uint8_t hdr[9], char tag, uint64_t len) {
   hdr[0] = (uint8_t)tag;
@@ -173,40 +174,18 @@ void kf_cache_entry_destroy(kf_cache_entry *e) {
   free(e);
 }
 
-void kf_cache_endpoint_name(const char *url, char *out, size_t n) {
-  if (!n) return;
-  out[0] = 0;
-  if (!url) return;
-  const char *p = url, *scheme_end = strstr(url, "://");
-  size_t o = 0;
-#define EMIT(ch)                                                                                   \
-  do {                                                                                             \
-    if (o + 1 < n) out[o++] = (ch);                                                                \
-  } while (0)
-  if (scheme_end) {
-    for (; p < scheme_end + 3; p++) EMIT(*p);
-  }
-  /* authority: drop everything up to the last '@' before the path */
-  const char *auth_end = p + strcspn(p, "/?#");
-  const char *at = NULL;
-  for (const char *q = p; q < auth_end; q++)
-    if (*q == '@') at = q;
-  if (at) p = at + 1;
-  for (; *p && *p != '?' && *p != '#'; p++) EMIT(*p);
-#undef EMIT
-  out[o] = 0;
-}
+void kf_cache_endpoint_name(const char *url, char *out, size_t n) { kf_url_shown(url, out, n); }
 
 kf_status kf_cache_dir_resolve(const char *dir_flag, char *out, size_t n, kf_diag *diag) {
   const char *env;
   int k = -1;
   if (dir_flag && dir_flag[0]) {
     k = snprintf(out, n, "%s", dir_flag);
-  } else if ((env = getenv("KFUSE_CACHE_DIR")) && env[0]) {
+  } else if ((env = secure_getenv("KFUSE_CACHE_DIR")) && env[0]) {
     k = snprintf(out, n, "%s", env);
-  } else if ((env = getenv("XDG_CACHE_HOME")) && env[0] == '/') {
+  } else if ((env = secure_getenv("XDG_CACHE_HOME")) && env[0] == '/') {
     k = snprintf(out, n, "%s/kfuse", env);
-  } else if ((env = getenv("HOME")) && env[0]) {
+  } else if ((env = secure_getenv("HOME")) && env[0]) {
     k = snprintf(out, n, "%s/.cache/kfuse", env);
   } else {
     kf_diag_error(diag, "no cache directory: give --cache DIR or set KFUSE_CACHE_DIR (HOME is not set)");

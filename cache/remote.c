@@ -105,6 +105,10 @@ kf_status kf_cache_remote_open(const kf_cache_remote_options *o, kf_cache_remote
     kf_diag_error(diag, "cache remote '%s': the URL has no host", shown);
     return KF_ERR_ARG;
   }
+  if (kf_url_cleartext_remote(url))
+    kf_diag_warn(diag, "cache remote %s: plain http:// to a host other than this machine: its credentials and "
+                       "the entries travel unencrypted, and anyone on the path can change what you pull (use "
+                       "https://)", shown);
   if (!(o->timeout_s > 0) || !(o->connect_timeout_s > 0) || o->retries < 0 || !(o->backoff_s >= 0) ||
       o->max_body_bytes <= 0 || !isfinite(o->timeout_s) || !isfinite(o->connect_timeout_s) ||
       !isfinite(o->backoff_s)) {
@@ -114,7 +118,7 @@ kf_status kf_cache_remote_open(const kf_cache_remote_options *o, kf_cache_remote
   /* the credentials are checked here, so a misconfiguration is an error
    * at once rather than a warning per request; they are read again at
    * each request and not kept */
-  const char *bearer = getenv(ENV_BEARER), *user = getenv(ENV_USER), *pw = getenv(ENV_PASSWORD);
+  const char *bearer = secure_getenv(ENV_BEARER), *user = secure_getenv(ENV_USER), *pw = secure_getenv(ENV_PASSWORD);
   if (bearer && bearer[0] && has_ctl(bearer)) {
     kf_diag_error(diag, "cache remote %s: " ENV_BEARER " holds control characters", shown);
     return KF_ERR_ARG;
@@ -278,7 +282,7 @@ static outcome attempt(kf_cache_remote *r, method m, const char *url, xfer *x, l
   struct curl_slist *hl = NULL;
   char *auth = NULL;
   outcome out = O_FATAL;
-  const char *bearer = getenv(ENV_BEARER), *user = getenv(ENV_USER), *pw = getenv(ENV_PASSWORD);
+  const char *bearer = secure_getenv(ENV_BEARER), *user = secure_getenv(ENV_USER), *pw = secure_getenv(ENV_PASSWORD);
   bool use_bearer = bearer && bearer[0], use_basic = !use_bearer && user && user[0] && pw;
   /* no "Expect: 100-continue" round trip before a PUT's body */
   const char *fixed[] = {"Expect:", m == M_PUT ? "Content-Type: application/octet-stream" : NULL};

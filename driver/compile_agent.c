@@ -36,6 +36,7 @@
 #include <cjson/cJSON.h>
 
 #include "kfuse/compile_agent.h"
+#include "kfuse/curl.h"
 #include "kfuse/frontend.h"
 #include "kfuse/task.h"
 
@@ -96,7 +97,7 @@ static int by_score(const void *a, const void *b) {
  * at least one. Nothing is asked of CUDA in this process: the judge's
  * workers are its only CUDA users. */
 static int visible_gpus(void) {
-  const char *v = getenv("CUDA_VISIBLE_DEVICES");
+  const char *v = secure_getenv("CUDA_VISIBLE_DEVICES");
   int n = 0;
   if (v) {
     for (const char *p = v; *p; p++)
@@ -346,7 +347,9 @@ static cJSON *summary(const shared *sh, bool measured, const char *order_why) {
   if (!sum) return NULL;
   cJSON_AddStringToObject(sum, "format", "kfuse-agent-compile-v1");
   cJSON_AddStringToObject(sum, "model", sh->ao->llm.model);
-  cJSON_AddStringToObject(sum, "endpoint", sh->ao->llm.endpoint);
+  char shown[1024]; /* no credentials or query in a report */
+  kf_url_shown(sh->ao->llm.endpoint, shown, sizeof shown);
+  cJSON_AddStringToObject(sum, "endpoint", shown);
   cJSON_AddStringToObject(sum, "skill_version", kf_agent_skill_version());
   cJSON *ord = cJSON_AddObjectToObject(sum, "ordering");
   cJSON_AddStringToObject(ord, "by", measured ? "measured" : "static");

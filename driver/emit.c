@@ -134,7 +134,7 @@ static bool exe_dir(char *buf, size_t n) {
 }
 
 kf_status kf_find_runtime_lib(char *buf, size_t n, kf_diag *diag) {
-  const char *env = getenv("KFUSE_RUNTIME_LIB");
+  const char *env = secure_getenv("KFUSE_RUNTIME_LIB");
   if (env && *env) {
     if (access(env, R_OK) != 0) {
       kf_diag_error(diag, "KFUSE_RUNTIME_LIB=%s: %s", env, strerror(errno));
@@ -164,7 +164,7 @@ kf_status kf_link_shared(const char *object, const char *out, const char *shown,
   char rt[PATH_MAX];
   kf_status st = kf_find_runtime_lib(rt, sizeof rt, diag);
   if (st) return st;
-  const char *cc = getenv("KFUSE_CC");
+  const char *cc = secure_getenv("KFUSE_CC");
   if (!cc || !*cc) cc = "cc";
   /* Symbols bound within the module: every module carries its own copy of
    * the runtime, perhaps of another kfuse version, so one module's calls

@@ -106,7 +106,7 @@ static void *compile_worker(void *arg) {
 /* Threads for the NVRTC compiles: KFUSE_COMPILE_JOBS when set (1 turns the
  * threads off), else the CPUs this process may run on, at most 16. */
 static int compile_jobs(void) {
-  const char *e = getenv("KFUSE_COMPILE_JOBS");
+  const char *e = secure_getenv("KFUSE_COMPILE_JOBS");
   if (e && *e) {
     char *end;
     long v = strtol(e, &end, 10);

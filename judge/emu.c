@@ -230,7 +230,7 @@ static kf_status write_batch(const char *path, const kf_unit *const *us, int n, 
 }
 
 static pid_t spawn_cxx(const char *dir, const char *cpp, const char *so, const char *log) {
-  const char *cxx = getenv("KFUSE_EMU_CXX");
+  const char *cxx = secure_getenv("KFUSE_EMU_CXX");
   char cmd[24576];
   snprintf(cmd, sizeof cmd, "exec '%s' -std=c++17 -O1 -shared -fPIC -w -DKF_EMU -include '%s/kf_emu.h' -I '%s' '%s' -o '%s' >'%s' 2>&1",
            cxx && *cxx ? cxx : "g++", dir, dir, cpp, so, log);

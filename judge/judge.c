@@ -711,7 +711,7 @@ static cJSON *sanitize_json(const kf_judge_options *o, const kf_jwork *w0, bool 
     cJSON_AddStringToObject(sj, "why", "not run: the candidate did not verify");
     return sj;
   }
-  if (getenv("KFUSE_JUDGE_NO_WORKER")) {
+  if (secure_getenv("KFUSE_JUDGE_NO_WORKER")) {
     cJSON_AddStringToObject(sj, "why", "not run: KFUSE_JUDGE_NO_WORKER (no worker to run under the tool)");
     return sj;
   }

@@ -504,7 +504,7 @@ void kf_judge_module_checker_start(kf_judge_module_checker *c, const kf_compile_
   c->worker = w;
   w->fd = -1;
   w->started_s = kf_now_s();
-  const char *tmp = getenv("TMPDIR");
+  const char *tmp = secure_getenv("TMPDIR");
   snprintf(w->dir, sizeof w->dir, "%s/kfuse-mcheck-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(w->dir)) {
     snprintf(w->why, sizeof w->why, "no temporary directory for the check: %s", strerror(errno));

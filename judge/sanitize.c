@@ -15,18 +15,18 @@
 static bool exec_ok(const char *p) { return p[0] == '/' && access(p, X_OK) == 0; }
 
 bool kf_jsanitizer_find(char *buf, size_t n) {
-  const char *e = getenv("KFUSE_COMPUTE_SANITIZER");
+  const char *e = secure_getenv("KFUSE_COMPUTE_SANITIZER");
   if (e && e[0]) {
     snprintf(buf, n, "%s", e);
     return exec_ok(buf);
   }
   static const char *const homes[] = {"CUDA_HOME", "CUDA_PATH"};
   for (size_t i = 0; i < sizeof homes / sizeof homes[0]; i++) {
-    const char *h = getenv(homes[i]);
+    const char *h = secure_getenv(homes[i]);
     if (h && h[0] && (size_t)snprintf(buf, n, "%s/bin/compute-sanitizer", h) < n && exec_ok(buf)) return true;
   }
   if ((size_t)snprintf(buf, n, "/usr/local/cuda/bin/compute-sanitizer") < n && exec_ok(buf)) return true;
-  const char *path = getenv("PATH");
+  const char *path = secure_getenv("PATH");
   while (path && *path) {
     const char *c = strchr(path, ':');
     size_t len = c ? (size_t)(c - path) : strlen(path);

@@ -396,8 +396,13 @@ kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *d
   fflush(stdout);
   fflush(stderr);
   double t0 = kf_now_s();
-  if (getenv("KFUSE_JUDGE_NO_WORKER")) {
-    /* debugging the judge itself: everything in this process, no limits */
+  if (secure_getenv("KFUSE_JUDGE_NO_WORKER")) {
+    /* debugging the judge itself: everything in this process, no limits
+     * (kfuse serve refuses to start with it); said once a process */
+    static int warned;
+    if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+      kf_diag_warn(diag, "judge: KFUSE_JUDGE_NO_WORKER is set: units run inside this process, without the "
+                         "worker's isolation, time limit or output limit (for debugging the judge only)");
     close(rp[0]);
     close(rp[1]);
     close(op[0]);
@@ -711,7 +716,7 @@ int kf_judge_compile_main(void) {
 }
 
 kf_status kf_jcompile(kf_unit *u, const kf_target *tg, const kf_judge_options *o, kf_diag *diag) {
-  if (!u->source || getenv("KFUSE_JUDGE_NO_WORKER")) return kf_unit_compile(u, tg, diag);
+  if (!u->source || secure_getenv("KFUSE_JUDGE_NO_WORKER")) return kf_unit_compile(u, tg, diag);
   int rp[2] = {-1, -1};
   int mfd = memfd_create("kfuse-judge-compile", MFD_CLOEXEC);
   if (mfd < 0 || pipe2(rp, O_CLOEXEC) != 0) {

@@ -76,3 +76,58 @@ double kf_curl_retry_after(const char *p, size_t n) {
   /* delta-seconds only; an HTTP date falls back to the backoff */
   return end != v && s >= 0 && isfinite(s) ? s : -1;
 }
+
+void kf_url_shown(const char *url, char *out, size_t n) {
+  if (!n) return;
+  out[0] = 0;
+  if (!url) return;
+  const char *p = url, *scheme_end = strstr(url, "://");
+  size_t o = 0;
+#define EMIT(ch)                                                                                   \
+  do {                                                                                             \
+    if (o + 1 < n) out[o++] = (ch);                                                                \
+  } while (0)
+  if (scheme_end && (size_t)(scheme_end - url) < strcspn(url, "/?#@")) {
+    for (; p < scheme_end + 3; p++) EMIT(*p);
+  }
+  /* authority: drop everything up to the last '@' before the path */
+  const char *auth_end = p + strcspn(p, "/?#");
+  const char *at = NULL;
+  for (const char *q = p; q < auth_end; q++)
+    if (*q == '@') at = q;
+  if (at) p = at + 1;
+  for (; *p && *p != '?' && *p != '#'; p++) EMIT((unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p);
+#undef EMIT
+  out[o] = 0;
+}
+
+bool kf_url_cleartext_remote(const char *url) {
+  if (!url || strncasecmp(url, "http://", 7) != 0) return false;
+  const char *h = url + 7;
+  size_t len = strcspn(h, "/?#");
+  const char *at = NULL;
+  for (const char *q = h; q < h + len; q++)
+    if (*q == '@') at = q;
+  if (at) {
+    len -= (size_t)(at + 1 - h);
+    h = at + 1;
+  }
+  /* the host without its port */
+  size_t hl = len;
+  if (h[0] == '[') {
+    const char *rb = memchr(h, ']', len);
+    hl = rb ? (size_t)(rb - h) + 1 : len;
+  } else {
+    const char *colon = memchr(h, ':', len);
+    if (colon) hl = (size_t)(colon - h);
+  }
+  if (hl == 9 && strncasecmp(h, "localhost", 9) == 0) return false;
+  if (hl == 5 && strncmp(h, "[::1]", 5) == 0) return false;
+  if (hl >= 4 && strncmp(h, "127.", 4) == 0) {
+    /* 127.a.b.c, digits and dots only */
+    bool ok = true;
+    for (size_t i = 4; i < hl && ok; i++) ok = (h[i] >= '0' && h[i] <= '9') || h[i] == '.';
+    if (ok) return false;
+  }
+  return true;
+}

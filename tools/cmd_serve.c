@@ -512,8 +512,11 @@ int kf_cmd_serve(int argc, char **argv, kf_diag *diag) {
   int ua = serve_args(argc, argv, &o, &listen_at, &token_env, &max_body, &threads, diag);
   if (ua >= 0) return ua;
   if (!o.tasks_dir || !o.out_dir) return kf_cli_error("serve", diag, "--tasks DIR and -o OUT_DIR are needed");
+  if (secure_getenv("KFUSE_JUDGE_NO_WORKER"))
+    return kf_cli_error("serve", diag, "KFUSE_JUDGE_NO_WORKER is set: the service runs untrusted kernels only in "
+                                       "judge workers; unset it");
   if (token_env) {
-    o.token = getenv(token_env);
+    o.token = secure_getenv(token_env);
     if (!o.token || !*o.token)
       return kf_cli_error("serve", diag, "--token-env %s: the variable is not set or empty", token_env);
   }

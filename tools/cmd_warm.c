@@ -65,7 +65,7 @@ bool kf_cli_cache_usage_ok(const kf_cli_cache *cc, const char *cmd, kf_diag *dia
 
 static kf_status open_remote(const kf_cli_cache *cc, const char *cmd, kf_cache_remote **out, kf_diag *diag) {
   *out = NULL;
-  const char *env = getenv("KFUSE_CACHE_REMOTE");
+  const char *env = secure_getenv("KFUSE_CACHE_REMOTE");
   const char *url = cc->remote ? cc->remote : env && *env ? env : NULL;
   if (!url) return KF_OK;
   if (cc->offline) {
@@ -107,7 +107,7 @@ kf_status kf_cli_cache_open(const kf_cli_cache *cc, const char *cmd, kf_cache **
   kf_strbuf why;
   kf_strbuf_init(&why);
   kf_diag_init(&quiet, kf_diag_to_strbuf, &why);
-  kf_diag *d = cc->dir || getenv("KFUSE_CACHE_DIR") ? diag : &quiet;
+  kf_diag *d = cc->dir || secure_getenv("KFUSE_CACHE_DIR") ? diag : &quiet;
   kf_status st = kf_cache_dir_resolve(cc->dir, dir, sizeof dir, d);
   if (!st) st = kf_cache_open(dir, NULL, out, d);
   if (st && d == &quiet) {

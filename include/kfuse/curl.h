@@ -10,6 +10,9 @@
 #ifndef KFUSE_CURL_H
 #define KFUSE_CURL_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include <curl/curl.h>
 
 #include "kfuse/status.h"
@@ -41,6 +44,16 @@ KF_API const kf_curl_api *kf_curl_get_api(const char **why);
  * it is "Retry-After: <delta-seconds>", the seconds; else -1 (an HTTP date
  * too: the caller's backoff applies). */
 KF_API double kf_curl_retry_after(const char *p, size_t n);
+
+/* url as it may be shown (messages, reports, trajectories, cache rows):
+ * the scheme, host, port and path, without the user information
+ * ("user:password@") or the query and fragment, which may hold secrets. */
+KF_API void kf_url_shown(const char *url, char *out, size_t n);
+
+/* True when url is plain http:// to a host other than this machine
+ * (localhost, 127.0.0.0/8, [::1]): credentials and requests sent there
+ * travel unencrypted. */
+KF_API bool kf_url_cleartext_remote(const char *url);
 
 #ifdef __cplusplus
 }

@@ -91,13 +91,13 @@ def agent_env():
     return env
 
 
-def session(name, script, extra=(), task=None):
+def session(name, script, extra=(), task=None, userinfo=""):
     d = os.path.join(work, name)
     os.makedirs(d)
     out = os.path.join(d, "out")
     with scripted_server(script, d) as port:
         env = agent_env()
-        cmd = [KFUSE, "agent", task or TASK, "-o", out, "--endpoint", f"http://127.0.0.1:{port}/v1",
+        cmd = [KFUSE, "agent", task or TASK, "-o", out, "--endpoint", f"http://{userinfo}127.0.0.1:{port}/v1",
                "--model", "scripted", "--api-key-env", "KFUSE_TEST_AGENT_KEY", "--backoff", "0.05",
                "--judge-timeout", "120"] + list(extra)
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
@@ -459,6 +459,18 @@ check(p.returncode == 0 and os.path.exists(os.path.join(d, "m.so")) and summ and
 p2 = subprocess.run([KFUSE, "compile", os.path.join(HERE, "..", "judge", "softmax.mlir"), "-o",
                      os.path.join(work, "x.so"), "--agent", "llm"], capture_output=True, text=True)
 check(p2.returncode == 2 and "--agent llm needs --endpoint and --model" in p2.stderr, "--agent llm without an endpoint")
+
+# ---- credentials in the endpoint's URL: shown nowhere ----
+cred = "pw" + secrets.token_hex(8)
+p, res, reqs, traj, out = session("userinfo", [{"status": 500, "body": {"error": {"message": "down"}}}] * 2,
+                                  ["--retries", "1"], userinfo=f"user:{cred}@")
+check(p.returncode == 1 and "HTTP 500" in p.stderr and not key_leaks(cred, [p.stdout + p.stderr], out)
+      and traj and traj[0]["endpoint"].startswith("http://127.0.0.1:"),
+      "an endpoint URL with user:password@: the password in no message, trajectory or result")
+p = subprocess.run([KFUSE, "llm-chat", "--endpoint", "http://user:" + cred + "@203.0.113.1:9/v1", "--model", "m",
+                    "--timeout", "1", "--retries", "0", "--prompt", "hi"], capture_output=True, text=True, env=agent_env())
+check(p.returncode != 0 and "unencrypted" in p.stderr and cred not in p.stdout + p.stderr,
+      "plain http:// to another host: a warning, and no password shown")
 
 # ---- the key in no output and no file ----
 check(not key_leaks(key, outputs, work), "the API key appears in no output or file")

@@ -416,6 +416,10 @@ check(st.returncode == 1 and "not a directory" in st.stderr, "--tasks that does 
 st = subprocess.run([KFUSE, "serve", "--tasks", tasks, "-o", os.path.join(work, "o4"), "--listen", "nonsense"],
                     capture_output=True, text=True)
 check(st.returncode == 2 and "HOST:PORT" in st.stderr, "a malformed --listen: exit 2")
+st = subprocess.run([KFUSE, "serve", "--tasks", tasks, "-o", os.path.join(work, "o5"), "--listen", "127.0.0.1:0"],
+                    capture_output=True, text=True, env=dict(env, KFUSE_JUDGE_NO_WORKER="1"))
+check(st.returncode == 2 and "KFUSE_JUDGE_NO_WORKER" in st.stderr,
+      "KFUSE_JUDGE_NO_WORKER: serve refuses to start (untrusted kernels only in workers)")
 outputs += [st.stdout + st.stderr]
 check(not key_leaks(token, outputs, work), "the token appears in no output or file")
 leaks = []  # what a trainer reads: no path of this machine (but those the test's model wrote itself)

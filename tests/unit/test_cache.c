@@ -20,6 +20,7 @@
 #include <sqlite3.h>
 
 #include "kfuse/cache.h"
+#include "kfuse/curl.h"
 #include "../cache/synth_entry.h"
 
 static char g_msgs[8192];
@@ -424,6 +425,22 @@ static void test_names(void **state) {
   assert_string_equal(out, "https://api.example.com:8443/v1");
   kf_cache_endpoint_name("http://127.0.0.1:8000/v1", out, sizeof out);
   assert_string_equal(out, "http://127.0.0.1:8000/v1");
+  /* the same rule for every URL kfuse shows (support/curl.c) */
+  kf_url_shown("http://u:p@host/v1/chat/completions?token=t", out, sizeof out);
+  assert_string_equal(out, "http://host/v1/chat/completions");
+  kf_url_shown("https://a@b@host:1/x#frag", out, sizeof out);
+  assert_string_equal(out, "https://host:1/x");
+  /* plain http off this machine */
+  assert_true(kf_url_cleartext_remote("http://api.example.com/v1"));
+  assert_true(kf_url_cleartext_remote("HTTP://10.0.0.2:8000/v1"));
+  assert_true(kf_url_cleartext_remote("http://127.0.0.1.evil.example/v1"));
+  assert_true(kf_url_cleartext_remote("http://localhost@evil.example/v1"));
+  assert_false(kf_url_cleartext_remote("https://api.example.com/v1"));
+  assert_false(kf_url_cleartext_remote("http://127.0.0.1:8000/v1"));
+  assert_false(kf_url_cleartext_remote("http://127.4.5.6/v1"));
+  assert_false(kf_url_cleartext_remote("http://localhost:8000/v1"));
+  assert_false(kf_url_cleartext_remote("http://[::1]:8000/v1"));
+  assert_false(kf_url_cleartext_remote("http://user:pw@localhost/v1"));
   char d[256];
   setenv("KFUSE_CACHE_DIR", "/from/env", 1);
   assert_int_equal(kf_cache_dir_resolve("/from/flag", d, sizeof d, fresh_diag()), KF_OK);
