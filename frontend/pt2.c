@@ -465,7 +465,7 @@ static kf_status add_config(archive *ar, const cJSON *cfg, const char *rel, cons
       w->size = (int64_t)zs.size;
       /* Deflate expands at most ~1032:1 and a stored record not at all: a
        * larger claimed size is a corrupt or hostile directory entry. */
-      if (!(zs.valid & ZIP_STAT_COMP_SIZE) || zs.size > zs.comp_size * 1100u + 4096u) {
+      if (!(zs.valid & ZIP_STAT_COMP_SIZE) || (zs.size > 4096u && (zs.size - 4096u) / 1100u > zs.comp_size)) {
         kf_diag_error(diag, "%s: %s: record claims %llu bytes from %llu compressed bytes", ar->file,
                       w->short_rec, (unsigned long long)zs.size, (unsigned long long)zs.comp_size);
         return KF_ERR_FORMAT;

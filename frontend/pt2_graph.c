@@ -349,6 +349,23 @@ static kf_status add_param(ctx *c, const char *ph, const char *fqn, const char *
         kf_type_str(&t, b, sizeof b);
         return err(c, KF_ERR_FORMAT, "%s: the graph says %s, the weights config %s", what, a, b);
       }
+      /* the layout too: the graph's view of the storage must be the one
+       * the weights config (checked against the record below) describes */
+      bool same = gt.offset == t.offset;
+      for (int i = 0; same && i < t.rank; i++) same = t.shape[i] <= 1 || gt.strides[i] == t.strides[i];
+      if (!same) {
+        char a[160] = "", b[160] = "";
+        size_t ka = 0, kb = 0;
+        for (int i = 0; i < t.rank; i++) {
+          ka += (size_t)snprintf(a + ka, sizeof a - ka, "%s%lld", i ? ", " : "", (long long)gt.strides[i]);
+          kb += (size_t)snprintf(b + kb, sizeof b - kb, "%s%lld", i ? ", " : "", (long long)t.strides[i]);
+          if (ka >= sizeof a || kb >= sizeof b) break;
+        }
+        return err(c, KF_ERR_FORMAT,
+                   "%s: the graph's strides (%s) and storage offset %lld disagree with the weights config's (%s) "
+                   "and %lld",
+                   what, a, (long long)gt.offset, b, (long long)t.offset);
+      }
     }
   } else if (gm) {
     if ((st = kf_pt2_tensor_meta(c->p, gm, what, &t, c->diag))) return st;
@@ -929,7 +946,46 @@ static kf_status add_node(ctx *c, const cJSON *node, int index) {
   return KF_OK;
 }
 
+/* graph.outputs, where the archive has it, against output_specs: one
+ * each, in order, naming the same value, and a value the graph defines
+ * (kfuse reads the outputs from output_specs; an archive whose two lists
+ * disagree was not written by torch.export, or was changed since) */
+static kf_status check_graph_outputs(ctx *c, const cJSON *specs) {
+  const cJSON *gouts = get(c->graph, "outputs");
+  if (!gouts) return KF_OK;
+  if (!cJSON_IsArray(gouts)) return err(c, KF_ERR_FORMAT, "graph.outputs must be a list");
+  if (cJSON_GetArraySize(gouts) != cJSON_GetArraySize(specs))
+    return err(c, KF_ERR_FORMAT, "graph has %d outputs but the signature describes %d", cJSON_GetArraySize(gouts),
+               cJSON_GetArraySize(specs));
+  int i = 0;
+  const cJSON *go, *spec = specs->child;
+  cJSON_ArrayForEach(go, gouts) {
+    const char *gv, *kind, *sv;
+    const cJSON *ga = union_of(go, &gv);
+    const cJSON *body = spec ? union_of(spec, &kind) : NULL;
+    const cJSON *sa = body ? union_of(get(body, "arg"), &sv) : NULL;
+    if (ga && !strcmp(gv, "as_tensor")) {
+      const char *gname = get_str(ga, "name");
+      if (!gname || !vmap_find(&c->values, gname))
+        return err(c, KF_ERR_FORMAT, "graph output %d names '%s', which no input or node defines", i,
+                   gname ? gname : "?");
+      /* a user output's arg is an Argument union, a mutation's a plain
+       * TensorArgument */
+      const char *sname = sa && !strcmp(sv, "as_tensor") ? get_str(sa, "name") : NULL;
+      if (!sname && body) sname = get_str(get(body, "arg"), "name");
+      if (!sname || strcmp(sname, gname) != 0)
+        return err(c, KF_ERR_FORMAT, "graph output %d is '%s' but the signature's output %d is '%s'", i, gname, i,
+                   sname ? sname : "not a tensor");
+    }
+    spec = spec ? spec->next : NULL;
+    i++;
+  }
+  return KF_OK;
+}
+
 static kf_status add_outputs(ctx *c, const cJSON *specs) {
+  kf_status cs = check_graph_outputs(c, specs);
+  if (cs) return cs;
   int n = cJSON_GetArraySize(specs);
   kf_value **outs = kf_graph_alloc(c->g, sizeof(kf_value *) * (size_t)(n ? n : 1));
   int k = 0, i = 0;

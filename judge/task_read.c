@@ -20,10 +20,22 @@
 
 static const cJSON *field(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 
-/* A time in the task's "baselines": a number >= 0, else -1 (null, absent) */
+/* A time in the task's "baselines": a finite number >= 0, else -1 (null,
+ * absent; 1e999, which cJSON reads as infinity, would make any unit look
+ * fast) */
 static double opt_ms(const cJSON *o, const char *k) {
   const cJSON *v = o ? field(o, k) : NULL;
-  return cJSON_IsNumber(v) && v->valuedouble >= 0 ? v->valuedouble : -1;
+  return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= 0 ? v->valuedouble : -1;
+}
+
+/* v as a whole number within [lo, hi] (JSON numbers are doubles: a cast of
+ * one out of int64's range is undefined) */
+static bool json_int(const cJSON *v, double lo, double hi, int64_t *out) {
+  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo || v->valuedouble > hi ||
+      v->valuedouble != floor(v->valuedouble))
+    return false;
+  *out = (int64_t)v->valuedouble;
+  return true;
 }
 
 /* a's numbers equal v's; with shape, only where shape[i] > 1 (the stride
@@ -32,18 +44,24 @@ static double opt_ms(const cJSON *o, const char *k) {
 static bool ints_equal(const cJSON *a, const int64_t *v, int n, const int64_t *shape) {
   if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != n) return false;
   int i = 0;
-  for (const cJSON *e = a->child; e; e = e->next, i++)
-    if (!cJSON_IsNumber(e) || ((int64_t)e->valuedouble != v[i] && (!shape || shape[i] > 1))) return false;
+  for (const cJSON *e = a->child; e; e = e->next, i++) {
+    int64_t x;
+    if (!json_int(e, -9.2e18, 9.2e18, &x) || (x != v[i] && (!shape || shape[i] > 1))) return false;
+  }
   return true;
 }
 
+/* Bytes from the value's first element to its last; -1 past int64 */
 static int64_t extent_bytes(const kf_type *t) {
-  int64_t hi = 0;
+  int64_t hi = 0, term;
   for (int i = 0; i < t->rank; i++) {
     if (t->shape[i] == 0) return 0;
-    hi += (t->shape[i] - 1) * t->strides[i];
+    if (__builtin_mul_overflow(t->shape[i] - 1, t->strides[i], &term) || __builtin_add_overflow(hi, term, &hi))
+      return -1;
   }
-  return (hi + 1) * (int64_t)kf_dtype_size(t->dtype);
+  if (__builtin_add_overflow(hi, 1, &hi) || __builtin_mul_overflow(hi, (int64_t)kf_dtype_size(t->dtype), &hi))
+    return -1;
+  return hi;
 }
 
 /* v from a graph value's type t and its name */
@@ -61,6 +79,10 @@ static kf_status jvalue_of(const char *where, const char *name, const kf_type *t
   v->type = *t;
   v->numel = kf_type_numel(t);
   v->bytes = extent_bytes(t);
+  if (v->bytes < 0 || v->numel < 0) {
+    kf_diag_error(diag, "%s: '%s' reaches past 2^63 bytes", where, name);
+    return KF_ERR_LIMIT;
+  }
   return KF_OK;
 }
 
@@ -74,6 +96,7 @@ static bool graph_has_conv(const kf_graph *g) {
 static kf_status value(const char *path, const char *what, int i, const cJSON *e, const kf_value *gv,
                        kf_jvalue *v, kf_diag *diag) {
   const kf_type *t = &gv->type;
+  int64_t off = 0;
   const cJSON *name = field(e, "name"), *dt = field(e, "dtype");
   if (!cJSON_IsObject(e) || !cJSON_IsString(name) || !cJSON_IsString(dt)) {
     kf_diag_error(diag, "%s: %s[%d]: needs \"name\" and \"dtype\"", path, what, i);
@@ -84,8 +107,8 @@ static kf_status value(const char *path, const char *what, int i, const cJSON *e
   if (t->kind != KF_TYPE_TENSOR) /* jvalue_of refuses it */
     return jvalue_of(where, name->valuestring, t, v, diag);
   if (strcmp(dt->valuestring, kf_dtype_name(t->dtype)) != 0 || !ints_equal(field(e, "shape"), t->shape, t->rank, NULL) ||
-      !ints_equal(field(e, "strides"), t->strides, t->rank, t->shape) || !cJSON_IsNumber(field(e, "offset")) ||
-      (int64_t)field(e, "offset")->valuedouble != t->offset) {
+      !ints_equal(field(e, "strides"), t->strides, t->rank, t->shape) || !json_int(field(e, "offset"), 0, 9.2e18, &off) ||
+      off != t->offset) {
     char ty[160];
     kf_type_str(t, ty, sizeof ty);
     kf_diag_error(diag, "%s: %s[%d] '%s' disagrees with group.mlir, where it is %s (offset %lld)", path, what, i,
@@ -189,15 +212,23 @@ kf_status kf_jtask_read(const char *dir, kf_jtask *t, kf_diag *diag) {
     kf_diag_error(diag, "%s: \"ir\" must name a file of the task directory", path);
     goto out;
   }
-  if (!cJSON_IsObject(floor) || !cJSON_IsNumber(field(floor, "bytes")) || !cJSON_IsNumber(field(floor, "flops"))) {
-    kf_diag_error(diag, "%s: \"floor\" needs \"bytes\" and \"flops\"", path);
+  int64_t fb = 0, gi = -1;
+  const cJSON *ff = cJSON_IsObject(floor) ? field(floor, "flops") : NULL;
+  if (!cJSON_IsObject(floor) || !json_int(field(floor, "bytes"), 0, 4.6e18, &fb) || !cJSON_IsNumber(ff) ||
+      !isfinite(ff->valuedouble) || ff->valuedouble < 0) {
+    kf_diag_error(diag, "%s: \"floor\" needs \"bytes\" (a whole number, 0 to 2^62) and \"flops\" (a finite number "
+                  ">= 0)", path);
     goto out;
   }
-  t->floor_bytes = (int64_t)field(floor, "bytes")->valuedouble;
-  t->floor_flops = field(floor, "flops")->valuedouble;
+  if (grp && !cJSON_IsNull(grp) && !json_int(grp, -1, 2147483647.0, &gi)) {
+    kf_diag_error(diag, "%s: \"group\" must be a whole number", path);
+    goto out;
+  }
+  t->floor_bytes = fb;
+  t->floor_flops = ff->valuedouble;
   t->eager_ms = opt_ms(base, "eager_ms");
   t->compile_ms = opt_ms(base, "torch_compile_ms");
-  t->group = cJSON_IsNumber(grp) ? (int)grp->valuedouble : -1;
+  t->group = (int)gi;
   snprintf(t->key, sizeof t->key, "%s", cJSON_IsString(key) ? key->valuestring : "");
   snprintf(t->kind, sizeof t->kind, "%s", cJSON_IsString(kind) ? kind->valuestring : "");
   if (cJSON_IsString(bu)) {

@@ -276,6 +276,47 @@ def _(d):
     return a.zip()
 
 
+@case("param_graph_offset", expect=["fc1.weight", "storage offset"])
+def _(d):
+    """the graph's view of a parameter starts far past its storage (the
+    weights config, which the record is checked against, says 0)"""
+    a = Archive(src(d))
+    j = a.model()
+    j["graph_module"]["graph"]["tensor_values"]["p_fc1_weight"]["storage_offset"] = {"as_int": 100000}
+    a.put_model(j)
+    return a.zip()
+
+
+@case("param_graph_strides", expect=["fc1.weight", "strides"])
+def _(d):
+    """the graph's strides for a parameter are not the weights config's"""
+    a = Archive(src(d))
+    j = a.model()
+    j["graph_module"]["graph"]["tensor_values"]["p_fc1_weight"]["strides"] = [{"as_int": 1}, {"as_int": 32}]
+    a.put_model(j)
+    return a.zip()
+
+
+@case("graph_output_unknown", expect=["no_such_output"])
+def _(d):
+    """graph.outputs names a value nothing defines"""
+    a = Archive(src(d))
+    j = a.model()
+    j["graph_module"]["graph"]["outputs"] = [{"as_tensor": {"name": "no_such_output"}}]
+    a.put_model(j)
+    return a.zip()
+
+
+@case("graph_output_disagrees", expect=["graph output 0", "relu"])
+def _(d):
+    """graph.outputs and the signature's output_specs name different values"""
+    a = Archive(src(d))
+    j = a.model()
+    j["graph_module"]["graph"]["outputs"] = [{"as_tensor": {"name": "relu"}}]
+    a.put_model(j)
+    return a.zip()
+
+
 @case("unknown_op_target", expect=["frobnicate"])
 def _(d):
     a = Archive(src(d))

@@ -348,6 +348,59 @@ static void test_worker_env(void **state) {
   unsetenv("ASAN_OPTIONS");
 }
 
+/* task.json's numbers are doubles: each must be a whole number in range
+ * where the judge makes an integer of it, and a time finite */
+static void edit_task(const char *dir, const char *text_from, const char *text_to) {
+  char p[512];
+  snprintf(p, sizeof p, "%s/task.json", dir);
+  FILE *f = fopen(p, "r");
+  assert_non_null(f);
+  static char buf[1 << 20];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *at = strstr(buf, text_from);
+  assert_non_null(at);
+  char out[1 << 20];
+  snprintf(out, sizeof out, "%.*s%s%s", (int)(at - buf), buf, text_to, at + strlen(text_from));
+  f = fopen(p, "w");
+  assert_non_null(f);
+  fputs(out, f);
+  fclose(f);
+}
+
+static void test_task_ranges(void **state) {
+  (void)state;
+  kf_diag d;
+  kf_diag_init(&d, NULL, NULL);
+  char copy[600], cmd[2048];
+  snprintf(copy, sizeof copy, "%s_ranges", g_dir);
+  static const struct {
+    const char *from, *to;
+    bool ok;
+  } cases[] = {
+      {"\"bytes\":\t", "\"bytes\":\t1e300, \"was\":\t", false}, /* floor bytes past int64 */
+      {"\"bytes\":\t", "\"bytes\":\t2.5, \"was\":\t", false},   /* not whole */
+      {"\"offset\":\t0", "\"offset\":\t1e300", false},          /* a value's offset */
+      {"\"group\":\t0", "\"group\":\t1e12", false},             /* past int */
+      {"\"eager_ms\":\tnull", "\"eager_ms\":\t1e999", true},    /* infinity: no baseline */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", copy, g_dir, copy);
+    assert_int_equal(system(cmd), 0);
+    edit_task(copy, cases[i].from, cases[i].to);
+    kf_jtask t;
+    kf_status st = kf_jtask_read(copy, &t, &d);
+    assert_int_equal(st == KF_OK, cases[i].ok);
+    if (st == KF_OK) {
+      assert_true(t.eager_ms < 0);
+      kf_jtask_fini(&t);
+    }
+  }
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", copy);
+  assert_int_equal(system(cmd), 0);
+}
+
 /* The eager analogue of the hacks' task (y = x * sigmoid(x)): one op a
  * group, so two built-in units (sigmoid, then mul), each compiled and
  * checked against its own group's task as the judge builds it; and the
@@ -467,6 +520,7 @@ int main(void) {
       cmocka_unit_test(test_tolerances),
       cmocka_unit_test_setup_teardown(test_task_and_checks, make_task, remove_task),
       cmocka_unit_test_setup_teardown(test_eager_analogue, make_task, remove_task),
+      cmocka_unit_test_setup_teardown(test_task_ranges, make_task, remove_task),
       cmocka_unit_test(test_task_in_memory),
       cmocka_unit_test(test_worker_env),
       cmocka_unit_test(test_sanitizer_find),
