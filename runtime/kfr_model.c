@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "kfr_int.h"
+#include "kfr_hash.h"
 
 static _Thread_local char t_last_error[1024];
 
@@ -402,6 +403,26 @@ int kfr_model_create(const void *plan, size_t plan_bytes,
   int rc = kfr_plan_check(plan, plan_bytes, msg, sizeof msg);
   if (rc)
     return set_last(rc, "kfuse: %s", msg);
+  /* the plan as compiled: its model id is the XXH64 of the whole plan with
+   * that field 0 (kfr_plan_writer.c), so a changed byte anywhere (a step,
+   * an argument, a cubin) is caught here, before any of it is used */
+  {
+    const kfr_header *h = plan;
+    const size_t at = offsetof(kfr_header, model_id);
+    const uint64_t zero = 0;
+    kfr_xxh64_state st;
+    kfr_xxh64_init(&st, 0);
+    kfr_xxh64_update(&st, plan, at);
+    kfr_xxh64_update(&st, &zero, sizeof zero);
+    kfr_xxh64_update(&st, (const char *)plan + at + sizeof zero, (size_t)h->total_bytes - at - sizeof zero);
+    uint64_t id = kfr_xxh64_final(&st);
+    if (id != h->model_id)
+      return set_last(KFUSE_EPLAN,
+                      "kfuse: create: the module's plan does not match its model id (%016llx, the plan hashes "
+                      "to %016llx): it changed after kfuse compile wrote it (a damaged or edited file); "
+                      "compile the model again",
+                      (unsigned long long)h->model_id, (unsigned long long)id);
+  }
   kfuse_options o;
   kfuse_options_init(&o);
   if (opts) {
