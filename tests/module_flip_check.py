@@ -10,7 +10,10 @@ flipped (the plan's header, steps, arguments, strings and cubins alike),
 are created the same way: every one must be refused with an error (the
 plan's checks, or its model id: the plan hashed at compile and checked at
 create), none may load silently and none may crash the process. The seed
-is printed, so a failure can be replayed.
+is printed, so a failure can be replayed. Then the module cut short at
+eight lengths, and given a 32-bit ELF header: `kfuse run` and `kfuse.load`
+must each refuse all nine before dlopen ("not a loadable module"), where
+the dynamic loader would otherwise fault (SIGBUS) on a truncated file.
 """
 import os
 import random
@@ -77,6 +80,28 @@ for i in range(150):
     os.remove(path)
     os.remove(path + ".weights")
 check(not crashed, f"no flipped module crashed the process ({len(crashed)}: {crashed[:3]})")
+
+# truncated and foreign files: refused before dlopen by kfuse run's loader
+# and by kfuse.load (the Python side needs no torch to get that far)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import kfuse as kfuse_py  # noqa: E402
+io = os.path.join(fixtures, "mlp.kfio")
+cut_ok = py_ok = 0
+cuts = [0.02, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99, 0.999] + ["foreign"]
+for i, frac in enumerate(cuts):
+    path = os.path.join(out, f"cut{i}.so")
+    if frac == "foreign":
+        open(path, "wb").write(b"\x7fELF\x01\x01" + data[6:])  # a 32-bit ELF header
+    else:
+        open(path, "wb").write(data[: int(len(data) * frac)])
+    p = subprocess.run([kfuse, "run", path, "--io", io], capture_output=True, text=True, env=env, timeout=120)
+    cut_ok += p.returncode == 1 and "not a loadable module" in p.stderr
+    try:
+        kfuse_py.load(path)
+    except kfuse_py.KfuseError as e:
+        py_ok += "not a loadable module" in str(e)
+check(cut_ok == len(cuts), f"kfuse run refuses {cut_ok} of {len(cuts)} truncated or foreign modules with an error")
+check(py_ok == len(cuts), f"kfuse.load refuses {py_ok} of {len(cuts)} with KfuseError")
 check(not silent, f"no flipped module loaded silently ({len(silent)} at plan offsets {[s[0] for s in silent[:5]]})")
 print(f"     refused {refused} of 150: {reasons}")
 print(f"module_flip_check: {'PASS' if not failures else 'FAIL'} ({len(failures)} failed)")

@@ -19,6 +19,7 @@
 
 #include "kfuse/interp.h"
 #include "kfuse_runtime.h"
+#include "kfuse/elf.h"
 #include "tools_int.h"
 
 typedef struct drv {
@@ -108,6 +109,12 @@ static bool module_load(module *m, const char *path, kf_diag *diag) {
   char buf[4096];
   /* dlopen needs a path with a slash to not search the library path */
   snprintf(buf, sizeof buf, "%s%s", strchr(path, '/') ? "" : "./", path);
+  /* a truncated or foreign file is refused here: dlopen would fault on it */
+  char why[256];
+  if (!kf_elf_check(buf, why, sizeof why)) {
+    kf_diag_error(diag, "%s: not a loadable module: %s", path, why);
+    return false;
+  }
   m->lib = dlopen(buf, RTLD_NOW | RTLD_LOCAL);
   if (!m->lib) {
     kf_diag_error(diag, "%s: cannot load the module: %s", path, dlerror());
@@ -176,6 +183,14 @@ static void session_close(session *s) {
 
 static bool session_open(session *s, const char *path, bool graph, kf_diag *diag) {
   memset(s, 0, sizeof *s);
+  /* the file first: a truncated or foreign module is refused with what is
+   * wrong with it, whatever the machine (module_load checks it again) */
+  char buf[4096], why[256];
+  snprintf(buf, sizeof buf, "%s%s", strchr(path, '/') ? "" : "./", path);
+  if (!kf_elf_check(buf, why, sizeof why)) {
+    kf_diag_error(diag, "%s: not a loadable module: %s", path, why);
+    return false;
+  }
   if (!drv_load(&s->d, diag) || !module_load(&s->m, path, diag)) return false;
   drv *d = &s->d;
   CUdevice dev;

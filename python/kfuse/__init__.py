@@ -91,6 +91,34 @@ _loaded = {}
 _loaded_lock = threading.Lock()
 
 
+def _elf_problem(fd, size):
+    """Why the open file cannot be dlopen'ed safely, or None: the checks of
+    kfuse run's loader (support/elf.c). The dynamic loader maps segments
+    as the program headers say and touches them, so a module cut short
+    would kill this process with SIGBUS inside dlopen."""
+    import struct
+    eh = os.pread(fd, 64, 0)
+    if len(eh) < 64 or eh[:4] != b"\x7fELF":
+        return f"not an ELF file ({size} bytes)"
+    if eh[4] != 2 or eh[5] != 1:
+        return "not a 64-bit little-endian ELF file"
+    e_type, e_machine = struct.unpack_from("<HH", eh, 16)
+    phoff, shoff = struct.unpack_from("<QQ", eh, 32)
+    phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", eh, 54)
+    if e_machine != 62 or e_type != 3:
+        return f"not an x86-64 shared object (machine {e_machine}, type {e_type})"
+    if phentsize != 56 or phnum == 0 or phoff + phnum * 56 > size:
+        return f"its program headers lie outside its {size} bytes: truncated or damaged"
+    if shnum and (shentsize != 64 or shoff + shnum * 64 > size):
+        return f"its section headers end past its {size} bytes: truncated"
+    ph = os.pread(fd, phnum * 56, phoff)
+    for i in range(phnum):
+        p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", ph, i * 56)
+        if p_type == 1 and p_offset + p_filesz > size:
+            return f"segment {i} ends at byte {p_offset + p_filesz} of a {size}-byte file: truncated"
+    return None
+
+
 def _open_library(path):
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -98,6 +126,9 @@ def _open_library(path):
         raise KfuseError(f"{path}: cannot open the module: {e.strerror}") from None
     try:
         st = os.fstat(fd)
+        problem = _elf_problem(fd, st.st_size)
+        if problem:
+            raise KfuseError(f"{path}: not a loadable module: {problem}")
         key, sig = (st.st_dev, st.st_ino), (st.st_size, st.st_mtime_ns)
         with _loaded_lock:
             hit = _loaded.get(key)
@@ -139,10 +170,12 @@ class Module:
         # destroyed under a call on another thread)
         self._gate = threading.Condition()
         self._active = 0
+        self.path = os.path.abspath(path)
+        # the file first (a truncated or foreign one is refused before
+        # anything else is loaded), then PyTorch
+        self._lib = _open_library(self.path)
         import torch
         self._torch = torch
-        self.path = os.path.abspath(path)
-        self._lib = _open_library(self.path)
         try:
             _bind(self._lib)
         except AttributeError as e:
