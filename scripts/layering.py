@@ -51,6 +51,7 @@ FOLDERS = LAYERS + ["runtime"]
 OWNER = {
     "status.h": "support",
     "curl.h": "support",
+    "elf.h": "support",
     "ir.h": "ir",
     "ops.def": "ir",
     "precision.h": "ir",

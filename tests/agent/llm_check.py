@@ -140,12 +140,18 @@ p, out, reqs, _ = run("bad_request", [{"status": 400, "body": {"error": {"messag
                                       {"status": 200, "body": completion("never")}], base)
 check(p.returncode == 1 and len(reqs) == 1 and "HTTP 400: unknown model" in p.stderr, "400 not retried")
 
-# 8. replies that are not chat completions
-for nm, step, why in (("not_json", {"status": 200, "raw": "<html>"}, "not JSON"),
-                      ("no_choices", {"status": 200, "body": {"object": "x"}}, "no \"choices\" array"),
-                      ("empty_choices", {"status": 200, "body": {"choices": []}}, "\"choices\" is empty")):
-    p, out, reqs, _ = run(nm, [step], base)
-    check(p.returncode == 1 and "not a chat completion (" + why in p.stderr, f"malformed reply: {why}")
+# 8. replies that are not chat completions: a body that is not JSON or has
+# no "choices" array (what a proxy cutting a reply short leaves) is tried
+# again like a transient failure, then reported; a whole one without a
+# usable choice is an error at once
+for nm, step, why, tries in (("not_json", {"status": 200, "raw": "<html>"}, "not a whole chat completion", 5),
+                             ("no_choices", {"status": 200, "body": {"object": "x"}}, "not a whole chat completion",
+                              5),
+                             ("empty_choices", {"status": 200, "body": {"choices": []}},
+                              "not a chat completion (\"choices\" is empty", 1)):
+    p, out, reqs, _ = run(nm, [step] * tries, base)
+    check(p.returncode == 1 and why in p.stderr and len(reqs) == tries,
+          f"malformed reply ({nm}): {len(reqs)} request(s), then '{why}'")
 
 # 9. no key variable: no Authorization header
 p, out, reqs, _ = run("no_key", [{"status": 200, "body": completion("local")}], base, env_key=False)
