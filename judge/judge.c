@@ -697,6 +697,33 @@ static void add_details(cJSON *v, const kf_jtask *t, const kf_judge_options *o, 
   if (fate[0]) cJSON_AddStringToObject(wj, "fate", fate);
 }
 
+/* Reward 2's baseline where the task has no eager time: the judge's own
+ * analogue, timed once a process per task (eager.c), for a candidate that
+ * verified; the seconds it took */
+static double eager_of(const kf_jtask *t, const kf_judge_options *o, const kf_jresult *c, jeager *ea,
+                       kf_diag *diag) {
+  double t0 = kf_now_s();
+  ea->ms = -1;
+  ea->kernels = 0;
+  ea->why[0] = '\0';
+  if (t->eager_ms < 0 && c->ok) {
+    kf_status es = kf_jeager_ms(t, o, &ea->ms, &ea->kernels, ea->why, sizeof ea->why, diag);
+    if (es) snprintf(ea->why, sizeof ea->why, "it could not be timed: %s", kf_status_str(es));
+  }
+  return kf_now_s() - t0;
+}
+
+/* The verdict's baselines (bj) completed: the eager analogue, and which
+ * baseline decided rewards 2 and 3 */
+static void add_eager(cJSON *bj, const kf_jtask *t, const jeager *ea, bool builtin_ok) {
+  if (!bj) return;
+  add_num_or_null(bj, "eager_analogue_ms", ea->ms, ea->ms > 0);
+  if (ea->ms > 0) cJSON_AddNumberToObject(bj, "eager_analogue_kernels", ea->kernels);
+  else if (ea->why[0]) cJSON_AddStringToObject(bj, "eager_analogue_why", ea->why);
+  cJSON_AddStringToObject(bj, "reward2_from", t->eager_ms >= 0 ? "task" : ea->ms > 0 ? "eager_analogue" : "none");
+  cJSON_AddStringToObject(bj, "reward3_from", t->compile_ms >= 0 ? "task" : builtin_ok ? "builtin" : "none");
+}
+
 /* The verdict's "sanitizer": a candidate that verified (correct) run
  * again under compute-sanitizer's memcheck, then racecheck (sanitize.c),
  * alone in w's worker slots; errors make *reward -1 with the tool's
@@ -885,15 +912,8 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   /* floor, reward */
   double floor_ms = floor_ms_of(&t, r);
   int reward = -1;
-  /* reward 2's baseline where the task has no eager time: the judge's
-   * own analogue, timed once a process per task (eager.c) */
-  jeager ea = {-1, 0, ""};
-  double t_eager = kf_now_s();
-  if (t.eager_ms < 0 && c->ok) {
-    kf_status es = kf_jeager_ms(&t, &o, &ea.ms, &ea.kernels, ea.why, sizeof ea.why, diag);
-    if (es) snprintf(ea.why, sizeof ea.why, "it could not be timed: %s", kf_status_str(es));
-  }
-  t_eager = kf_now_s() - t_eager;
+  jeager ea;
+  double t_eager = eager_of(&t, &o, c, &ea, diag);
   bool correct = reward_of(&t, &o, c, w.units[0] ? b : NULL, floor_ms, &ea, reasons, &reward);
   cJSON *san = sanitize_json(&o, &w, correct, &reward, reasons, diag);
   correct = correct && reward >= 1;
@@ -908,18 +928,7 @@ kf_status kf_judge_unit(const char *task_dir, const char *unit_dir, const kf_jud
   cJSON_AddItemToObject(v, "candidate", result_json(c, o.sets));
   if (w.units[0]) cJSON_AddItemToObject(v, "builtin", result_json(b, o.sets));
   add_details(v, &t, &o, r, c, b, w.units[0] != NULL, floor_ms, cand.u, &p, workers, fate);
-  {
-    cJSON *bj = cJSON_GetObjectItemCaseSensitive(v, "baselines");
-    if (bj) {
-      add_num_or_null(bj, "eager_analogue_ms", ea.ms, ea.ms > 0);
-      if (ea.ms > 0) cJSON_AddNumberToObject(bj, "eager_analogue_kernels", ea.kernels);
-      else if (ea.why[0]) cJSON_AddStringToObject(bj, "eager_analogue_why", ea.why);
-      cJSON_AddStringToObject(bj, "reward2_from", t.eager_ms >= 0 ? "task" : ea.ms > 0 ? "eager_analogue" : "none");
-      cJSON_AddStringToObject(bj, "reward3_from", t.compile_ms >= 0          ? "task"
-                                                  : w.units[0] && b->ok      ? "builtin"
-                                                                             : "none");
-    }
-  }
+  add_eager(cJSON_GetObjectItemCaseSensitive(v, "baselines"), &t, &ea, w.units[0] && b->ok);
   if (san) cJSON_AddItemToObject(v, "sanitizer", san);
   cJSON *sj = cJSON_AddObjectToObject(v, "seconds");
   cJSON_AddNumberToObject(sj, "compile", t_compile);

@@ -378,6 +378,38 @@ static void spawn_child(const char *exe, const char *cmd, pid_t parent, int out_
   _exit(5);
 }
 
+/* The command line of a worker under compute-sanitizer (w->sanitize):
+ * the tool, its options, then this image by its path in self (the tool's
+ * own /proc/self/exe would be the tool) and the worker's command; argv
+ * has room for 16. False when this program cannot be named. */
+static bool san_args(const kf_jwork *w, char *self, size_t n, char **argv) {
+  const char *exe = w->opt->worker_exe;
+  if (!exe) {
+    ssize_t k = readlink("/proc/self/exe", self, n - 1);
+    self[k > 0 ? k : 0] = '\0';
+    exe = self;
+  }
+  int a = 0;
+  argv[a++] = (char *)w->sanitizer;
+  argv[a++] = "--tool";
+  argv[a++] = w->sanitize == KF_JSAN_RACECHECK ? "racecheck" : "memcheck";
+  argv[a++] = "--error-exitcode";
+  argv[a++] = "86"; /* KF_JSAN_EXIT */
+  argv[a++] = "--print-limit";
+  argv[a++] = "8";
+  argv[a++] = "--show-backtrace"; /* no host frames: no host paths */
+  argv[a++] = "no";
+  if (w->sanitize == KF_JSAN_RACECHECK) {
+    argv[a++] = "--racecheck-report";
+    argv[a++] = "analysis"; /* "hazard" records every hazard: a racy unit of 2M
+                               elements ran past 120 s; the analysis, 17 s */
+  }
+  argv[a++] = (char *)exe;
+  argv[a++] = "judge-worker";
+  argv[a] = NULL;
+  return exe[0] != '\0';
+}
+
 kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *diag) {
   memset(p, 0, sizeof *p);
   memset(r, 0, sizeof *r);
@@ -421,37 +453,10 @@ kf_status kf_jproc_run(const kf_jwork *w, kf_jreport *r, kf_jproc *p, kf_diag *d
     kf_diag_error(diag, "judge: cannot start the worker: out of memory");
     st = KF_ERR_NOMEM;
   }
-  /* under compute-sanitizer: the tool, its options, then this image by its
-   * path (the tool's own /proc/self/exe would be the tool) */
   char self[4096], *san_argv[16] = {NULL};
-  if (!st && w->sanitize) {
-    const char *exe = w->opt->worker_exe;
-    if (!exe) {
-      ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-      self[k > 0 ? k : 0] = '\0';
-      exe = self;
-    }
-    int a = 0;
-    san_argv[a++] = (char *)w->sanitizer;
-    san_argv[a++] = "--tool";
-    san_argv[a++] = w->sanitize == KF_JSAN_RACECHECK ? "racecheck" : "memcheck";
-    san_argv[a++] = "--error-exitcode";
-    san_argv[a++] = "86"; /* KF_JSAN_EXIT */
-    san_argv[a++] = "--print-limit";
-    san_argv[a++] = "8";
-    san_argv[a++] = "--show-backtrace"; /* no host frames: no host paths */
-    san_argv[a++] = "no";
-    if (w->sanitize == KF_JSAN_RACECHECK) {
-      san_argv[a++] = "--racecheck-report";
-      san_argv[a++] = "analysis"; /* "hazard" records every hazard: a racy unit of 2M
-                                     elements ran past 120 s; the analysis, 17 s */
-    }
-    san_argv[a++] = (char *)exe;
-    san_argv[a++] = "judge-worker";
-    if (!exe[0]) {
-      kf_diag_error(diag, "judge: cannot name this program for compute-sanitizer: readlink: %s", strerror(errno));
-      st = KF_ERR_INTERNAL;
-    }
+  if (!st && w->sanitize && !san_args(w, self, sizeof self, san_argv)) {
+    kf_diag_error(diag, "judge: cannot name this program for compute-sanitizer: readlink: %s", strerror(errno));
+    st = KF_ERR_INTERNAL;
   }
   pid_t parent = getpid(), pid = st ? -1 : fork();
   if (pid == 0)
