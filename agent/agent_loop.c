@@ -140,7 +140,7 @@ static void trim(sess *S) {
     end = first + 1;
     while (end < n && !role_is(cJSON_GetArrayItem(S->messages, end), "assistant")) end++;
     if (end >= n) break; /* the last turn stays */
-    for (int i = first; i < end; i++) total -= message_chars(cJSON_GetArrayItem(S->messages, first));
+    for (int i = first; i < end; i++) total -= message_chars(cJSON_GetArrayItem(S->messages, i));
     for (int i = first; i < end; i++) cJSON_DeleteItemFromArray(S->messages, first);
     cJSON *r = cJSON_CreateObject();
     if (r) {

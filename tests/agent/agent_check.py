@@ -373,6 +373,7 @@ drops = [r for r in traj if r["type"] == "trim" and "drop" in r]
 sizes = [len(json.dumps(q["request"]["messages"], separators=(",", ":"))) for q in reqs]
 valid = all(m.get("role") != "tool" or i > 0 and (q["request"]["messages"][i - 1].get("role") in ("assistant", "tool"))
             for q in reqs for i, m in enumerate(q["request"]["messages"]))
+print(f"     request sizes (messages, chars): {sizes}")
 check(res and res["stop"] == "submitted" and same and drops and valid and max(sizes[1:]) < 3 * 7000,
       f"whole older turns dropped under --context-chars 7000 ({len(drops)} drop records), every request "
       f"rebuilt from the trajectory byte for byte, every tool message after its call")
