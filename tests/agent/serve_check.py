@@ -316,9 +316,14 @@ try:
     # ---- the GPU is held for a judge call's run, not its compile: with one
     # GPU, a call that starts while another compiles (a source NVRTC takes
     # seconds over) finishes first ----
+    # (6000 statements: NVRTC takes 10-15 s over them on CI's machine, while
+    # the quick call's host work, the CPU reference of 12 input variants of
+    # 2M elements, takes about 3 s under ASan; 1000 statements took 2.6 s,
+    # too close)
+    step = "counter += (int)x[counter & 7]; counter ^= counter >> 3; counter += (int)x[(counter >> 2) & 7]; " * 2
     slow_cu = ("#define T10(x) x x x x x x x x x x\n__device__ int counter;\n"
                "extern \"C\" __global__ void k(const float *x, float *y, long long n) {\n"
-               "  T10(T10(T10(counter += (int)x[counter & 7];)))\n  y[0] = (float)counter;\n}\n")
+               f"  T10(T10(T10({step})))\n  y[0] = (float)counter;\n}}\n")
     sa, sb = c.session("group_0"), c.session("group_0")
     sa.call("write_unit", {"unit_cu": slow_cu, "unit_json": json.dumps(unit_json)})
     sb.call("write_unit", {"unit_cu": unit_cu, "unit_json": json.dumps(unit_json)})
