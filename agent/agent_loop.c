@@ -135,9 +135,9 @@ static void trim(sess *S) {
   /* whole turns: from index 2 (after the system and task messages) */
   while (total > S->o->context_chars) {
     n = cJSON_GetArraySize(S->messages);
-    int first = 2, end = first;
+    const int first = 2;
     if (first >= n || !role_is(cJSON_GetArrayItem(S->messages, first), "assistant")) break;
-    end = first + 1;
+    int end = first + 1;
     while (end < n && !role_is(cJSON_GetArrayItem(S->messages, end), "assistant")) end++;
     if (end >= n) break; /* the last turn stays */
     for (int i = first; i < end; i++) total -= message_chars(cJSON_GetArrayItem(S->messages, i));

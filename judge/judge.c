@@ -760,15 +760,15 @@ static cJSON *sanitize_json(const kf_judge_options *o, const kf_jwork *w0, bool 
   w.opt = &oo;
   for (int i = 0; i < 2; i++) {
     char why[KF_JREASON + 128];
-    bool clean = false;
+    bool clean = false, errors = false;
     if (o->queue) oo.device = kf_judge_queue_take(o->queue);
-    kf_status st = kf_jsanitize(&w, tool, tools[i].which, why, sizeof why, &clean, diag);
+    kf_status st = kf_jsanitize(&w, tool, tools[i].which, why, sizeof why, &clean, &errors, diag);
     if (o->queue) kf_judge_queue_give(o->queue, oo.device);
     if (st) snprintf(why, sizeof why, "not run: the worker could not be started (%s)", kf_status_str(st));
     cJSON *t = cJSON_AddObjectToObject(sj, tools[i].name);
     cJSON_AddBoolToObject(t, "clean", clean);
     cJSON_AddStringToObject(t, "why", why);
-    if (!st && strstr(why, "reported errors")) {
+    if (!st && errors) {
       *reward = -1;
       add_reason(reasons, "rejected: %s", why);
       break; /* racecheck adds nothing to a unit memcheck refused */

@@ -260,11 +260,12 @@ bool kf_jsanitizer_find(char *buf, size_t n);
 
 /* The units of w (their last one the candidate) run by a worker under
  * compute-sanitizer tool (which: KF_JSAN_MEMCHECK or KF_JSAN_RACECHECK);
- * *clean when the tool exited without errors after running it; why[n]
- * says what it found, or why nothing was checked (a timeout, no GPU).
- * An error only when the worker could not be started. */
+ * *clean when the tool exited without errors after running it, *errors
+ * when it reported some; neither when nothing was checked (a timeout, no
+ * GPU); why[n] says which. An error only when the worker could not be
+ * started. */
 kf_status kf_jsanitize(const kf_jwork *w, const char *tool, int which, char *why, size_t n, bool *clean,
-                       kf_diag *diag);
+                       bool *errors, kf_diag *diag);
 
 /* What became of a worker, as a reason ("" when it ended normally) */
 void kf_jproc_fate(const kf_jproc *p, const kf_judge_options *o, char *b, size_t n);

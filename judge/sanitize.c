@@ -62,8 +62,8 @@ static void findings(const char *excerpt, char *out, size_t n) {
 }
 
 kf_status kf_jsanitize(const kf_jwork *w0, const char *tool, int which, char *why, size_t n, bool *clean,
-                       kf_diag *diag) {
-  *clean = false;
+                       bool *errors, kf_diag *diag) {
+  *clean = *errors = false;
   why[0] = '\0';
   kf_jwork w = *w0;
   /* the tool slows the unit down (racecheck by orders of magnitude on
@@ -73,7 +73,10 @@ kf_status kf_jsanitize(const kf_jwork *w0, const char *tool, int which, char *wh
   w.opt = &o;
   w.sanitize = which;
   w.sanitizer = tool;
-  w.ref_unit = NULL; /* nothing is compared: the references are not needed */
+  /* nothing is compared and the worker makes no references under the
+   * tool; the GPU reference unit stays in the work all the same, since
+   * without one the work would carry the sets' references, which a task
+   * judged against the GPU reference has only in its worker */
   w.profile_unit = -1;
   kf_jreport *r = malloc(sizeof *r);
   if (!r) return KF_ERR_NOMEM;
@@ -88,6 +91,7 @@ kf_status kf_jsanitize(const kf_jwork *w0, const char *tool, int which, char *wh
   findings(p.excerpt, found, sizeof found);
   const kf_jresult *res = &r->res[w.n_units - 1];
   if (p.exit_code == KF_JSAN_EXIT) {
+    *errors = true;
     snprintf(why, n, "compute-sanitizer %s reported errors: %s", name, found[0] ? found : "(no detail printed)");
   } else if (p.timed_out) {
     snprintf(why, n, "compute-sanitizer %s did not finish within the judge's %.0f s: not checked", name,

@@ -109,13 +109,7 @@ static bool module_load(module *m, const char *path, kf_diag *diag) {
   char buf[4096];
   /* dlopen needs a path with a slash to not search the library path */
   snprintf(buf, sizeof buf, "%s%s", strchr(path, '/') ? "" : "./", path);
-  /* a truncated or foreign file is refused here: dlopen would fault on it */
-  char why[256];
-  if (!kf_elf_check(buf, why, sizeof why)) {
-    kf_diag_error(diag, "%s: not a loadable module: %s", path, why);
-    return false;
-  }
-  m->lib = dlopen(buf, RTLD_NOW | RTLD_LOCAL);
+  m->lib = dlopen(buf, RTLD_NOW | RTLD_LOCAL); /* the file was checked first (session_open) */
   if (!m->lib) {
     kf_diag_error(diag, "%s: cannot load the module: %s", path, dlerror());
     return false;
@@ -183,8 +177,8 @@ static void session_close(session *s) {
 
 static bool session_open(session *s, const char *path, bool graph, kf_diag *diag) {
   memset(s, 0, sizeof *s);
-  /* the file first: a truncated or foreign module is refused with what is
-   * wrong with it, whatever the machine (module_load checks it again) */
+  /* the file first, whatever the machine: a truncated or foreign module is
+   * refused with what is wrong with it, before dlopen would fault on it */
   char buf[4096], why[256];
   snprintf(buf, sizeof buf, "%s%s", strchr(path, '/') ? "" : "./", path);
   if (!kf_elf_check(buf, why, sizeof why)) {
